@@ -1,0 +1,41 @@
+import type { ProviderName } from '../protocol/cellResult.js';
+import { ProviderNameSchema } from '../protocol/cellResult.js';
+import type { HealthReport, ProviderHealth } from '../protocol/health.js';
+import { InputError } from '../protocol/inputError.js';
+import type { CellProvider } from './provider.js';
+import { HostCellProvider, type HostCellProviderOptions } from './providers/host.js';
+
+/** Providers this build can construct. docker and qemu join as their issues land. */
+const BUILT: Partial<Record<ProviderName, (o: HostCellProviderOptions) => CellProvider>> = {
+  host: (o) => new HostCellProvider(o),
+};
+
+export function providerNames(): ProviderName[] {
+  return [...ProviderNameSchema.options];
+}
+
+export function createProvider(name: string, options: HostCellProviderOptions = {}): CellProvider {
+  const known = ProviderNameSchema.safeParse(name);
+  if (!known.success) throw new InputError(`unknown provider "${name}"; choose one of: ${providerNames().join(', ')}`);
+  const make = BUILT[known.data];
+  if (!make) throw new InputError(`provider "${name}" is not part of this forge-runner build yet; use --provider host`);
+  return make(options);
+}
+
+export async function collectHealth(options: HostCellProviderOptions = {}): Promise<HealthReport> {
+  const providers: ProviderHealth[] = [];
+  for (const name of providerNames()) {
+    const make = BUILT[name];
+    if (!make) {
+      providers.push({ provider: name, available: false, reason: 'not part of this forge-runner build yet', isolation: null, details: {} });
+      continue;
+    }
+    providers.push(await make(options).health());
+  }
+  const usable = providers.filter((p) => p.available);
+  return {
+    generated_at: new Date().toISOString(),
+    default_provider: usable.find((p) => !p.isolation?.degraded)?.provider ?? usable[0]?.provider ?? null,
+    providers,
+  };
+}

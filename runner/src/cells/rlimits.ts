@@ -1,0 +1,87 @@
+import type { CellSpec } from '../protocol/cellSpec.js';
+import type { RlimitReport } from '../protocol/isolation.js';
+
+const MiB = 1024 * 1024;
+/** Largest single file a cell may write: keeps a runaway writer from filling the disk. */
+export const FSIZE_BYTES = 8 * 1024 * MiB;
+export const NOFILE = 65536;
+
+export interface RlimitContext {
+  cores: number;
+  /** A cgroup enforces memory: the address-space rlimit would only break V8/Go/JVM reservations. */
+  cgroupMemory: boolean;
+  /** A pids cgroup enforces the process count. */
+  cgroupPids: boolean;
+  /** Processes the runner's uid already has: RLIMIT_NPROC counts them too. */
+  uidProcessCount: number;
+  /** The runner's own hard limits: an unprivileged process cannot raise past them. */
+  hardLimits: HardLimits;
+}
+
+export interface HardLimits {
+  cpu_s: number | null;
+  as_bytes: number | null;
+  nproc: number | null;
+  fsize_bytes: number | null;
+  nofile: number | null;
+}
+
+const PROC_LIMIT_NAMES: Record<string, keyof HardLimits> = {
+  'Max cpu time': 'cpu_s',
+  'Max address space': 'as_bytes',
+  'Max processes': 'nproc',
+  'Max file size': 'fsize_bytes',
+  'Max open files': 'nofile',
+};
+
+/** Pure: /proc/self/limits -> hard limits (null = unlimited). */
+export function parseProcLimits(text: string): HardLimits {
+  const out: HardLimits = { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
+  for (const line of text.split('\n')) {
+    for (const [label, key] of Object.entries(PROC_LIMIT_NAMES)) {
+      if (!line.startsWith(label + ' ')) continue;
+      const fields = line.slice(label.length).trim().split(/\s+/);
+      const hard = fields[1];
+      out[key] = hard === undefined || hard === 'unlimited' ? null : Number(hard);
+    }
+  }
+  return out;
+}
+
+function capAt(value: number | null, hard: number | null): number | null {
+  if (value === null || hard === null) return value;
+  return Math.min(value, hard);
+}
+
+/** Pure: which rlimits a cell gets. */
+export function planRlimits(spec: CellSpec, ctx: RlimitContext): RlimitReport {
+  const h = ctx.hardLimits;
+  return {
+    // A per-process backstop: one process cannot legitimately burn more CPU than wall time × cores.
+    cpu_s: capAt(Math.ceil(spec.timeout_s * Math.max(1, ctx.cores)) + 1, h.cpu_s),
+    as_bytes: capAt(ctx.cgroupMemory ? null : spec.limits.memory_mib * MiB, h.as_bytes),
+    nproc: capAt(ctx.cgroupPids ? null : ctx.uidProcessCount + spec.limits.pids, h.nproc),
+    fsize_bytes: capAt(FSIZE_BYTES, h.fsize_bytes),
+    nofile: capAt(NOFILE, h.nofile),
+  };
+}
+
+/**
+ * How the launcher applies the limits. cpu, fsize and nofile go through the POSIX shell's
+ * `ulimit` builtin (same units in dash and bash-as-sh: seconds, 512-byte blocks, count),
+ * which costs no extra exec; address space and process count have no portable ulimit
+ * letter, so when they are needed util-linux prlimit(1) sets them and execs the rest.
+ */
+export function rlimitLaunch(r: RlimitReport): { ulimitScript: string; prefix: string[] } {
+  const ulimits: string[] = [];
+  if (r.cpu_s !== null) ulimits.push(`ulimit -t ${r.cpu_s}`);
+  if (r.fsize_bytes !== null) ulimits.push(`ulimit -f ${Math.floor(r.fsize_bytes / 512)}`);
+  if (r.nofile !== null) ulimits.push(`ulimit -n ${r.nofile}`);
+  const prefix: string[] = [];
+  if (r.as_bytes !== null) prefix.push(`--as=${r.as_bytes}:${r.as_bytes}`);
+  if (r.nproc !== null) prefix.push(`--nproc=${r.nproc}:${r.nproc}`);
+  return {
+    ulimitScript: ulimits.length ? ulimits.join(' && ') + ' || exit 125; ' : '',
+    prefix: prefix.length ? ['prlimit', ...prefix, '--'] : [],
+  };
+}

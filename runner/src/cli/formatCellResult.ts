@@ -1,0 +1,61 @@
+import type { CellResult } from '../protocol/cellResult.js';
+import type { HealthReport } from '../protocol/health.js';
+
+const MiB = 1024 * 1024;
+
+/** Pure: the human summary of a cell (the JSON form is the CellResult itself). */
+export function formatCellResult(r: CellResult): string {
+  const lines: string[] = [];
+  const status = r.killed_by ? `killed by ${r.killed_by}` : `exit ${r.exit_code}`;
+  lines.push(`cell ${r.cell_id}  ${r.provider} (${r.isolation.mechanism})  ${status}  ${r.duration_ms} ms`);
+  if (r.killed_by && r.killed_by !== 'signal') lines.push(`  exit code ${r.exit_code}${r.signal ? ` (${r.signal})` : ''}`);
+  if (r.limits_hit.length > 0) lines.push(`  limits hit: ${r.limits_hit.join(', ')}`);
+  lines.push(`--- output (${r.output_bytes} bytes${r.output_truncated ? ', head and tail shown' : ''}) ---`);
+  if (r.output.length > 0) lines.push(r.output.endsWith('\n') ? r.output.slice(0, -1) : r.output);
+  if (r.diff) {
+    const binary = r.diff.files.filter((f) => f.binary).length;
+    lines.push(`--- diff: ${r.diff.files.length} file(s)${binary ? `, ${binary} binary` : ''}${r.diff.truncated ? ', patch truncated' : ''} ---`);
+    for (const f of r.diff.files) lines.push(`  ${f.status.padEnd(12)} ${f.path}${f.binary ? ' (binary)' : ''}`);
+    for (const o of r.diff.omitted) lines.push(`  omitted      ${o.path}: ${o.reason}`);
+  }
+  lines.push(`full log: ${r.full_output_path}`);
+  lines.push(`isolation: ${describeIsolation(r.isolation)}`);
+  return lines.join('\n') + '\n';
+}
+
+export function describeIsolation(iso: CellResult['isolation']): string {
+  const parts = [iso.mechanism, `net ${iso.net}`];
+  if (iso.namespaces.length > 0) parts.push(`namespaces ${iso.namespaces.join(',')}`);
+  const cg = iso.cgroup;
+  if (cg.version) {
+    const limits = [
+      cg.memory_max_bytes !== null ? `memory ${Math.round(cg.memory_max_bytes / MiB)} MiB` : null,
+      cg.pids_max !== null ? `pids ${cg.pids_max}` : null,
+      cg.cpu_quota_cores !== null ? `cpus ${cg.cpu_quota_cores}` : null,
+    ].filter(Boolean);
+    parts.push(`cgroup ${cg.version}${limits.length ? ' ' + limits.join(' ') : ''}`);
+  } else {
+    parts.push('no cgroup');
+  }
+  const rl = iso.rlimits;
+  const rlParts = Object.entries(rl).filter(([, v]) => v !== null).map(([k]) => k.replace(/_.*$/, ''));
+  if (rlParts.length) parts.push(`rlimits ${rlParts.join(',')}`);
+  if (iso.degraded) parts.push('DEGRADED');
+  return parts.join('; ');
+}
+
+export function formatHealth(report: HealthReport): string {
+  const lines: string[] = [];
+  for (const p of report.providers) {
+    const mark = !p.available ? 'unavailable' : p.isolation?.degraded ? 'DEGRADED' : 'ok';
+    lines.push(`${p.provider.padEnd(7)} ${mark}: ${p.reason}`);
+    if (p.isolation) {
+      lines.push(`        enforces: ${describeIsolation(p.isolation)}`);
+      if (p.isolation.masked_paths.length) lines.push(`        hidden: ${p.isolation.masked_paths.join(' ')}`);
+      for (const w of p.isolation.warnings) lines.push(`        WARNING: ${w}`);
+    }
+    for (const [k, v] of Object.entries(p.details)) lines.push(`        ${k}: ${v}`);
+  }
+  lines.push(`default provider: ${report.default_provider ?? 'none'}`);
+  return lines.join('\n') + '\n';
+}

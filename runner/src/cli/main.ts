@@ -1,0 +1,116 @@
+import { Command, CommanderError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { collectHealth, createProvider, providerNames } from '../cells/providerRegistry.js';
+import { InputError } from '../protocol/inputError.js';
+import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
+import { formatCellResult, formatHealth } from './formatCellResult.js';
+import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
+
+declare const FORGE_VERSION: string | undefined;
+
+function buildProgram(): Command {
+  const program = new Command('forge-runner')
+    .description('Forge Cells headless runner: runs commands in ephemeral isolated cells.')
+    .version(typeof FORGE_VERSION === 'string' ? FORGE_VERSION : 'dev')
+    .exitOverride()
+    .configureOutput({ outputError: (str, write) => write(str) });
+
+  const cell = program.command('cell').description('run and inspect cells');
+  cell
+    .command('run')
+    .description(
+      'Run one command in a fresh cell and print its result: exit code, bounded output, the diff of the worktree, and what isolation was enforced.\n' +
+        'One word after -- is a shell command line (/bin/sh -c); several words are an argv run without a shell.\n' +
+        'Exit status: 0 when the cell ran (whatever the command returned), 2 for bad input, 1 for an internal failure.',
+    )
+    .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
+    .option('--image <image>', 'image for docker/qemu providers (host takes none)')
+    .option('--worktree <dir>', 'git worktree mounted read-write (default: a private empty directory)')
+    .option('--timeout <seconds>', 'wall-clock budget; the whole process tree is killed after it (default 300)')
+    .option('--allow-net <hosts>', 'comma-separated host names the cell may reach (default: no network)')
+    .option('--env <NAME=VALUE>', 'add a variable to the scrubbed environment (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--memory <mib>', 'memory limit in MiB (default 2048)')
+    .option('--pids <n>', 'process/thread limit (default 512)')
+    .option('--cpus <n>', 'CPU quota in cores (default: none)')
+    .option('--output-limit <bytes>', 'kill the cell after it prints this many bytes (default 268435456; 0 = never)')
+    .option('--no-diff', 'do not capture a git diff (the worktree need not be a git repository)')
+    .option('--json', 'print the CellResult as JSON')
+    .argument('<command...>', 'the command, after --')
+    .action(async (command: string[], flags: CellRunFlags & { json?: boolean }) => {
+      const spec = cellSpecFromFlags(flags, command, process.cwd());
+      const provider = createProvider(flags.provider);
+      const abort = new AbortController();
+      const onSignal = () => abort.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        const result = await provider.run(spec, { signal: abort.signal });
+        if (flags.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+        else process.stdout.write(formatCellResult(result));
+        for (const w of result.isolation.warnings) process.stderr.write(`forge-runner: warning: ${w}\n`);
+        process.exitCode = abort.signal.aborted ? EXIT_INTERRUPTED : EXIT_OK;
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+
+  program
+    .command('health')
+    .description('Show each cell provider: available or not, why, and what isolation it enforces on this machine.')
+    .option('--json', 'print the health report as JSON')
+    .action(async (flags: { json?: boolean }) => {
+      const report = await collectHealth();
+      process.stdout.write(flags.json ? JSON.stringify(report, null, 2) + '\n' : formatHealth(report));
+    });
+
+  program
+    .command('demo')
+    .description('Offline demo of Fix Issue in Cells on a bundled sample repository.')
+    .action(() => {
+      process.stdout.write(
+        'The Fix Issue in Cells demo is not built yet: it arrives with the fix pipeline.\n' +
+          'What works today: forge-runner health; forge-runner cell run -- echo hello\n',
+      );
+    });
+
+  program
+    .command('spec-run')
+    .description('Run one cell from a CellSpec JSON file (schemas/cell-spec.schema.json) and print the CellResult as JSON.')
+    .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
+    .argument('<file>', 'CellSpec JSON file, or - for standard input')
+    .action(async (file: string, flags: { provider: string }) => {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'));
+      } catch (e) {
+        throw new InputError(`cannot read a CellSpec from ${file}: ${(e as Error).message.split('\n')[0]}`);
+      }
+      const result = await createProvider(flags.provider).run(raw as never);
+      process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT_OK;
+      return EXIT_BAD_INPUT;
+    }
+    if (e instanceof InputError) {
+      process.stderr.write(`forge-runner: ${e.message}\n`);
+      return EXIT_BAD_INPUT;
+    }
+    process.stderr.write(`forge-runner: internal error: ${(e as Error).stack ?? String(e)}\n`);
+    return EXIT_INTERNAL;
+  }
+}
+
+main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

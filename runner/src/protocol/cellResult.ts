@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { IsolationReportSchema } from './isolation.js';
+
+export const ProviderNameSchema = z.enum(['host', 'docker', 'qemu']);
+export type ProviderName = z.infer<typeof ProviderNameSchema>;
+
+export const KilledBySchema = z.enum(['timeout', 'memory', 'pids', 'output', 'signal']);
+export type KilledBy = z.infer<typeof KilledBySchema>;
+
+export const DiffFileSchema = z
+  .object({
+    path: z.string(),
+    status: z.enum(['added', 'modified', 'deleted', 'renamed', 'type-changed']),
+    binary: z.boolean(),
+  })
+  .strict();
+
+export const WorktreeDiffSchema = z
+  .object({
+    patch: z.string().describe('Unified diff against HEAD, tracked and untracked files; binary files are named, not dumped.'),
+    truncated: z.boolean(),
+    bytes: z.number().int().describe('Size of the full patch before capping (lower bound when truncated).'),
+    files: z.array(DiffFileSchema),
+    omitted: z.array(z.object({ path: z.string(), reason: z.string() }).strict())
+      .describe('Files left out of the patch (too large, unreadable).'),
+  })
+  .strict();
+export type WorktreeDiff = z.infer<typeof WorktreeDiffSchema>;
+
+export const CellResultSchema = z
+  .object({
+    cell_id: z.string(),
+    provider: ProviderNameSchema,
+    image: z.string(),
+    exit_code: z.number().int().describe('Exit status; 128+N when the command died of signal N.'),
+    signal: z.string().nullable(),
+    timed_out: z.boolean(),
+    killed_by: KilledBySchema.nullable(),
+    limits_hit: z.array(z.enum(['memory', 'pids', 'output', 'cpu_time'])),
+    duration_ms: z.number().int(),
+    output: z.string().describe('Head and tail of stdout+stderr (interleaved); a marker line shows where bytes were cut.'),
+    output_truncated: z.boolean(),
+    output_bytes: z.number().int().describe('Total bytes the command printed (counted even when discarded).'),
+    full_output_path: z.string().describe('Capped file holding the log for parsers.'),
+    diff: WorktreeDiffSchema.nullable(),
+    isolation: IsolationReportSchema,
+    labels: z.record(z.string(), z.string()),
+  })
+  .strict();
+
+export type CellResult = z.infer<typeof CellResultSchema>;

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+const MiB = 1024 * 1024;
+
+/** Defaults a user gets when a CellSpec leaves a limit out. */
+export const DEFAULT_LIMITS = {
+  memory_mib: 2048,
+  pids: 512,
+  output_bytes: 256 * MiB,
+  log_bytes: 8 * MiB,
+} as const;
+
+export const DEFAULT_TIMEOUT_S = 300;
+
+const hostName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/, {
+    message: 'must be a host name such as registry.npmjs.org (optionally *.example.com)',
+  });
+
+export const CellLimitsSchema = z
+  .object({
+    memory_mib: z.number().int().min(16).max(1024 * 1024).default(DEFAULT_LIMITS.memory_mib)
+      .describe('Memory ceiling of the whole cell in MiB (cgroup memory limit; address-space rlimit when no cgroup).'),
+    pids: z.number().int().min(8).max(4_194_304).default(DEFAULT_LIMITS.pids)
+      .describe('Most processes and threads the cell may have at once.'),
+    cpus: z.number().positive().max(1024).optional()
+      .describe('CPU bandwidth in cores (cgroup cpu quota). Unset: no quota.'),
+    output_bytes: z.number().int().min(0).max(2 ** 50).default(DEFAULT_LIMITS.output_bytes)
+      .describe('Most bytes the command may print (stdout+stderr) before it is killed with killed_by=output. 0 = no limit.'),
+    log_bytes: z.number().int().min(4096).max(1024 * MiB).default(DEFAULT_LIMITS.log_bytes)
+      .describe('Size cap of the full log file kept for parsers (head and tail are kept when it overflows).'),
+  })
+  .strict();
+
+export const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
+  message: 'environment variable names are letters, digits and underscores, not starting with a digit',
+});
+
+const noNul = (s: string) => !s.includes('\0');
+
+export const CellSpecSchema = z
+  .object({
+    image: z.string().max(512).default('')
+      .describe('Provider-specific image (Docker image, VM image). Empty for the host provider.'),
+    cmd: z
+      .union([
+        z.string().refine((s) => s.trim().length > 0 && noNul(s), { message: 'command must not be empty' })
+          .describe('A shell command line, run with /bin/sh -c.'),
+        z.array(z.string().refine(noNul, { message: 'argv entries must not contain NUL bytes' })).min(1)
+          .refine((a) => (a[0] ?? '').length > 0, { message: 'argv[0] must not be empty' })
+          .describe('An argv vector, executed directly without a shell.'),
+      ])
+      .describe('The one bounded command this cell runs.'),
+    worktree: z.string().min(1).refine((p) => p.startsWith('/'), { message: 'worktree must be an absolute path' }).optional()
+      .describe('Absolute path of the git worktree mounted read-write. Unset: the cell runs in a private empty directory.'),
+    capture_diff: z.boolean().default(true)
+      .describe('Capture the git diff of the worktree against its HEAD after the command.'),
+    timeout_s: z.number().positive().max(7 * 24 * 3600).default(DEFAULT_TIMEOUT_S)
+      .describe('Wall-clock budget in seconds; the whole process tree is killed when it runs out.'),
+    allow_net: z.union([z.literal(false), z.array(hostName).min(1)]).default(false)
+      .describe('false: no network. A list of host names: network allowed for those hosts.'),
+    env: z.record(EnvNameSchema, z.string().refine(noNul, { message: 'environment values must not contain NUL bytes' })).default({})
+      .describe('Variables added to the scrubbed allowlist environment.'),
+    limits: CellLimitsSchema.prefault({}),
+    labels: z.record(z.string().max(128), z.string().max(1024)).default({})
+      .describe('Free-form labels recorded with the cell (e.g. run and attempt ids).'),
+  })
+  .strict();
+
+export type CellSpecInput = z.input<typeof CellSpecSchema>;
+export type CellSpec = z.output<typeof CellSpecSchema>;
+export type CellLimits = z.output<typeof CellLimitsSchema>;

@@ -1,0 +1,17 @@
+import type { z } from 'zod';
+
+/**
+ * Bad input from a user, a CellSpec, a replay file or a peer. The CLI maps it to exit 2;
+ * the message is one line that names the problem and the fix.
+ */
+export class InputError extends Error {
+  override readonly name = 'InputError';
+}
+
+/** One line from a zod error: the first issue, with its path. */
+export function describeZodError(what: string, error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return `invalid ${what}`;
+  const where = issue.path.length > 0 ? issue.path.join('.') : what;
+  return `invalid ${what}: ${where}: ${issue.message}`;
+}

@@ -1,0 +1,38 @@
+import { spawn } from 'node:child_process';
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Wall time of one child process from spawn to exit, in ms. */
+export function timeSpawn(cmd: string, args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    const child = spawn(cmd, args, { stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(performance.now() - t) : reject(new Error(`${cmd} exited ${code}`))));
+  });
+}
+
+export async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+}
+
+/**
+ * Runs the variants round-robin so that machine noise (other tenants, CPU frequency) hits
+ * them alike; only ratios measured this way are reported.
+ */
+export async function interleaved(variants: Record<string, () => Promise<number>>, runs: number, warmup = 3): Promise<Record<string, number[]>> {
+  const samples: Record<string, number[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+  for (let i = 0; i < warmup + runs; i++) {
+    for (const [name, fn] of Object.entries(variants)) {
+      const ms = await fn();
+      if (i >= warmup) samples[name]!.push(ms);
+    }
+  }
+  return samples;
+}

@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CellProvider } from '../../../runner/src/cells/provider.js';
+import { CellResultSchema } from '../../../runner/src/protocol/cellResult.js';
+import { InputError } from '../../../runner/src/protocol/inputError.js';
+import { DISPLAY_HEAD_BYTES, DISPLAY_TAIL_BYTES } from '../../../runner/src/cells/boundedOutput.js';
+import { git, makeRepo } from '../../helpers/gitRepo.js';
+
+export interface ConformanceTarget {
+  /** Suite title, e.g. "host (bubblewrap)". */
+  title: string;
+  /** Returns null (with a reason) when the provider cannot run on this machine. */
+  make: () => Promise<{ provider: CellProvider } | { unavailable: string }>;
+  /** Image to use for providers that need one. */
+  image?: string;
+  requireInCi?: boolean;
+}
+
+/**
+ * The contract every cell provider honours. Each provider's test file calls this with its
+ * own factory; nothing here knows which provider it is testing.
+ */
+export function describeCellProviderConformance(target: ConformanceTarget): void {
+  describe(`cell provider conformance: ${target.title}`, function () {
+    this.timeout(120_000);
+    let provider: CellProvider;
+    const image = target.image ?? '';
+
+    before(async function () {
+      const made = await target.make();
+      if ('unavailable' in made) {
+        if (process.env.CI === 'true' && target.requireInCi !== false) throw new Error(`CI requires provider ${target.title}: ${made.unavailable}`);
+        console.log(`      skipped: ${made.unavailable}`);
+        this.skip();
+      }
+      provider = (made as { provider: CellProvider }).provider;
+    });
+    after(async () => provider?.drain());
+
+    const run = (spec: Record<string, unknown>) => provider.run({ image, ...spec } as never);
+
+    it('returns a schema-valid result with exit code 0 for a succeeding command', async () => {
+      const r = await run({ cmd: 'echo hello' });
+      CellResultSchema.parse(r);
+      assert.equal(r.exit_code, 0);
+      assert.equal(r.killed_by, null);
+      assert.equal(r.timed_out, false);
+      assert.equal(r.output, 'hello\n');
+      assert.equal(r.diff, null);
+    });
+
+    it('passes a failing exit code through (shell string and argv forms)', async () => {
+      assert.equal((await run({ cmd: 'exit 42' })).exit_code, 42);
+      assert.equal((await run({ cmd: ['sh', '-c', 'exit 7'] })).exit_code, 7);
+      assert.equal((await run({ cmd: ['/bin/false'] })).exit_code, 1);
+    });
+
+    it('passes argv words through without shell interpretation', async () => {
+      const r = await run({ cmd: ['printf', '%s|', 'a b', '$HOME', '*'] });
+      assert.equal(r.output, 'a b|$HOME|*|');
+    });
+
+    it('merges stdout and stderr in order', async () => {
+      const r = await run({ cmd: 'echo one; echo two >&2; echo three' });
+      assert.equal(r.output, 'one\ntwo\nthree\n');
+    });
+
+    it('kills a command that outlives its timeout', async () => {
+      const r = await run({ cmd: 'sleep 60', timeout_s: 1 });
+      assert.equal(r.timed_out, true);
+      assert.equal(r.killed_by, 'timeout');
+      assert.notEqual(r.exit_code, 0);
+      assert.ok(r.duration_ms < 15_000, `took ${r.duration_ms} ms`);
+    });
+
+    it('reports a command killed by a signal', async () => {
+      const r = await run({ cmd: 'kill -TERM $$' });
+      assert.equal(r.exit_code, 128 + 15);
+      assert.equal(r.signal, 'SIGTERM');
+      assert.equal(r.killed_by, 'signal');
+    });
+
+    it('bounds the output: head and tail shown, total counted, log capped', async () => {
+      // 40000 numbered lines (~ 500 KB): far more than the display, less than the log cap.
+      const r = await run({ cmd: 'seq -f "line %06g" 1 40000', limits: { log_bytes: 64 * 1024 } });
+      assert.equal(r.exit_code, 0);
+      assert.equal(r.output_truncated, true);
+      assert.equal(r.output_bytes, 40000 * 12);
+      assert.ok(r.output.startsWith('line 000001\n'));
+      assert.ok(r.output.endsWith('line 040000\n'));
+      assert.match(r.output, /\[\.\.\. forge: \d+ bytes of output omitted \.\.\.\]/);
+      assert.ok(Buffer.byteLength(r.output) <= DISPLAY_HEAD_BYTES + DISPLAY_TAIL_BYTES + 100);
+      const log = readFileSync(r.full_output_path, 'utf8');
+      assert.ok(statSync(r.full_output_path).size <= 64 * 1024 + 100);
+      assert.ok(log.startsWith('line 000001\n') && log.endsWith('line 040000\n'));
+    });
+
+    it('kills a command that prints more than its output limit', async () => {
+      const r = await run({ cmd: 'yes forge', limits: { output_bytes: 1024 * 1024 }, timeout_s: 60 });
+      assert.equal(r.killed_by, 'output');
+      assert.ok(r.limits_hit.includes('output'));
+      assert.ok(r.output_bytes > 1024 * 1024);
+      assert.ok(r.duration_ms < 30_000);
+    });
+
+    it('scrubs the environment to the allowlist plus spec.env', async () => {
+      process.env.FORGE_CONFORMANCE_CANARY = 'canary-value-7f3a';
+      try {
+        const r = await run({ cmd: ['env'], env: { EXTRA_FLAG: 'yes' } });
+        const vars = new Map(r.output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+        assert.ok(!r.output.includes('canary-value-7f3a'));
+        assert.equal(vars.get('CI'), 'true');
+        assert.equal(vars.get('PYTHONDONTWRITEBYTECODE'), '1');
+        assert.equal(vars.get('EXTRA_FLAG'), 'yes');
+        assert.ok(vars.get('PATH'));
+        assert.notEqual(vars.get('HOME'), process.env.HOME);
+        const allowed = new Set(['PATH', 'LANG', 'TERM', 'CI', 'PYTHONDONTWRITEBYTECODE', 'HOME', 'TMPDIR', 'EXTRA_FLAG', 'PWD', 'SHLVL', '_', 'OLDPWD']);
+        for (const name of vars.keys()) assert.ok(allowed.has(name), `unexpected variable ${name} in the cell`);
+      } finally {
+        delete process.env.FORGE_CONFORMANCE_CANARY;
+      }
+    });
+
+    it('captures the worktree diff: modified, added, deleted, binary named not dumped', async () => {
+      const repo = makeRepo({ 'a.txt': 'alpha\n', 'gone.txt': 'bye\n', 'img.bin': Buffer.from([0, 1, 2, 3]) });
+      try {
+        const indexBefore = readFileSync(join(repo.dir, '.git', 'index'));
+        const r = await run({
+          worktree: repo.dir,
+          cmd: "echo beta >> a.txt && rm gone.txt && printf 'new\\n' > new.txt && printf '\\000\\377secretbytes' > img.bin",
+        });
+        assert.equal(r.exit_code, 0, r.output);
+        assert.ok(r.diff);
+        const byPath = new Map(r.diff.files.map((f) => [f.path, f]));
+        assert.equal(byPath.get('a.txt')?.status, 'modified');
+        assert.equal(byPath.get('gone.txt')?.status, 'deleted');
+        assert.equal(byPath.get('new.txt')?.status, 'added');
+        assert.equal(byPath.get('img.bin')?.binary, true);
+        assert.match(r.diff.patch, /\+beta/);
+        assert.match(r.diff.patch, /\+new/);
+        assert.match(r.diff.patch, /Binary files a\/img.bin and b\/img.bin differ/);
+        assert.ok(!r.diff.patch.includes('secretbytes'));
+        assert.deepEqual(readFileSync(join(repo.dir, '.git', 'index')), indexBefore, "the user's index was modified");
+        assert.equal(existsSync(join(repo.dir, 'new.txt')), true, 'worktree writes must persist');
+      } finally {
+        repo.cleanup();
+      }
+    });
+
+    it('caps the diff and names untracked files it left out', async () => {
+      const repo = makeRepo({ 'a.txt': 'a\n' });
+      try {
+        const r = await run({
+          worktree: repo.dir,
+          // 20 text files of ~110 KB: each under the text threshold, together over the patch cap.
+          cmd: 'for i in $(seq 1 20); do seq 1 20000 > f$i.txt; done && head -c 20000000 /dev/zero > huge.dat',
+        });
+        assert.equal(r.exit_code, 0, r.output);
+        assert.ok(r.diff);
+        assert.ok(r.diff.omitted.some((o) => o.path === 'huge.dat'), JSON.stringify(r.diff.omitted));
+        assert.equal(r.diff.truncated, true);
+        assert.ok(Buffer.byteLength(r.diff.patch) <= 1024 * 1024);
+      } finally {
+        repo.cleanup();
+      }
+    });
+
+    it('runs in the worktree and leaves the repository HEAD alone', async () => {
+      const repo = makeRepo({ 'a.txt': 'a\n' });
+      try {
+        const head = git(repo.dir, 'rev-parse', 'HEAD');
+        const r = await run({ worktree: repo.dir, cmd: 'pwd && cat a.txt' });
+        assert.equal(r.output, `${repo.dir}\na\n`);
+        assert.equal(git(repo.dir, 'rev-parse', 'HEAD'), head);
+        assert.deepEqual(r.diff?.files, []);
+      } finally {
+        repo.cleanup();
+      }
+    });
+
+    it('rejects bad specs with an InputError before running anything', async () => {
+      const repo = makeRepo({ 'a.txt': 'a\n' });
+      try {
+        const marker = join(repo.dir, 'ran');
+        await assert.rejects(run({ cmd: '' }), InputError);
+        await assert.rejects(run({ cmd: `touch ${marker}`, timeout_s: -1 }), InputError);
+        await assert.rejects(run({ cmd: `touch ${marker}`, worktree: join(repo.dir, 'missing') }), InputError);
+        await assert.rejects(run({ cmd: `touch ${marker}`, worktree: 'relative/path' }), InputError);
+        await assert.rejects(run({ cmd: `touch ${marker}`, bogus: 1 }), InputError);
+        assert.equal(existsSync(marker), false);
+      } finally {
+        repo.cleanup();
+      }
+    });
+
+    it('cancels a running cell through an AbortSignal', async () => {
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(), 300);
+      const r = await provider.run({ image, cmd: 'sleep 60' } as never, { signal: abort.signal });
+      assert.equal(r.killed_by, 'signal');
+      assert.ok(r.duration_ms < 15_000);
+    });
+  });
+}

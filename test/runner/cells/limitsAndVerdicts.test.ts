@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { parseKeyValueCounters, parseProcCgroup } from '../../../runner/src/cells/cgroupFiles.js';
+import { decideKilledBy } from '../../../runner/src/cells/killedBy.js';
+import { parseProcLimits, planRlimits, rlimitLaunch } from '../../../runner/src/cells/rlimits.js';
+import { parseCellSpec } from '../../../runner/src/cells/provider.js';
+
+const unlimited = { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
+
+describe('planRlimits / rlimitLaunch', () => {
+  const spec = parseCellSpec({ cmd: 'true', timeout_s: 10, limits: { memory_mib: 256, pids: 50 } });
+
+  it('leaves memory and processes to the cgroup when one is enforced', () => {
+    const r = planRlimits(spec, { cores: 2, cgroupMemory: true, cgroupPids: true, uidProcessCount: 300, hardLimits: unlimited });
+    assert.equal(r.as_bytes, null);
+    assert.equal(r.nproc, null);
+    assert.equal(r.cpu_s, 21);
+    const launch = rlimitLaunch(r);
+    assert.deepEqual(launch.prefix, []);
+    assert.match(launch.ulimitScript, /ulimit -t 21 && ulimit -f \d+ && ulimit -n 65536/);
+  });
+
+  it('falls back to address-space and process-count rlimits without a cgroup', () => {
+    const r = planRlimits(spec, { cores: 2, cgroupMemory: false, cgroupPids: false, uidProcessCount: 300, hardLimits: unlimited });
+    assert.equal(r.as_bytes, 256 * 1024 * 1024);
+    assert.equal(r.nproc, 350);
+    assert.deepEqual(rlimitLaunch(r).prefix, ['prlimit', `--as=${256 * 1024 * 1024}:${256 * 1024 * 1024}`, '--nproc=350:350', '--']);
+  });
+
+  it('never asks for more than the runner’s own hard limits', () => {
+    const r = planRlimits(spec, { cores: 2, cgroupMemory: true, cgroupPids: true, uidProcessCount: 0, hardLimits: { ...unlimited, nofile: 20000 } });
+    assert.equal(r.nofile, 20000);
+  });
+
+  it('parses /proc/self/limits', () => {
+    const text = 'Limit                     Soft Limit           Hard Limit           Units\nMax cpu time              unlimited            unlimited            seconds\nMax processes             96365                96365                processes\nMax open files            1024                 20000                files\n';
+    assert.deepEqual(parseProcLimits(text), { ...unlimited, nproc: 96365, nofile: 20000 });
+  });
+});
+
+describe('cgroup file parsers', () => {
+  it('reads v1 and v2 lines of /proc/self/cgroup', () => {
+    const m = parseProcCgroup('4:memory:/process_api/abc\n8:pids:/\n3:cpu,cpuacct:/x\n0::/user.slice\n');
+    assert.equal(m.get('memory'), '/process_api/abc');
+    assert.equal(m.get('pids'), '/');
+    assert.equal(m.get('cpuacct'), '/x');
+    assert.equal(m.get(''), '/user.slice');
+  });
+
+  it('reads counters from memory.events / pids.events / memory.oom_control', () => {
+    const m = parseKeyValueCounters('oom_kill_disable 0\nunder_oom 0\noom_kill 3\n');
+    assert.equal(m.get('oom_kill'), 3);
+    assert.equal(parseKeyValueCounters('max 12\n').get('max'), 12);
+  });
+});
+
+describe('decideKilledBy', () => {
+  const base = { killReason: null, oomKills: 0, pidsLimitHits: 0, exitCode: 0, signal: null } as const;
+  it('names the one cause', () => {
+    assert.equal(decideKilledBy(base), null);
+    assert.equal(decideKilledBy({ ...base, exitCode: 1 }), null);
+    assert.equal(decideKilledBy({ ...base, oomKills: 1, exitCode: 137, signal: 'SIGKILL' }), 'memory');
+    assert.equal(decideKilledBy({ ...base, oomKills: 1, exitCode: 137, killReason: 'timeout' }), 'memory');
+    assert.equal(decideKilledBy({ ...base, killReason: 'timeout', exitCode: 137, pidsLimitHits: 5 }), 'timeout');
+    assert.equal(decideKilledBy({ ...base, killReason: 'output', exitCode: 137 }), 'output');
+    assert.equal(decideKilledBy({ ...base, killReason: 'cancel', exitCode: 137 }), 'signal');
+    assert.equal(decideKilledBy({ ...base, pidsLimitHits: 2, exitCode: 2 }), 'pids');
+    assert.equal(decideKilledBy({ ...base, pidsLimitHits: 2, exitCode: 0 }), null);
+    assert.equal(decideKilledBy({ ...base, exitCode: 143, signal: 'SIGTERM' }), 'signal');
+  });
+});

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { buildBubblewrapArgs, CELL_HOME } from '../../../runner/src/cells/bubblewrapArgs.js';
+import { planSandboxLayout } from '../../../runner/src/cells/sandboxLayout.js';
+import { buildCellEnvironment } from '../../../runner/src/cells/cellEnvironment.js';
+
+const host = (paths: string[]) => ({
+  existing: (p: string) => paths.some((x) => x === p || x.startsWith(p + '/')),
+  isSymlink: (p: string) => p === '/var/run',
+});
+
+describe('planSandboxLayout', () => {
+  it('hides homes, /run and secrets, and puts back toolchains that PATH needs', () => {
+    const layout = planSandboxLayout({
+      runnerHome: '/root',
+      pathEntries: ['/root/.pyenv/shims', '/root/.cargo/bin', '/usr/bin', 'relative/bin'],
+      sshHostKeys: ['/etc/ssh/ssh_host_ed25519_key'],
+      ...host(['/tmp', '/run', '/var/run', '/root/.pyenv/shims', '/root/.cargo/bin', '/root/.cargo/credentials.toml', '/root/.rustup', '/usr/bin', '/etc/shadow', '/etc/ssh/ssh_host_ed25519_key', '/home/u']),
+    });
+    assert.deepEqual(layout.tmpfsMasks, ['/tmp', '/run', '/root', '/home']);
+    assert.deepEqual(layout.reexposed, ['/root/.cargo', '/root/.pyenv', '/root/.rustup']);
+    assert.ok(layout.nullMasks.includes('/etc/shadow'));
+    assert.ok(layout.nullMasks.includes('/etc/ssh/ssh_host_ed25519_key'));
+    assert.ok(layout.nullMasks.includes('/root/.cargo/credentials.toml'));
+  });
+
+  it('masks a runner HOME outside /root and /home too', () => {
+    const layout = planSandboxLayout({ runnerHome: '/srv/ci', pathEntries: [], sshHostKeys: [], ...host(['/srv/ci', '/tmp']) });
+    assert.ok(layout.tmpfsMasks.includes('/srv/ci'));
+  });
+});
+
+describe('buildBubblewrapArgs', () => {
+  const layout = { tmpfsMasks: ['/tmp', '/root'], nullMasks: ['/root/.cargo/credentials'], reexposed: ['/root/.cargo'] };
+
+  it('mounts in an order where later mounts win: root, masks, toolchains, secrets, worktree, .git', () => {
+    const args = buildBubblewrapArgs({ layout, worktree: '/root/proj', gitMetadata: '/root/proj/.git', shareNet: false, argv: ['make', 'test'] });
+    const at = (...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
+    assert.equal(at('--ro-bind', '/', '/'), 0);
+    assert.ok(at('--tmpfs', '/root') < at('--ro-bind', '/root/.cargo', '/root/.cargo'));
+    assert.ok(at('--ro-bind', '/root/.cargo', '/root/.cargo') < at('--ro-bind', '/dev/null', '/root/.cargo/credentials'));
+    assert.ok(at('--tmpfs', '/root') < at('--bind', '/root/proj', '/root/proj'));
+    assert.ok(at('--bind', '/root/proj', '/root/proj') < at('--ro-bind', '/root/proj/.git', '/root/proj/.git'));
+    assert.ok(at('--chdir', '/root/proj') > 0);
+    assert.ok(at('--dir', CELL_HOME) > 0);
+    for (const flag of ['--unshare-all', '--die-with-parent', '--new-session']) assert.ok(args.includes(flag), flag);
+    assert.ok(at('--cap-drop', 'ALL') > 0);
+    assert.ok(!args.includes('--share-net'));
+    assert.deepEqual(args.slice(-3), ['--', 'make', 'test']);
+  });
+
+  it('shares the network only when asked, and never binds /run or a docker socket', () => {
+    const args = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, shareNet: true, argv: ['true'] });
+    assert.ok(args.includes('--share-net'));
+    assert.ok(!args.some((a) => a.includes('docker.sock')));
+    assert.ok(!args.some((a, i) => a === '--bind' && args[i + 1]?.startsWith('/run')));
+  });
+});
+
+describe('buildCellEnvironment', () => {
+  it('passes only the allowlist, the private paths and the additions', () => {
+    const env = buildCellEnvironment({ PATH: '/bin', OPENAI_API_KEY: 'sk', SSH_AUTH_SOCK: '/x', LANG: 'de_DE.UTF-8', TERM: 'xterm' }, '/h', '/t', { FOO: '1' });
+    assert.deepEqual(env, { PATH: '/bin', LANG: 'de_DE.UTF-8', TERM: 'xterm', CI: 'true', PYTHONDONTWRITEBYTECODE: '1', HOME: '/h', TMPDIR: '/t', FOO: '1' });
+  });
+});
