@@ -3,7 +3,7 @@
 import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
 
 const runsArg = process.argv.indexOf('--runs');
-const runs = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 30;
+const runs = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 40;
 const json = process.argv.includes('--json');
 
 async function main(): Promise<void> {
@@ -15,11 +15,11 @@ async function main(): Promise<void> {
     return;
   }
   for (const [suite, lines] of Object.entries(suites)) {
-    console.log(`\n## ${suite} (median of ${runs} runs each, interleaved)`);
+    console.log(`\n## ${suite} (${runs} interleaved rounds; times are medians, ratios are medians of per-round ratios)`);
     for (const l of lines) {
       const value = l.unit === 'x' ? `${l.value.toFixed(2)}x` : `${l.value.toFixed(2)} ${l.unit}`;
       const target = l.target ? `   target ${l.target}: ${l.met ? 'met' : 'MISSED'}` : '';
-      console.log(`  ${l.name.padEnd(34)} ${value.padStart(10)}${target}`);
+      console.log(`  ${l.name.padEnd(38)} ${value.padStart(10)}${target}`);
     }
   }
 }

@@ -10,6 +10,8 @@ export interface BubblewrapPlan {
   /** Git metadata inside the worktree (.git dir or file), mounted read-only over itself. */
   gitMetadata: string | null;
   shareNet: boolean;
+  /** The cell's whole environment: bwrap clears its own and sets exactly this. */
+  env: Record<string, string>;
   argv: string[];
 }
 
@@ -40,6 +42,8 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   args.push('--unshare-all');
   if (plan.shareNet) args.push('--share-net');
   args.push('--hostname', 'forge-cell', '--die-with-parent', '--new-session', '--cap-drop', 'ALL');
+  args.push('--clearenv');
+  for (const [name, value] of Object.entries(plan.env)) args.push('--setenv', name, value);
   args.push('--', ...plan.argv);
   return args;
 }

@@ -1,4 +1,6 @@
 import { execa } from 'execa';
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 
 export interface BubblewrapProbe {
   usable: boolean;
@@ -11,9 +13,21 @@ export interface BubblewrapProbe {
  * Finds bwrap and checks it can really build the sandbox cells use: installed is not enough
  * (user namespaces may be disabled, or a container may forbid mounts).
  */
+/** Absolute path of an executable on env.PATH, or null. */
+export async function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
+  for (const dir of (env.PATH ?? '').split(':')) {
+    if (!dir.startsWith('/')) continue;
+    const candidate = `${dir}/${name}`;
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch { /* not here */ }
+  }
+  return null;
+}
+
 export async function probeBubblewrap(env: NodeJS.ProcessEnv = process.env): Promise<BubblewrapProbe> {
-  const which = await execa('sh', ['-c', 'command -v bwrap'], { reject: false, env: { PATH: env.PATH ?? '' }, extendEnv: false });
-  const path = which.exitCode === 0 ? String(which.stdout).trim() : null;
+  const path = await findOnPath('bwrap', env);
   if (!path) {
     return { usable: false, path: null, version: null, reason: 'bubblewrap (bwrap) is not installed; install it with: apt-get install bubblewrap' };
   }

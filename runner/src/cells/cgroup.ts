@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CellLimits } from '../protocol/cellSpec.js';
 import type { CgroupReport } from '../protocol/isolation.js';
@@ -8,16 +8,20 @@ const MiB = 1024 * 1024;
 const CPU_PERIOD_US = 100_000;
 const GROUP_DIR = 'forge-cells';
 
-/** One cell's cgroup(s): joined by the launcher shell before it execs the command. */
+/**
+ * One cell's cgroup(s). Created (and joined by a launcher) before the cell's limits are
+ * known; `configure` writes them when the cell is claimed, before its command starts.
+ */
 export interface CellCgroup {
   /** cgroup.procs files the launcher writes its own pid into. */
   readonly procsFiles: string[];
-  readonly report: CgroupReport;
-  /** Counters read after the cell: OOM kills and refused forks. */
+  configure(limits: CellLimits): CgroupReport;
+  /** What happened during the cell: OOM kills and refused forks. */
   events(): { oomKills: number; pidsLimitHits: number };
-  /** SIGKILLs everything still in the cell's cgroup, until it is empty. */
+  /** SIGKILLs everything in the cell's cgroup, until it is empty. */
   killAll(): Promise<void>;
-  remove(): Promise<void>;
+  /** Empties the group and removes it. */
+  release(): Promise<void>;
 }
 
 export interface CgroupSupport {
@@ -26,7 +30,15 @@ export interface CgroupSupport {
   pids: boolean;
   cpu: boolean;
   reason: string | null;
-  create(cellId: string, limits: CellLimits): CellCgroup;
+  create(): CellCgroup;
+}
+
+/** The directories (one per hierarchy) of one cell's cgroup. */
+interface CgroupDirs {
+  procsFiles: string[];
+  configure(limits: CellLimits): CgroupReport;
+  counters(): { oomKills: number; pidsLimitHits: number };
+  dirs: string[];
 }
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -54,6 +66,43 @@ function unsupported(reason: string): CgroupSupport {
     version: null, memory: false, pids: false, cpu: false, reason,
     create: () => { throw new Error('cgroups unavailable: ' + reason); },
   };
+}
+
+/** Each cell gets fresh groups named "<runner pid>-<n>"; leftovers of a crashed runner are swept. */
+function perCell(version: 'v1' | 'v2', cpu: boolean, parents: string[], makeDirs: (name: string) => CgroupDirs): CgroupSupport {
+  for (const parent of parents) removeStaleGroups(parent);
+  let counter = 0;
+  return {
+    version, memory: true, pids: true, cpu, reason: null,
+    create() {
+      const d = makeDirs(`${process.pid}-${counter++}`);
+      return {
+        procsFiles: d.procsFiles,
+        configure: (limits) => d.configure(limits),
+        events: () => d.counters(),
+        killAll: () => killLoop(d.dirs),
+        release: async () => {
+          await killLoop(d.dirs);
+          await removeDirs(d.dirs);
+        },
+      };
+    },
+  };
+}
+
+/** Groups named "<pid>-<n>" whose runner is gone and which are empty: leftovers of a crash. */
+function removeStaleGroups(parent: string): void {
+  let entries: string[];
+  try {
+    entries = readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const name of entries) {
+    const m = /^(\d+)-\d+$/.exec(name);
+    if (!m || existsSync(`/proc/${m[1]}`)) continue;
+    try { rmdirSync(join(parent, name)); } catch { /* not empty or in use */ }
+  }
 }
 
 function tryV2(root: string, own: Map<string, string>): { support?: CgroupSupport; reason: string } {
@@ -84,44 +133,29 @@ function tryV2(root: string, own: Map<string, string>): { support?: CgroupSuppor
       reason: `cgroup v2: cannot delegate controllers under ${ownDir} (${(e as Error).message.split('\n')[0]}); run the runner in its own delegated cgroup, e.g. systemd-run --scope -p Delegate=yes`,
     };
   }
-  const cpu = existsSync(join(parent, 'cpu.max')) || ownControllers.includes('cpu');
-  return {
-    reason: '',
-    support: {
-      version: 'v2', memory: true, pids: true, cpu, reason: null,
-      create: (cellId, limits) => createV2(join(parent, cellId), limits, cpu),
-    },
-  };
+  const cpu = ownControllers.includes('cpu');
+  return { reason: '', support: perCell('v2', cpu, [parent], (name) => v2Dirs(join(parent, name), cpu)) };
 }
 
-function createV2(dir: string, limits: CellLimits, cpu: boolean): CellCgroup {
+function v2Dirs(dir: string, cpu: boolean): CgroupDirs {
   mkdirSync(dir);
-  const memoryMax = limits.memory_mib * MiB;
-  writeFileSync(join(dir, 'memory.max'), String(memoryMax));
-  if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
-  writeFileSync(join(dir, 'pids.max'), String(limits.pids));
-  let cpuQuota: number | null = null;
-  if (cpu && limits.cpus !== undefined) {
-    writeFileSync(join(dir, 'cpu.max'), `${Math.ceil(limits.cpus * CPU_PERIOD_US)} ${CPU_PERIOD_US}`);
-    cpuQuota = limits.cpus;
-  }
   const read = (f: string) => parseKeyValueCounters(safeRead(join(dir, f)));
   return {
     procsFiles: [join(dir, 'cgroup.procs')],
-    report: { version: 'v2', memory_max_bytes: memoryMax, pids_max: limits.pids, cpu_quota_cores: cpuQuota, reason: null },
-    events: () => ({
-      oomKills: read('memory.events').get('oom_kill') ?? 0,
-      pidsLimitHits: read('pids.events').get('max') ?? 0,
-    }),
-    killAll: async () => {
-      if (existsSync(join(dir, 'cgroup.kill'))) {
-        writeFileSync(join(dir, 'cgroup.kill'), '1');
-        await waitEmpty([dir]);
-      } else {
-        await killLoop([dir]);
+    dirs: [dir],
+    configure(limits) {
+      const memoryMax = limits.memory_mib * MiB;
+      writeFileSync(join(dir, 'memory.max'), String(memoryMax));
+      if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+      writeFileSync(join(dir, 'pids.max'), String(limits.pids));
+      let cpuQuota: number | null = null;
+      if (cpu && limits.cpus !== undefined) {
+        writeFileSync(join(dir, 'cpu.max'), `${Math.ceil(limits.cpus * CPU_PERIOD_US)} ${CPU_PERIOD_US}`);
+        cpuQuota = limits.cpus;
       }
+      return { version: 'v2', memory_max_bytes: memoryMax, pids_max: limits.pids, cpu_quota_cores: cpuQuota, reason: null };
     },
-    remove: async () => removeDirs([dir]),
+    counters: () => ({ oomKills: read('memory.events').get('oom_kill') ?? 0, pidsLimitHits: read('pids.events').get('max') ?? 0 }),
   };
 }
 
@@ -151,48 +185,40 @@ function tryV1(root: string, own: Map<string, string>): { support?: CgroupSuppor
   } catch {
     cpu = false;
   }
-  return {
-    reason: '',
-    support: {
-      version: 'v1', memory: true, pids: true, cpu, reason: null,
-      create: (cellId, limits) => createV1(parents, cellId, limits, cpu),
-    },
-  };
+  const allParents = cpu ? [parents.memory, parents.pids, parents.cpu] : [parents.memory, parents.pids];
+  return { reason: '', support: perCell('v1', cpu, allParents, (name) => v1Dirs(parents, name, cpu)) };
 }
 
-function createV1(parents: { memory: string; pids: string; cpu: string }, cellId: string, limits: CellLimits, cpu: boolean): CellCgroup {
-  const mem = join(parents.memory, cellId);
-  const pids = join(parents.pids, cellId);
-  const cpuDir = join(parents.cpu, cellId);
-  // Join order matters for speed: entering the v1 memory group before the pids group costs
-  // several milliseconds more per cell (measured), the other order does not.
-  const dirs = [pids, mem];
-  mkdirSync(mem);
-  mkdirSync(pids);
-  const memoryMax = limits.memory_mib * MiB;
-  writeFileSync(join(mem, 'memory.limit_in_bytes'), String(memoryMax));
-  // Without a memsw limit the cell could page out to swap instead of being stopped.
-  if (existsSync(join(mem, 'memory.memsw.limit_in_bytes'))) {
-    try { writeFileSync(join(mem, 'memory.memsw.limit_in_bytes'), String(memoryMax)); } catch { /* swap accounting off */ }
-  }
-  writeFileSync(join(pids, 'pids.max'), String(limits.pids));
-  let cpuQuota: number | null = null;
-  if (cpu && limits.cpus !== undefined) {
-    mkdirSync(cpuDir);
-    dirs.push(cpuDir);
-    writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
-    writeFileSync(join(cpuDir, 'cpu.cfs_quota_us'), String(Math.ceil(limits.cpus * CPU_PERIOD_US)));
-    cpuQuota = limits.cpus;
-  }
+function v1Dirs(parents: { memory: string; pids: string; cpu: string }, name: string, cpu: boolean): CgroupDirs {
+  const mem = join(parents.memory, name);
+  const pids = join(parents.pids, name);
+  const cpuDir = join(parents.cpu, name);
+  const dirs = cpu ? [pids, mem, cpuDir] : [pids, mem];
+  for (const d of dirs) mkdirSync(d);
   return {
     procsFiles: dirs.map((d) => join(d, 'cgroup.procs')),
-    report: { version: 'v1', memory_max_bytes: memoryMax, pids_max: limits.pids, cpu_quota_cores: cpuQuota, reason: null },
-    events: () => ({
+    dirs,
+    configure(limits) {
+      const memoryMax = limits.memory_mib * MiB;
+      writeFileSync(join(mem, 'memory.limit_in_bytes'), String(memoryMax));
+      // Without a memsw limit the cell could page out to swap instead of being stopped.
+      const memsw = join(mem, 'memory.memsw.limit_in_bytes');
+      if (existsSync(memsw)) {
+        try { writeFileSync(memsw, String(memoryMax)); } catch { /* swap accounting off */ }
+      }
+      writeFileSync(join(pids, 'pids.max'), String(limits.pids));
+      let cpuQuota: number | null = null;
+      if (cpu && limits.cpus !== undefined) {
+        writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
+        writeFileSync(join(cpuDir, 'cpu.cfs_quota_us'), String(Math.ceil(limits.cpus * CPU_PERIOD_US)));
+        cpuQuota = limits.cpus;
+      }
+      return { version: 'v1', memory_max_bytes: memoryMax, pids_max: limits.pids, cpu_quota_cores: cpuQuota, reason: null };
+    },
+    counters: () => ({
       oomKills: parseKeyValueCounters(safeRead(join(mem, 'memory.oom_control'))).get('oom_kill') ?? 0,
       pidsLimitHits: parseKeyValueCounters(safeRead(join(pids, 'pids.events'))).get('max') ?? 0,
     }),
-    killAll: async () => killLoop([pids, mem]),
-    remove: async () => removeDirs(dirs),
   };
 }
 
@@ -220,14 +246,6 @@ async function killLoop(dirs: string[]): Promise<void> {
     }
     await sleep(round < 20 ? 1 : 20);
   }
-}
-
-async function waitEmpty(dirs: string[]): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (dirs.flatMap(members).length === 0) return;
-    await sleep(5);
-  }
-  await killLoop(dirs);
 }
 
 async function removeDirs(dirs: string[]): Promise<void> {

@@ -67,21 +67,18 @@ export function planRlimits(spec: CellSpec, ctx: RlimitContext): RlimitReport {
 }
 
 /**
- * How the launcher applies the limits. cpu, fsize and nofile go through the POSIX shell's
- * `ulimit` builtin (same units in dash and bash-as-sh: seconds, 512-byte blocks, count),
- * which costs no extra exec; address space and process count have no portable ulimit
- * letter, so when they are needed util-linux prlimit(1) sets them and execs the rest.
+ * Pure: the rlimits as bash `ulimit` flag/value pairs for the launcher (bash units: seconds,
+ * 1024-byte blocks, KiB, counts). Limits are set soft and hard, so the cell cannot raise them.
  */
-export function rlimitLaunch(r: RlimitReport): { ulimitScript: string; prefix: string[] } {
-  const ulimits: string[] = [];
-  if (r.cpu_s !== null) ulimits.push(`ulimit -t ${r.cpu_s}`);
-  if (r.fsize_bytes !== null) ulimits.push(`ulimit -f ${Math.floor(r.fsize_bytes / 512)}`);
-  if (r.nofile !== null) ulimits.push(`ulimit -n ${r.nofile}`);
-  const prefix: string[] = [];
-  if (r.as_bytes !== null) prefix.push(`--as=${r.as_bytes}:${r.as_bytes}`);
-  if (r.nproc !== null) prefix.push(`--nproc=${r.nproc}:${r.nproc}`);
-  return {
-    ulimitScript: ulimits.length ? ulimits.join(' && ') + ' || exit 125; ' : '',
-    prefix: prefix.length ? ['prlimit', ...prefix, '--'] : [],
+export function ulimitPairs(r: RlimitReport): string[] {
+  const pairs: string[] = [];
+  const add = (flag: string, v: number | null, unit = 1) => {
+    if (v !== null) pairs.push(flag, String(Math.floor(v / unit)));
   };
+  add('-t', r.cpu_s);
+  add('-f', r.fsize_bytes, 1024);
+  add('-n', r.nofile);
+  add('-v', r.as_bytes, 1024);
+  add('-u', r.nproc);
+  return pairs;
 }

@@ -12,7 +12,8 @@ export interface SandboxLayout {
   reexposed: string[];
 }
 
-const ALWAYS_MASKED = ['/tmp', '/var/tmp', '/run', '/dev/shm', '/root', '/home'];
+// /dev needs no mask: bwrap's --dev gives the cell a fresh one (with its own /dev/shm).
+const ALWAYS_MASKED = ['/tmp', '/var/tmp', '/run', '/root', '/home'];
 const SECRET_FILES = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/sudoers'];
 /** Toolchain homes that need a sibling to work (rustup proxies in ~/.cargo/bin use ~/.rustup). */
 const COMPANIONS: Record<string, string[]> = { '.cargo': ['.rustup'], '.rustup': ['.cargo'] };

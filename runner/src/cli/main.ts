@@ -38,7 +38,7 @@ function buildProgram(): Command {
     .argument('<command...>', 'the command, after --')
     .action(async (command: string[], flags: CellRunFlags & { json?: boolean }) => {
       const spec = cellSpecFromFlags(flags, command, process.cwd());
-      const provider = createProvider(flags.provider);
+      const provider = createProvider(flags.provider, { prewarm: 0 });
       const abort = new AbortController();
       const onSignal = () => abort.abort();
       process.once('SIGINT', onSignal);
@@ -50,6 +50,7 @@ function buildProgram(): Command {
         for (const w of result.isolation.warnings) process.stderr.write(`forge-runner: warning: ${w}\n`);
         process.exitCode = abort.signal.aborted ? EXIT_INTERRUPTED : EXIT_OK;
       } finally {
+        await provider.drain();
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       }
@@ -86,8 +87,13 @@ function buildProgram(): Command {
       } catch (e) {
         throw new InputError(`cannot read a CellSpec from ${file}: ${(e as Error).message.split('\n')[0]}`);
       }
-      const result = await createProvider(flags.provider).run(raw as never);
-      process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+      const provider = createProvider(flags.provider, { prewarm: 0 });
+      try {
+        const result = await provider.run(raw as never);
+        process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+      } finally {
+        await provider.drain();
+      }
     });
 
   return program;

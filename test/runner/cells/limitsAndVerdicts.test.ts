@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { parseKeyValueCounters, parseProcCgroup } from '../../../runner/src/cells/cgroupFiles.js';
 import { decideKilledBy } from '../../../runner/src/cells/killedBy.js';
-import { parseProcLimits, planRlimits, rlimitLaunch } from '../../../runner/src/cells/rlimits.js';
+import { parseProcLimits, planRlimits, ulimitPairs } from '../../../runner/src/cells/rlimits.js';
+import { encodeLaunchRequest } from '../../../runner/src/cells/cellLauncher.js';
 import { parseCellSpec } from '../../../runner/src/cells/provider.js';
 
 const unlimited = { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
 
-describe('planRlimits / rlimitLaunch', () => {
+describe('planRlimits / ulimitPairs', () => {
   const spec = parseCellSpec({ cmd: 'true', timeout_s: 10, limits: { memory_mib: 256, pids: 50 } });
 
   it('leaves memory and processes to the cgroup when one is enforced', () => {
@@ -14,16 +15,14 @@ describe('planRlimits / rlimitLaunch', () => {
     assert.equal(r.as_bytes, null);
     assert.equal(r.nproc, null);
     assert.equal(r.cpu_s, 21);
-    const launch = rlimitLaunch(r);
-    assert.deepEqual(launch.prefix, []);
-    assert.match(launch.ulimitScript, /ulimit -t 21 && ulimit -f \d+ && ulimit -n 65536/);
+    assert.deepEqual(ulimitPairs(r), ['-t', '21', '-f', String(8 * 1024 * 1024), '-n', '65536']);
   });
 
   it('falls back to address-space and process-count rlimits without a cgroup', () => {
     const r = planRlimits(spec, { cores: 2, cgroupMemory: false, cgroupPids: false, uidProcessCount: 300, hardLimits: unlimited });
     assert.equal(r.as_bytes, 256 * 1024 * 1024);
     assert.equal(r.nproc, 350);
-    assert.deepEqual(rlimitLaunch(r).prefix, ['prlimit', `--as=${256 * 1024 * 1024}:${256 * 1024 * 1024}`, '--nproc=350:350', '--']);
+    assert.deepEqual(ulimitPairs(r).slice(-4), ['-v', String(256 * 1024), '-u', '350']);
   });
 
   it('never asks for more than the runner’s own hard limits', () => {
@@ -66,5 +65,11 @@ describe('decideKilledBy', () => {
     assert.equal(decideKilledBy({ ...base, pidsLimitHits: 2, exitCode: 2 }), 'pids');
     assert.equal(decideKilledBy({ ...base, pidsLimitHits: 2, exitCode: 0 }), null);
     assert.equal(decideKilledBy({ ...base, exitCode: 143, signal: 'SIGTERM' }), 'signal');
+  });
+});
+
+describe('encodeLaunchRequest', () => {
+  it('NUL-terminates every word, ulimit pairs first, then -- and the argv', () => {
+    assert.equal(encodeLaunchRequest(['-t', '5'], ['sh', '-c', 'echo "a b"']).toString(), '-t\x005\x00--\x00sh\x00-c\x00echo "a b"\x00');
   });
 });

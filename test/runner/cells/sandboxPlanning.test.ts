@@ -33,7 +33,7 @@ describe('buildBubblewrapArgs', () => {
   const layout = { tmpfsMasks: ['/tmp', '/root'], nullMasks: ['/root/.cargo/credentials'], reexposed: ['/root/.cargo'] };
 
   it('mounts in an order where later mounts win: root, masks, toolchains, secrets, worktree, .git', () => {
-    const args = buildBubblewrapArgs({ layout, worktree: '/root/proj', gitMetadata: '/root/proj/.git', shareNet: false, argv: ['make', 'test'] });
+    const args = buildBubblewrapArgs({ layout, worktree: '/root/proj', gitMetadata: '/root/proj/.git', shareNet: false, env: { PATH: '/bin', CI: 'true' }, argv: ['make', 'test'] });
     const at = (...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
     assert.equal(at('--ro-bind', '/', '/'), 0);
     assert.ok(at('--tmpfs', '/root') < at('--ro-bind', '/root/.cargo', '/root/.cargo'));
@@ -45,11 +45,14 @@ describe('buildBubblewrapArgs', () => {
     for (const flag of ['--unshare-all', '--die-with-parent', '--new-session']) assert.ok(args.includes(flag), flag);
     assert.ok(at('--cap-drop', 'ALL') > 0);
     assert.ok(!args.includes('--share-net'));
+    // The environment is exactly the given one: cleared first, then set.
+    assert.ok(at('--clearenv') < at('--setenv', 'PATH', '/bin'));
+    assert.ok(at('--setenv', 'CI', 'true') > 0);
     assert.deepEqual(args.slice(-3), ['--', 'make', 'test']);
   });
 
   it('shares the network only when asked, and never binds /run or a docker socket', () => {
-    const args = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, shareNet: true, argv: ['true'] });
+    const args = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, shareNet: true, env: {}, argv: ['true'] });
     assert.ok(args.includes('--share-net'));
     assert.ok(!args.some((a) => a.includes('docker.sock')));
     assert.ok(!args.some((a, i) => a === '--bind' && args[i + 1]?.startsWith('/run')));

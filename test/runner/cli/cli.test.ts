@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { cellSpecFromFlags } from '../../../runner/src/cli/parseCellRunArgs.js';
 import { CellResultSchema } from '../../../runner/src/protocol/cellResult.js';
@@ -90,7 +90,11 @@ describe('forge-runner CLI', function () {
   });
 
   it('health says loudly when bubblewrap is missing', () => {
-    const r = spawnSync(process.execPath, [RUNNER, 'health'], { encoding: 'utf8', env: { ...process.env, PATH: '/nonexistent' } });
+    // A PATH with bash (the launcher) but no bwrap.
+    const bin = scratchDir('forge-path-');
+    symlinkSync(execFileSync('sh', ['-c', 'command -v bash'], { encoding: 'utf8' }).trim(), join(bin.dir, 'bash'));
+    const r = spawnSync(process.execPath, [RUNNER, 'health'], { encoding: 'utf8', env: { ...process.env, PATH: bin.dir } });
+    bin.cleanup();
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /host\s+DEGRADED: plain subprocess/);
     assert.match(r.stdout, /NOT SANDBOXED/);

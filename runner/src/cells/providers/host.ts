@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CellSpec, CellSpecInput } from '../../protocol/cellSpec.js';
+import type { CellSpecInput } from '../../protocol/cellSpec.js';
 import type { CellResult, KilledBy } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { CgroupReport, IsolationReport } from '../../protocol/isolation.js';
@@ -11,13 +10,14 @@ import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
 import { inspectWorktree, requireDirectory } from '../../workspace/inspectWorktree.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
 import { buildBubblewrapArgs, CELL_HOME } from '../bubblewrapArgs.js';
-import { type BubblewrapProbe, probeBubblewrap } from '../bubblewrapProbe.js';
+import { type BubblewrapProbe, findOnPath, probeBubblewrap } from '../bubblewrapProbe.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
+import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
 import { decideKilledBy } from '../killedBy.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
-import { type HardLimits, parseProcLimits, planRlimits, rlimitLaunch } from '../rlimits.js';
+import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
 
 export type BubblewrapMode = 'auto' | 'require' | 'off';
@@ -28,23 +28,22 @@ export interface HostCellProviderOptions {
   stateDir?: string;
   /** The runner's environment; only the allowlist of it reaches a cell. */
   env?: NodeJS.ProcessEnv;
-}
-
-/**
- * Joins the cell's cgroups, merges stderr into stdout, then execs the rest. Joining from
- * inside the child (before exec) leaves no window in which the command runs unconfined.
- */
-function launcherScript(ulimitScript: string): string {
-  return `exec 2>&1; while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; ${ulimitScript}exec "$@"`;
+  /**
+   * Launchers kept started and joined to a fresh cgroup ahead of need (each used once).
+   * 0 for one-shot use such as a single CLI command. Default 1.
+   */
+  prewarm?: number;
 }
 
 const SANDBOX_NAMESPACES = ['mount', 'user', 'pid', 'ipc', 'uts', 'cgroup'];
 
 interface Environment {
   bubblewrap: BubblewrapProbe;
+  bash: string | null;
   cgroups: CgroupSupport;
   layout: SandboxLayout;
   hardLimits: HardLimits;
+  logDir: string;
 }
 
 export class HostCellProvider implements CellProvider {
@@ -52,31 +51,42 @@ export class HostCellProvider implements CellProvider {
   private readonly mode: BubblewrapMode;
   private readonly env: NodeJS.ProcessEnv;
   private readonly stateDir: string;
+  private readonly prewarm: number;
   private environment: Promise<Environment> | null = null;
   private readonly cleanups = new Set<Promise<void>>();
+  private readonly warm: CellLauncher[] = [];
+  private draining = false;
 
   constructor(options: HostCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
     this.mode = options.bubblewrap ?? bubblewrapModeFrom(this.env.FORGE_BUBBLEWRAP);
     this.stateDir = options.stateDir ?? runnerStateDir(this.env);
+    this.prewarm = options.prewarm ?? 1;
   }
 
   /** Probed once per provider: bwrap, cgroups and the mask layout do not change mid-run. */
   private probe(): Promise<Environment> {
     this.environment ??= (async () => ({
       bubblewrap: this.mode === 'off'
-        ? { usable: false, path: null, version: null, reason: 'bubblewrap disabled by configuration' }
+        ? { usable: false, path: null, version: null, reason: 'bubblewrap disabled by configuration (FORGE_BUBBLEWRAP=off)' }
         : await probeBubblewrap(this.env),
+      bash: await findOnPath('bash', this.env),
       cgroups: detectCgroupSupport(),
       layout: probeSandboxLayout(this.env),
       hardLimits: parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
+      logDir: ensureDir(join(this.stateDir, 'cells')),
     }))();
     return this.environment;
   }
 
-  /** Waits for background cleanup (cgroup removal) of finished cells. */
+  /** Waits for background cleanup of finished cells and retires the prewarmed launchers. */
   async drain(): Promise<void> {
+    this.draining = true;
+    await new Promise((r) => setImmediate(r));
+    const warm = this.warm.splice(0);
+    await Promise.all(warm.map((l) => l.dispose()));
     while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
+    this.draining = false;
   }
 
   private track(work: Promise<void>): void {
@@ -86,6 +96,9 @@ export class HostCellProvider implements CellProvider {
 
   async health(): Promise<ProviderHealth> {
     const env = await this.probe();
+    if (!env.bash) {
+      return { provider: 'host', available: false, reason: 'bash is not on PATH; install bash (the cell launcher needs it)', isolation: null, details: {} };
+    }
     if (this.mode === 'require' && !env.bubblewrap.usable) {
       return { provider: 'host', available: false, reason: env.bubblewrap.reason, isolation: null, details: {} };
     }
@@ -112,26 +125,39 @@ export class HostCellProvider implements CellProvider {
     }
     const worktree = spec.worktree === undefined
       ? null
-      : spec.capture_diff ? (await inspectWorktree(spec.worktree)) : { top: requireDirectory(spec.worktree), gitMetadata: null };
+      : spec.capture_diff ? await inspectWorktree(spec.worktree) : { top: requireDirectory(spec.worktree), gitMetadata: null };
     const env = await this.probe();
+    if (!env.bash) throw new Error('bash is not on PATH; install bash (the cell launcher needs it)');
     if (this.mode === 'require' && !env.bubblewrap.usable) throw new Error(env.bubblewrap.reason);
+    const useBwrap = env.bubblewrap.usable && env.bubblewrap.path !== null;
 
     const cellId = newCellId();
-    const cellDir = join(this.stateDir, 'cells', cellId);
-    mkdirSync(cellDir, { recursive: true });
-    const logPath = join(cellDir, 'output.log');
+    const logPath = join(env.logDir, `${cellId}.log`);
+    const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
+    const shareNet = spec.allow_net !== false;
 
-    let cgroup: CellCgroup | null = null;
-    let cgroupReport: CgroupReport = cgroupCapability(env.cgroups);
-    if (env.cgroups.version) {
-      try {
-        cgroup = env.cgroups.create(cellId, spec.limits);
-        cgroupReport = cgroup.report;
-      } catch (e) {
-        cgroupReport = { ...emptyCgroup(), reason: `could not create the cell's cgroup: ${(e as Error).message.split('\n')[0]}` };
-      }
+    // Prewarmed launchers carry no cell-specific state until claimed: under bubblewrap the
+    // environment, mounts and working directory all travel in bwrap's own arguments.
+    let launcher: CellLauncher | null = null;
+    let plainScratch: string | null = null;
+    let command: string[];
+    if (useBwrap) {
+      const gitMetadata = worktree?.gitMetadata && exists(worktree.gitMetadata) ? worktree.gitMetadata : null;
+      const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', spec.env);
+      command = [env.bubblewrap.path!, ...buildBubblewrapArgs({ layout: env.layout, worktree: worktree?.top ?? null, gitMetadata, shareNet, env: cellEnv, argv })];
+      launcher = this.takeWarm() ?? this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/');
+    } else {
+      plainScratch = mkdtempSync(join(tmpdir(), `forge-${cellId}-`));
+      for (const d of ['home', 'tmp', 'work']) mkdirSync(join(plainScratch, d));
+      command = argv;
+      const cellEnv = buildCellEnvironment(this.env, join(plainScratch, 'home'), join(plainScratch, 'tmp'), spec.env);
+      launcher = this.startLauncher(env, cellEnv, worktree?.top ?? join(plainScratch, 'work'));
     }
 
+    const cgroup = launcher.cgroup;
+    let cgroupReport = cgroupCapability(env.cgroups);
+    if (cgroup) cgroupReport = cgroup.configure(spec.limits);
+    else if (env.cgroups.version) cgroupReport = { ...cgroupReport, reason: 'could not create the cell cgroup' };
     const rlimits = planRlimits(spec, {
       cores: availableParallelism(),
       cgroupMemory: cgroup !== null,
@@ -139,39 +165,11 @@ export class HostCellProvider implements CellProvider {
       uidProcessCount: cgroup ? 0 : countProcessesOfUid(process.getuid?.() ?? 0),
       hardLimits: env.hardLimits,
     });
-    const launch = rlimitLaunch(rlimits);
-    const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
-    const useBwrap = env.bubblewrap.usable && env.bubblewrap.path !== null;
-    const shareNet = spec.allow_net !== false;
-
-    let plainScratch: string | null = null;
-    let command: string[];
-    let cellEnv: Record<string, string>;
-    let cwd: string;
-    if (useBwrap) {
-      const gitMetadata = worktree?.gitMetadata && exists(worktree.gitMetadata) ? worktree.gitMetadata : null;
-      command = [env.bubblewrap.path!, ...buildBubblewrapArgs({ layout: env.layout, worktree: worktree?.top ?? null, gitMetadata, shareNet, argv })];
-      cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', spec.env);
-      cwd = '/';
-    } else {
-      plainScratch = mkdtempSync(join(tmpdir(), `forge-${cellId}-`));
-      for (const d of ['home', 'tmp', 'work']) mkdirSync(join(plainScratch, d));
-      command = argv;
-      cellEnv = buildCellEnvironment(this.env, join(plainScratch, 'home'), join(plainScratch, 'tmp'), spec.env);
-      cwd = worktree?.top ?? join(plainScratch, 'work');
-    }
-
     const isolation = this.describeIsolation(env, shareNet, cgroupReport, rlimits);
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
-    const started = Date.now();
-    let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    const child = launcher.child;
+    let exited = false;
     let killReason: 'timeout' | 'output' | 'cancel' | null = null;
-
-    const child = spawn(
-      '/bin/sh',
-      ['-c', launcherScript(launch.ulimitScript), 'forge-cell', ...(cgroup?.procsFiles ?? []), '--', ...launch.prefix, ...command],
-      { cwd, env: cellEnv, stdio: ['ignore', 'pipe', 'ignore'], detached: true },
-    );
 
     const killTree = () => {
       if (child.pid !== undefined) {
@@ -185,23 +183,28 @@ export class HostCellProvider implements CellProvider {
       killTree();
     };
 
-    const streamClosed = new Promise<void>((resolve) => child.stdout!.on('close', () => resolve()));
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const streamClosed = new Promise<void>((resolve) => launcher.stdout.on('close', () => resolve()));
+    launcher.stdout.on('data', (chunk: Buffer) => {
       collector.push(chunk);
       options.onOutput?.(chunk);
       if (spec.limits.output_bytes > 0 && collector.totalBytes > spec.limits.output_bytes) terminate('output');
     });
+    const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+      child.once('error', reject);
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+
+    const started = Date.now();
+    launcher.launch(ulimitPairs(rlimits), command);
     const timer = setTimeout(() => terminate('timeout'), spec.timeout_s * 1000);
     const onAbort = () => terminate('cancel');
     if (options.signal?.aborted) onAbort();
     options.signal?.addEventListener('abort', onAbort);
 
     try {
-      const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.once('error', reject);
-        child.once('exit', (code, signal) => resolve({ code, signal }));
-      });
-      exited = ended;
+      const status = await ended;
+      exited = true;
       const duration = Date.now() - started;
       // The command is over: anything it left behind (daemons, background jobs) dies with the
       // cell. Under bubblewrap the kernel already killed the pid namespace with its init.
@@ -212,12 +215,12 @@ export class HostCellProvider implements CellProvider {
         if (cgroup) await cgroup.killAll();
       }
       await Promise.race([streamClosed, delay(2000)]);
-      child.stdout!.destroy();
+      launcher.stdout.destroy();
 
       const events = cgroup?.events() ?? { oomKills: 0, pidsLimitHits: 0 };
       const summary = collector.finish();
-      const exitCode = ended.code ?? 128 + signalNumber(ended.signal);
-      const signalName = ended.code === null ? ended.signal : exitCode > 128 && exitCode < 160 ? signalNameOf(exitCode - 128) : null;
+      const exitCode = status.code ?? 128 + signalNumber(status.signal);
+      const signalName = status.code === null ? status.signal : exitCode > 128 && exitCode < 160 ? signalNameOf(exitCode - 128) : null;
       const limitsHit: CellResult['limits_hit'] = [];
       if (events.oomKills > 0) limitsHit.push('memory');
       if (events.pidsLimitHits > 0) limitsHit.push('pids');
@@ -254,9 +257,37 @@ export class HostCellProvider implements CellProvider {
       collector.finish();
       if (!exited) killTree();
       // Removing the group waits for the dying processes to leave it; the result need not wait.
-      if (cgroup) this.track(cgroup.remove());
+      if (cgroup) this.track(cgroup.release());
       if (plainScratch) rmSync(plainScratch, { recursive: true, force: true });
+      // Spawning is a synchronous fork of the runner: do it after the caller has its result.
+      if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
     }
+  }
+
+  private startLauncher(env: Environment, launcherEnv: Record<string, string>, cwd: string): CellLauncher {
+    let cgroup: CellCgroup | null = null;
+    if (env.cgroups.version) {
+      try {
+        cgroup = env.cgroups.create();
+      } catch {
+        cgroup = null;
+      }
+    }
+    return spawnLauncher({ bash: env.bash!, cgroup, env: launcherEnv, cwd });
+  }
+
+  private takeWarm(): CellLauncher | null {
+    while (this.warm.length > 0) {
+      const l = this.warm.shift()!;
+      if (l.idle()) return l;
+      this.track(l.dispose());
+    }
+    return null;
+  }
+
+  private refillWarm(env: Environment): void {
+    if (this.draining) return;
+    while (this.warm.length < this.prewarm) this.warm.push(this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/'));
   }
 
   private describeIsolation(env: Environment, shareNet: boolean, cgroup: CgroupReport, rlimits: IsolationReport['rlimits'] | null): IsolationReport {
@@ -304,11 +335,12 @@ function bubblewrapModeFrom(value: string | undefined): BubblewrapMode {
 function cgroupCapability(support: CgroupSupport): CgroupReport {
   return support.version
     ? { version: support.version, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: support.cpu ? null : 'no cpu controller: --cpus is not enforced' }
-    : { ...emptyCgroup(), reason: support.reason };
+    : { version: null, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: support.reason };
 }
 
-function emptyCgroup(): CgroupReport {
-  return { version: null, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: null };
+function ensureDir(path: string): string {
+  mkdirSync(path, { recursive: true });
+  return path;
 }
 
 function exists(path: string): boolean {
@@ -332,7 +364,6 @@ function countProcessesOfUid(uid: number): number {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
 
 function signalNumber(signal: NodeJS.Signals | null): number {
   return signal ? (osConstants.signals[signal] ?? 0) : 0;
