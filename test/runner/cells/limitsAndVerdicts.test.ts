@@ -3,6 +3,7 @@ import { parseKeyValueCounters, parseProcCgroup } from '../../../runner/src/cell
 import { decideKilledBy } from '../../../runner/src/cells/killedBy.js';
 import { parseProcLimits, planRlimits, ulimitPairs } from '../../../runner/src/cells/rlimits.js';
 import { encodeLaunchRequest } from '../../../runner/src/cells/cellLauncher.js';
+import { logsToPrune } from '../../../runner/src/cells/cellLogRetention.js';
 import { parseCellSpec } from '../../../runner/src/cells/provider.js';
 
 const unlimited = { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
@@ -71,5 +72,19 @@ describe('decideKilledBy', () => {
 describe('encodeLaunchRequest', () => {
   it('NUL-terminates every word, ulimit pairs first, then -- and the argv', () => {
     assert.equal(encodeLaunchRequest(['-t', '5'], ['sh', '-c', 'echo "a b"']).toString(), '-t\x005\x00--\x00sh\x00-c\x00echo "a b"\x00');
+  });
+});
+
+describe('logsToPrune', () => {
+  it('keeps the newest maxFiles logs and drops those past maxAge', () => {
+    const day = 24 * 3600 * 1000;
+    const logs = [
+      { name: 'a.log', mtimeMs: 10 * day },
+      { name: 'b.log', mtimeMs: 9 * day },
+      { name: 'c.log', mtimeMs: 8 * day },
+      { name: 'old.log', mtimeMs: 0 },
+    ];
+    assert.deepEqual(logsToPrune(logs, 10 * day, { maxFiles: 2, maxAgeMs: 5 * day }).sort(), ['c.log', 'old.log']);
+    assert.deepEqual(logsToPrune(logs, 10 * day, { maxFiles: 10, maxAgeMs: 5 * day }), ['old.log']);
   });
 });

@@ -13,6 +13,7 @@ import { buildBubblewrapArgs, CELL_HOME } from '../bubblewrapArgs.js';
 import { type BubblewrapProbe, findOnPath, probeBubblewrap } from '../bubblewrapProbe.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
+import { pruneCellLogs } from '../cellLogRetention.js';
 import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
 import { decideKilledBy } from '../killedBy.js';
@@ -66,7 +67,7 @@ export class HostCellProvider implements CellProvider {
 
   /** Probed once per provider: bwrap, cgroups and the mask layout do not change mid-run. */
   private probe(): Promise<Environment> {
-    this.environment ??= (async () => ({
+    this.environment ??= (async () => this.withLogRetention({
       bubblewrap: this.mode === 'off'
         ? { usable: false, path: null, version: null, reason: 'bubblewrap disabled by configuration (FORGE_BUBBLEWRAP=off)' }
         : await probeBubblewrap(this.env),
@@ -77,6 +78,12 @@ export class HostCellProvider implements CellProvider {
       logDir: ensureDir(join(this.stateDir, 'cells')),
     }))();
     return this.environment;
+  }
+
+  /** Old cell logs are pruned once per provider, in the background (see cellLogRetention). */
+  private withLogRetention(env: Environment): Environment {
+    this.track(pruneCellLogs(env.logDir).then(() => undefined));
+    return env;
   }
 
   /** Waits for background cleanup of finished cells and retires the prewarmed launchers. */
