@@ -30,13 +30,8 @@ const STATUS: Record<string, WorktreeDiff['files'][number]['status']> = {
  * Diff of a work tree against its HEAD, untracked files included, without touching the
  * user's index: a throwaway index holds HEAD plus intent-to-add entries for untracked files.
  */
-export async function captureWorktreeDiff(worktree: string, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<WorktreeDiff> {
-  const scratch = mkdtempSync(join(tmpdir(), 'forge-diff-'));
-  const env = { GIT_INDEX_FILE: join(scratch, 'index') };
-  const git = (args: string[], maxBytes?: number, input?: string) =>
-    hostGit(args, { cwd: worktree, env, ...(maxBytes !== undefined ? { maxBytes } : {}), ...(input !== undefined ? { input } : {}) });
-  try {
-    await git(['read-tree', 'HEAD']);
+export async function captureWorktreeDiff(worktree: string, caps: DiffCaps = DEFAULT_DIFF_CAPS, base = 'HEAD'): Promise<WorktreeDiff> {
+  return withScratchIndex(worktree, base, async (git) => {
     const untracked = await git(['ls-files', '-z', '--others', '--exclude-standard'], 64 * 1024 * 1024);
     const omitted: WorktreeDiff['omitted'] = [];
     const include: string[] = [];
@@ -55,9 +50,46 @@ export async function captureWorktreeDiff(worktree: string, caps: DiffCaps = DEF
     const binary = parseBinaryPaths(numstat.stdout);
     const files = parseNameStatus(names.stdout).slice(0, caps.maxFiles).map((f) => ({ ...f, binary: binary.has(f.path) }));
     return { patch: patch.stdout, truncated: patch.truncated, bytes: patch.bytes, files, omitted };
+  });
+}
+
+type ScratchGit = (args: string[], maxBytes?: number, input?: string) => ReturnType<typeof hostGit>;
+
+/**
+ * Runs `work` with git pointed at a throwaway index holding `base`: diffs against it see
+ * the work tree's real state without the user's index ever being read or written.
+ */
+async function withScratchIndex<T>(worktree: string, base: string, work: (git: ScratchGit) => Promise<T>): Promise<T> {
+  const scratch = mkdtempSync(join(tmpdir(), 'forge-diff-'));
+  const env = { GIT_INDEX_FILE: join(scratch, 'index') };
+  const git: ScratchGit = (args, maxBytes, input) =>
+    hostGit(args, { cwd: worktree, env, ...(maxBytes !== undefined ? { maxBytes } : {}), ...(input !== undefined ? { input } : {}) });
+  try {
+    await git(['read-tree', base]);
+    return await work(git);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** Largest patch captured for applying elsewhere. */
+export const MAX_APPLY_PATCH_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The full-fidelity patch of a work tree against `base` (binary contents included,
+ * untracked files included), for applying to another tree. Throws when it exceeds the cap.
+ */
+export async function captureApplicablePatch(worktree: string, base: string): Promise<string> {
+  return withScratchIndex(worktree, base, async (git) => {
+    const untracked = await git(['ls-files', '-z', '--others', '--exclude-standard'], 64 * 1024 * 1024);
+    const include = untracked.stdout.split('\0').filter((p) => p && !p.endsWith('/'));
+    if (include.length > 0) {
+      await git(['add', '--intent-to-add', '--pathspec-from-file=-', '--pathspec-file-nul'], undefined, include.join('\0') + '\0');
+    }
+    const patch = await git(['diff', '--binary', '--full-index', '--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=all', '-M'], MAX_APPLY_PATCH_BYTES);
+    if (patch.truncated) throw new Error(`the patch of ${worktree} is larger than ${MAX_APPLY_PATCH_BYTES} bytes`);
+    return patch.stdout;
+  });
 }
 
 function untrackedExclusion(worktree: string, path: string, caps: DiffCaps): string | null {

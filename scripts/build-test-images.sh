@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the local Docker images the tests use. No registry is reachable on our machines,
+# so images come from root filesystems built here and `docker import`ed:
+#   forge-test/busybox:1      busybox-static applets (fast conformance image)
+#   forge-test/bookworm:1     debootstrap'd Debian bookworm with python3-pytest, nodejs,
+#                             gcc and make (the toolchains the stack tests need)
+# Idempotent: an image that exists is kept. Needs root, dockerd, busybox-static, debootstrap.
+set -euo pipefail
+mirror=${FORGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+work=$(mktemp -d /var/tmp/forge-images.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+have() { docker image inspect "$1" >/dev/null 2>&1; }
+
+if have forge-test/busybox:1; then
+  echo "forge-test/busybox:1 present"
+else
+  root="$work/busybox"
+  mkdir -p "$root/bin" "$root/tmp" "$root/etc" "$root/work"
+  chmod 1777 "$root/tmp"
+  cp "$(command -v busybox)" "$root/bin/busybox"
+  for applet in $("$root/bin/busybox" --list); do [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"; done
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > "$root/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+  tar -C "$root" -c . | docker import -c 'ENV PATH=/bin' - forge-test/busybox:1 >/dev/null
+  echo "built forge-test/busybox:1"
+fi
+
+if have forge-test/bookworm:1; then
+  echo "forge-test/bookworm:1 present"
+else
+  root="$work/bookworm"
+  echo "debootstrap bookworm from $mirror (a few minutes)..."
+  debootstrap --variant=minbase --include=python3-pytest,nodejs,gcc,libc6-dev,make,git bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
+    || { tail -30 "$work/debootstrap.log" >&2; exit 1; }
+  rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
+  tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - forge-test/bookworm:1 >/dev/null
+  echo "built forge-test/bookworm:1"
+fi
