@@ -3,26 +3,36 @@ import { ProviderNameSchema } from '../protocol/cellResult.js';
 import type { HealthReport, ProviderHealth } from '../protocol/health.js';
 import { InputError } from '../protocol/inputError.js';
 import type { CellProvider } from './provider.js';
-import { HostCellProvider, type HostCellProviderOptions } from './providers/host.js';
+import { DockerCellProvider } from './providers/docker.js';
+import { HostCellProvider } from './providers/host.js';
 
-/** Providers this build can construct. docker and qemu join as their issues land. */
-const BUILT: Partial<Record<ProviderName, (o: HostCellProviderOptions) => CellProvider>> = {
+/** Options every provider understands (each ignores what does not apply to it). */
+export interface ProviderOptions {
+  stateDir?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Cells prepared ahead of need; 0 for one-shot use. */
+  prewarm?: number;
+}
+
+/** Providers this build can construct. qemu joins when its issue lands. */
+const BUILT: Partial<Record<ProviderName, (o: ProviderOptions) => CellProvider>> = {
   host: (o) => new HostCellProvider(o),
+  docker: (o) => new DockerCellProvider(o),
 };
 
 export function providerNames(): ProviderName[] {
   return [...ProviderNameSchema.options];
 }
 
-export function createProvider(name: string, options: HostCellProviderOptions = {}): CellProvider {
+export function createProvider(name: string, options: ProviderOptions = {}): CellProvider {
   const known = ProviderNameSchema.safeParse(name);
   if (!known.success) throw new InputError(`unknown provider "${name}"; choose one of: ${providerNames().join(', ')}`);
   const make = BUILT[known.data];
-  if (!make) throw new InputError(`provider "${name}" is not part of this forge-runner build yet; use --provider host`);
+  if (!make) throw new InputError(`provider "${name}" is not part of this forge-runner build yet; use --provider host or docker`);
   return make(options);
 }
 
-export async function collectHealth(options: HostCellProviderOptions = {}): Promise<HealthReport> {
+export async function collectHealth(options: ProviderOptions = {}): Promise<HealthReport> {
   const providers: ProviderHealth[] = [];
   for (const name of providerNames()) {
     const make = BUILT[name];

@@ -14,6 +14,8 @@ export interface ConformanceTarget {
   make: () => Promise<{ provider: CellProvider } | { unavailable: string }>;
   /** Image to use for providers that need one. */
   image?: string;
+  /** Where a host worktree appears inside the cell (default: the same path). */
+  mountedAt?: (hostPath: string) => string;
   requireInCi?: boolean;
 }
 
@@ -83,7 +85,7 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
 
     it('bounds the output: head and tail shown, total counted, log capped', async () => {
       // 40000 numbered lines (~ 500 KB): far more than the display, less than the log cap.
-      const r = await run({ cmd: 'seq -f "line %06g" 1 40000', limits: { log_bytes: 64 * 1024 } });
+      const r = await run({ cmd: `awk 'BEGIN { for (i = 1; i <= 40000; i++) printf "line %06d\\n", i }'`, limits: { log_bytes: 64 * 1024 } });
       assert.equal(r.exit_code, 0);
       assert.equal(r.output_truncated, true);
       assert.equal(r.output_bytes, 40000 * 12);
@@ -115,7 +117,8 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         assert.equal(vars.get('EXTRA_FLAG'), 'yes');
         assert.ok(vars.get('PATH'));
         assert.notEqual(vars.get('HOME'), process.env.HOME);
-        const allowed = new Set(['PATH', 'LANG', 'TERM', 'CI', 'PYTHONDONTWRITEBYTECODE', 'HOME', 'TMPDIR', 'EXTRA_FLAG', 'PWD', 'SHLVL', '_', 'OLDPWD']);
+        // HOSTNAME: set by container runtimes to the (random) container name; not a secret.
+        const allowed = new Set(['PATH', 'LANG', 'TERM', 'CI', 'PYTHONDONTWRITEBYTECODE', 'HOME', 'TMPDIR', 'EXTRA_FLAG', 'PWD', 'SHLVL', '_', 'OLDPWD', 'HOSTNAME']);
         for (const name of vars.keys()) assert.ok(allowed.has(name), `unexpected variable ${name} in the cell`);
       } finally {
         delete process.env.FORGE_CONFORMANCE_CANARY;
@@ -171,7 +174,7 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
       try {
         const head = git(repo.dir, 'rev-parse', 'HEAD');
         const r = await run({ worktree: repo.dir, cmd: 'pwd && cat a.txt' });
-        assert.equal(r.output, `${repo.dir}\na\n`);
+        assert.equal(r.output, `${(target.mountedAt ?? ((p: string) => p))(repo.dir)}\na\n`);
         assert.equal(git(repo.dir, 'rev-parse', 'HEAD'), head);
         assert.deepEqual(r.diff?.files, []);
       } finally {

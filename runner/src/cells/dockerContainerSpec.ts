@@ -1,0 +1,93 @@
+import type { ContainerCreateOptions } from 'dockerode';
+import type { CellSpec } from '../protocol/cellSpec.js';
+
+/** Where the worktree appears inside a docker cell. */
+export const DOCKER_WORKDIR = '/work';
+export const DOCKER_HOME = '/tmp/forge-home';
+const MiB = 1024 * 1024;
+/** The private /tmp of a cell; counted against the cell's memory like any tmpfs. */
+const TMPFS_OPTIONS = 'rw,nosuid,nodev,exec,mode=1777';
+
+export const LABEL_CELL = 'forge.cell';
+export const LABEL_RUN = 'forge.run';
+export const LABEL_RUNNER_PID = 'forge.runner.pid';
+export const LABEL_RUNNER_HOST = 'forge.runner.host';
+
+export interface DockerCellContext {
+  cellId: string;
+  /** Host path of the worktree and its .git (file or dir), or null for a scratch cell. */
+  worktree: { top: string; gitMetadata: string | null } | null;
+  /** The image's own PATH (from its config): the runner's PATH means nothing inside. */
+  imagePath: string;
+  uid: number;
+  gid: number;
+  runnerPid: number;
+  runnerHost: string;
+  /** Network mode: "none", or the internal network of the egress proxy. */
+  networkMode: string;
+  ulimits: { Name: string; Soft: number; Hard: number }[];
+}
+
+/** Pure: the create options of one cell's container. */
+export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): ContainerCreateOptions {
+  const env: Record<string, string> = {
+    PATH: ctx.imagePath,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    CI: 'true',
+    PYTHONDONTWRITEBYTECODE: '1',
+    HOME: DOCKER_HOME,
+    TMPDIR: '/tmp',
+    ...spec.env,
+  };
+  const binds: string[] = [];
+  const tmpfs: Record<string, string> = { '/tmp': TMPFS_OPTIONS };
+  if (ctx.worktree) {
+    binds.push(`${ctx.worktree.top}:${DOCKER_WORKDIR}:rw`);
+    // Host-side git runs on this worktree after the cell: its metadata stays read-only.
+    if (ctx.worktree.gitMetadata) binds.push(`${ctx.worktree.gitMetadata}:${DOCKER_WORKDIR}/.git:ro`);
+  } else {
+    tmpfs[DOCKER_WORKDIR] = TMPFS_OPTIONS;
+  }
+  const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
+  return {
+    name: ctx.cellId,
+    Image: spec.image,
+    // HOME is created by the entry wrapper below: the image may not have it and /tmp is empty.
+    Entrypoint: ['/bin/sh', '-c', `mkdir -p "$HOME" 2>/dev/null; exec "$@"`, 'forge-cell'],
+    Cmd: argv,
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    WorkingDir: DOCKER_WORKDIR,
+    User: `${ctx.uid}:${ctx.gid}`,
+    Labels: {
+      [LABEL_CELL]: ctx.cellId,
+      [LABEL_RUN]: spec.labels['forge.run'] ?? 'adhoc',
+      [LABEL_RUNNER_PID]: String(ctx.runnerPid),
+      [LABEL_RUNNER_HOST]: ctx.runnerHost,
+    },
+    AttachStdin: false,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    OpenStdin: false,
+    NetworkDisabled: ctx.networkMode === 'none',
+    HostConfig: {
+      Binds: binds,
+      Tmpfs: tmpfs,
+      NetworkMode: ctx.networkMode,
+      Memory: spec.limits.memory_mib * MiB,
+      // Equal to Memory: no swap, so a hog is stopped instead of paging.
+      MemorySwap: spec.limits.memory_mib * MiB,
+      PidsLimit: spec.limits.pids,
+      ...(spec.limits.cpus !== undefined ? { NanoCpus: Math.round(spec.limits.cpus * 1e9) } : {}),
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Privileged: false,
+      // tini as pid 1: reaps zombies and forwards signals, so a kill ends the whole tree.
+      Init: true,
+      Ulimits: ctx.ulimits,
+      AutoRemove: false,
+      LogConfig: { Type: 'none', Config: {} },
+    },
+  };
+}

@@ -1,0 +1,247 @@
+import Docker from 'dockerode';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, constants as osConstants, hostname } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { CellSpecInput } from '../../protocol/cellSpec.js';
+import type { CellResult, KilledBy } from '../../protocol/cellResult.js';
+import type { ProviderHealth } from '../../protocol/health.js';
+import type { IsolationReport } from '../../protocol/isolation.js';
+import { InputError } from '../../protocol/inputError.js';
+import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
+import { inspectWorktree, requireDirectory } from '../../workspace/inspectWorktree.js';
+import { BoundedOutputCollector } from '../boundedOutput.js';
+import { newCellId, runnerStateDir } from '../cellIdentity.js';
+import { buildContainerSpec, LABEL_CELL } from '../dockerContainerSpec.js';
+import { decideKilledBy } from '../killedBy.js';
+import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
+import { type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
+
+export interface DockerCellProviderOptions {
+  /** Engine socket; default DOCKER_HOST (unix://) or /var/run/docker.sock. */
+  socketPath?: string;
+  stateDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const MiB = 1024 * 1024;
+
+/** One-shot containers: created, attached, started, waited for and removed per cell. */
+export class DockerCellProvider implements CellProvider {
+  readonly name = 'docker' as const;
+  private readonly docker: Docker;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly logDir: string;
+  private readonly cleanups = new Set<Promise<void>>();
+  private hardLimits: HardLimits | null = null;
+
+  constructor(options: DockerCellProviderOptions = {}) {
+    this.env = options.env ?? process.env;
+    const socketPath = options.socketPath ?? socketFromDockerHost(this.env.DOCKER_HOST) ?? '/var/run/docker.sock';
+    this.docker = new Docker({ socketPath });
+    this.logDir = join(options.stateDir ?? runnerStateDir(this.env), 'cells');
+  }
+
+  async drain(): Promise<void> {
+    while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
+  }
+
+  private track(work: Promise<unknown>): void {
+    const p: Promise<void> = work.then(() => undefined, () => undefined).finally(() => this.cleanups.delete(p));
+    this.cleanups.add(p);
+  }
+
+  async health(): Promise<ProviderHealth> {
+    try {
+      const [version, info] = await Promise.all([this.docker.version(), this.docker.info() as Promise<Record<string, unknown>>]);
+      const cgroupVersion = String(info.CgroupVersion ?? '1') === '2' ? 'v2' : 'v1';
+      return {
+        provider: 'docker',
+        available: true,
+        reason: `Docker Engine ${version.Version} (API ${version.ApiVersion}) answers`,
+        isolation: this.describeIsolation(cgroupVersion, 'none', null),
+        details: {
+          engine: String(version.Version),
+          api: String(version.ApiVersion),
+          storage_driver: String(info.Driver ?? 'unknown'),
+          cgroup: `${cgroupVersion} (${String(info.CgroupDriver ?? '?')})`,
+          socket: String((this.docker.modem as unknown as { socketPath?: string }).socketPath ?? ''),
+        },
+      };
+    } catch (e) {
+      return {
+        provider: 'docker',
+        available: false,
+        reason: `no Docker Engine answers (${(e as Error).message.split('\n')[0]}); start dockerd (scripts/ensure-dockerd.sh) or set DOCKER_HOST`,
+        isolation: null,
+        details: {},
+      };
+    }
+  }
+
+  async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
+    const spec = parseCellSpec(input);
+    if (spec.image === '') throw new InputError('the docker provider needs an image; pass --image IMG (see forge-runner bake)');
+    if (spec.allow_net !== false) {
+      throw new InputError('allow_net is not available for docker cells in this build (the egress proxy is not built yet); run without --allow-net');
+    }
+    const worktree = spec.worktree === undefined
+      ? null
+      : spec.capture_diff ? await inspectWorktree(spec.worktree) : { top: requireDirectory(spec.worktree), gitMetadata: null };
+    let imageConfig: { Env?: string[] } | undefined;
+    try {
+      imageConfig = (await this.docker.getImage(spec.image).inspect()).Config as { Env?: string[] };
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) {
+        throw new InputError(`image "${spec.image}" is not in the local Docker engine; build it with forge-runner bake or docker import (no registry is reachable)`);
+      }
+      throw e;
+    }
+    const imagePath = imageConfig?.Env?.find((e) => e.startsWith('PATH='))?.slice(5) ?? DEFAULT_PATH;
+
+    const cellId = newCellId();
+    mkdirSync(this.logDir, { recursive: true });
+    const logPath = join(this.logDir, `${cellId}.log`);
+    const rl = planRlimits(spec, {
+      cores: availableParallelism(), cgroupMemory: true, cgroupPids: true, uidProcessCount: 0,
+      // dockerd usually runs with the same hard limits as the runner; runc cannot exceed them.
+      hardLimits: this.hardLimits ??= parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
+    });
+    const ulimits = [
+      { Name: 'cpu', Soft: rl.cpu_s!, Hard: rl.cpu_s! },
+      { Name: 'fsize', Soft: rl.fsize_bytes!, Hard: rl.fsize_bytes! },
+      { Name: 'nofile', Soft: rl.nofile!, Hard: rl.nofile! },
+    ];
+    const createOptions = buildContainerSpec(spec, {
+      cellId,
+      worktree,
+      imagePath,
+      uid: process.getuid?.() ?? 0,
+      gid: process.getgid?.() ?? 0,
+      runnerPid: process.pid,
+      runnerHost: hostname(),
+      networkMode: 'none',
+      ulimits,
+    });
+    const isolation = this.describeIsolation(null, 'none', { spec, rlimits: rl });
+
+    const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
+    const container = await this.docker.createContainer(createOptions);
+    let killReason: 'timeout' | 'output' | 'cancel' | null = null;
+    let finished = false;
+    const kill = () => container.kill({ signal: 'SIGKILL' }).catch(() => undefined);
+    const terminate = (reason: 'timeout' | 'output' | 'cancel') => {
+      if (killReason || finished) return;
+      killReason = reason;
+      void kill();
+    };
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        collector.push(chunk);
+        options.onOutput?.(chunk);
+        if (spec.limits.output_bytes > 0 && collector.totalBytes > spec.limits.output_bytes) terminate('output');
+        done();
+      },
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const onAbort = () => terminate('cancel');
+    try {
+      const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+      const streamEnded = new Promise<void>((resolve) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', () => resolve());
+      });
+      // Docker frames stdout and stderr in write order: one sink keeps them interleaved.
+      this.docker.modem.demuxStream(stream, sink, sink);
+      // 'next-exit': the default 'not-running' would return at once for a created container.
+      const waited = container.wait({ condition: 'next-exit' });
+      const started = Date.now();
+      await container.start();
+      timer = setTimeout(() => terminate('timeout'), spec.timeout_s * 1000);
+      if (options.signal?.aborted) onAbort();
+      options.signal?.addEventListener('abort', onAbort);
+      const status = (await waited) as { StatusCode: number };
+      const duration = Date.now() - started;
+      finished = true;
+      await Promise.race([streamEnded, delay(2000)]);
+      (stream as unknown as { destroy?: () => void }).destroy?.();
+      const state = (await container.inspect()).State;
+      const summary = collector.finish();
+      const exitCode = status.StatusCode;
+      const signalName = exitCode > 128 && exitCode < 160 ? signalNameOf(exitCode - 128) : null;
+      const oomKills = state.OOMKilled ? 1 : 0;
+      const limitsHit: CellResult['limits_hit'] = [];
+      if (oomKills) limitsHit.push('memory');
+      if (killReason === 'output') limitsHit.push('output');
+      const killedBy: KilledBy | null = decideKilledBy({ killReason, oomKills, pidsLimitHits: 0, exitCode, signal: signalName });
+      let diff: CellResult['diff'] = null;
+      if (worktree && spec.capture_diff) diff = await captureWorktreeDiff(worktree.top);
+      return {
+        cell_id: cellId,
+        provider: 'docker',
+        image: spec.image,
+        exit_code: exitCode,
+        signal: signalName,
+        timed_out: killReason === 'timeout',
+        killed_by: killedBy,
+        limits_hit: limitsHit,
+        duration_ms: duration,
+        output: summary.output,
+        output_truncated: summary.truncated,
+        output_bytes: summary.totalBytes,
+        full_output_path: logPath,
+        diff,
+        isolation,
+        labels: spec.labels,
+      };
+    } finally {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      collector.finish();
+      if (!finished) await kill();
+      // Removal is not on the result's clock; drain() waits for it.
+      this.track(container.remove({ force: true, v: true }));
+    }
+  }
+
+  private describeIsolation(cgroupVersion: 'v1' | 'v2' | null, net: 'none', cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null): IsolationReport {
+    const limits = cell?.spec.limits;
+    return {
+      mechanism: 'docker',
+      degraded: false,
+      namespaces: ['mount', 'pid', 'ipc', 'uts', 'net', 'cgroup'],
+      net,
+      filesystem: 'image root (container layer discarded with the cell); worktree read-write at /work (its .git read-only); private tmpfs /tmp; never the docker socket',
+      masked_paths: [],
+      rlimits: cell?.rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+      cgroup: {
+        version: cgroupVersion,
+        memory_max_bytes: limits ? limits.memory_mib * MiB : null,
+        pids_max: limits ? limits.pids : null,
+        cpu_quota_cores: limits?.cpus ?? null,
+        reason: null,
+      },
+      warnings: [],
+    };
+  }
+}
+
+/** Finds containers this and earlier runners created (for gc and the leak check). */
+export async function listForgeContainers(docker: Docker): Promise<Docker.ContainerInfo[]> {
+  return docker.listContainers({ all: true, filters: { label: [LABEL_CELL] } });
+}
+
+function socketFromDockerHost(host: string | undefined): string | null {
+  if (!host) return null;
+  if (host.startsWith('unix://')) return host.slice('unix://'.length);
+  return null;
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+function signalNameOf(n: number): string | null {
+  for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
+  return null;
+}
