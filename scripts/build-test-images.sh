@@ -2,7 +2,7 @@
 # Builds the local Docker images the tests use. No registry is reachable on our machines,
 # so images come from root filesystems built here and `docker import`ed:
 #   forge-test/busybox:1      busybox-static applets (fast conformance image)
-#   forge-test/bookworm:1     debootstrap'd Debian bookworm with python3-pytest, nodejs,
+#   forge-test/bookworm:2     debootstrap'd Debian bookworm with python3-pytest, pip, nodejs, npm,
 #                             gcc and make (the toolchains the stack tests need)
 # Idempotent: an image that exists is kept. Needs root, dockerd, busybox-static, debootstrap.
 set -euo pipefail
@@ -26,14 +26,14 @@ else
   echo "built forge-test/busybox:1"
 fi
 
-if have forge-test/bookworm:1; then
-  echo "forge-test/bookworm:1 present"
+if have forge-test/bookworm:2; then
+  echo "forge-test/bookworm:2 present"
 else
   root="$work/bookworm"
   echo "debootstrap bookworm from $mirror (a few minutes)..."
-  debootstrap --variant=minbase --include=python3-pytest,nodejs,gcc,libc6-dev,make,git bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
+  debootstrap --variant=minbase --include=python3-pytest,python3-pip,nodejs,npm,gcc,libc6-dev,make,git bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
     || { tail -30 "$work/debootstrap.log" >&2; exit 1; }
   rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
-  tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - forge-test/bookworm:1 >/dev/null
-  echo "built forge-test/bookworm:1"
+  tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - forge-test/bookworm:2 >/dev/null
+  echo "built forge-test/bookworm:2"
 fi

@@ -6,6 +6,20 @@ import { chmod } from 'node:fs/promises';
 
 const common = { bundle: true, sourcemap: true, logLevel: 'warning', legalComments: 'none' };
 
+// dockerode -> docker-modem requires ssh2 (with optional native addons) only for ssh://
+// Docker hosts. The runner talks to the local socket; a stub keeps the bundle free of
+// native code and says so if anyone points DOCKER_HOST at ssh://.
+const stubSsh2 = {
+  name: 'stub-ssh2',
+  setup(b) {
+    b.onResolve({ filter: /^ssh2$/ }, () => ({ path: 'ssh2', namespace: 'forge-stub' }));
+    b.onLoad({ filter: /.*/, namespace: 'forge-stub' }, () => ({
+      contents: "module.exports = { Client: class { constructor() { throw new Error('ssh:// Docker hosts are not supported by forge-runner; use the local socket'); } } };",
+      loader: 'js',
+    }));
+  },
+};
+
 await Promise.all([
   build({
     ...common,
@@ -15,6 +29,7 @@ await Promise.all([
     target: 'node20',
     format: 'esm',
     // Bundled CommonJS dependencies call require() for Node built-ins.
+    plugins: [stubSsh2],
     banner: { js: "#!/usr/bin/env node\nimport { createRequire as __forgeCreateRequire } from 'node:module';\nconst require = __forgeCreateRequire(import.meta.url);" },
   }),
   build({

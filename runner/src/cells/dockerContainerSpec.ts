@@ -53,8 +53,9 @@ export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): Cont
   return {
     name: ctx.cellId,
     Image: spec.image,
-    // HOME is created by the entry wrapper below: the image may not have it and /tmp is empty.
-    Entrypoint: ['/bin/sh', '-c', `mkdir -p "$HOME" 2>/dev/null; exec "$@"`, 'forge-cell'],
+    // The entry wrapper merges stderr into stdout inside the container (two pipes to the
+    // engine would lose their relative order) and creates HOME (the image may lack it).
+    Entrypoint: ['/bin/sh', '-c', 'exec 2>&1; mkdir -p "$HOME" 2>/dev/null; exec "$@"', 'forge-cell'],
     Cmd: argv,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     WorkingDir: DOCKER_WORKDIR,

@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { collectHealth, createProvider, providerNames } from '../cells/providerRegistry.js';
 import { InputError } from '../protocol/inputError.js';
+import { registerBakeCommand } from './bakeCommand.js';
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
 import { formatCellResult, formatHealth } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
@@ -24,7 +25,7 @@ function buildProgram(): Command {
         'Exit status: 0 when the cell ran (whatever the command returned), 2 for bad input, 1 for an internal failure.',
     )
     .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
-    .option('--image <image>', 'image for docker/qemu providers (host takes none)')
+    .option('--image <image>', 'image for docker/qemu cells, e.g. one made by forge-runner bake (host takes none)')
     .option('--worktree <dir>', 'git worktree mounted read-write (default: a private empty directory)')
     .option('--timeout <seconds>', 'wall-clock budget; the whole process tree is killed after it (default 300)')
     .option('--allow-net <hosts>', 'comma-separated host names the cell may reach (default: no network)')
@@ -64,6 +65,8 @@ function buildProgram(): Command {
       const report = await collectHealth();
       process.stdout.write(flags.json ? JSON.stringify(report, null, 2) + '\n' : formatHealth(report));
     });
+
+  registerBakeCommand(program);
 
   program
     .command('demo')

@@ -96,6 +96,13 @@ export async function keepAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 'pa
   await g.raw(['worktree', 'lock', '--reason', LOCK_KEEP, wt.path]);
 }
 
+/** Excludes .forge/ through info/exclude when `dir` is the top of a git repository. */
+export async function excludeForgeDirIfRepo(dir: string): Promise<void> {
+  const g = git(dir);
+  const top = await g.revparse(['--show-toplevel']).then((t) => t.trim(), () => null);
+  if (top) await excludeForgeDir(g, top);
+}
+
 async function excludeForgeDir(g: SimpleGit, top: string): Promise<void> {
   let common = (await g.revparse(['--git-common-dir'])).trim();
   if (!isAbsolute(common)) common = join(top, common);

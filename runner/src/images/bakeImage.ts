@@ -1,0 +1,149 @@
+import Docker from 'dockerode';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { InputError } from '../protocol/inputError.js';
+import { excludeForgeDirIfRepo } from '../workspace/attemptWorktree.js';
+import { detectStacks, type DetectedStack } from './detectStack.js';
+import { readRepoFacts } from './readRepoFacts.js';
+
+export interface BakeOptions {
+  repo: string;
+  base: string;
+  /** Overrides the detected install command; null bakes without an install step. */
+  install?: string | null;
+  onProgress?: (line: string) => void;
+}
+
+export interface BakeResult {
+  image: string;
+  image_id: string;
+  hash: string;
+  reused: boolean;
+  base: string;
+  base_image_id: string;
+  stack: string | null;
+  install: string | null;
+  test: string | null;
+  lockfiles: string[];
+  duration_ms: number;
+}
+
+/** Pure: the bake identity. Same base image, lockfile contents and install command -> same image. */
+export function bakeHash(baseImageId: string, install: string | null, lockfiles: { name: string; content: Buffer }[]): string {
+  const h = createHash('sha256');
+  h.update(JSON.stringify(['forge-bake/1', baseImageId, install, lockfiles.map((l) => [l.name, createHash('sha256').update(l.content).digest('hex')])]));
+  return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * Pure: the Dockerfile of a bake. Cells bind the worktree over /work, which would hide
+ * anything installed there, so node_modules moves to /node_modules (Node's resolution walks
+ * up to it); Python, Go, Rust and Java caches already live outside the project directory.
+ */
+export function renderDockerfile(baseImageId: string, lockfiles: string[], install: string | null, hash: string): string {
+  const lines = [`FROM ${baseImageId}`, 'WORKDIR /work'];
+  if (lockfiles.length > 0) lines.push(`COPY ${JSON.stringify([...lockfiles, './'])}`);
+  if (install) {
+    // Debian-based images refuse system-wide pip installs (PEP 668); a throwaway image may.
+    lines.push('ENV PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1');
+    lines.push(`RUN ${JSON.stringify(['/bin/sh', '-c', install])}`);
+    lines.push(`RUN ${JSON.stringify(['/bin/sh', '-c', 'if [ -d node_modules ]; then rm -rf /node_modules && mv node_modules /node_modules; fi'])}`);
+  }
+  lines.push(`LABEL forge.bake.hash=${JSON.stringify(hash)}`);
+  return lines.join('\n') + '\n';
+}
+
+export function bakedTag(hash: string): string {
+  return `forge-prj-${hash}:bootstrap`;
+}
+
+export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<BakeResult> {
+  const started = Date.now();
+  const baseImageId = await imageId(docker, opts.base);
+  const stacks = detectStacks(readRepoFacts(opts.repo));
+  const primary: DetectedStack | undefined = stacks[0];
+  const install = opts.install !== undefined ? opts.install : primary?.install ?? null;
+  // With a custom install command any of the detected lockfiles may matter.
+  const lockfiles = [...new Set(opts.install !== undefined ? stacks.flatMap((s) => s.lockfiles) : primary?.lockfiles ?? [])];
+  const contents = lockfiles.map((name) => ({ name, content: readFileSync(join(opts.repo, name)) }));
+  const hash = bakeHash(baseImageId, install, contents);
+  const tag = bakedTag(hash);
+  const result = (id: string, reused: boolean): BakeResult => ({
+    image: tag, image_id: id, hash, reused, base: opts.base, base_image_id: baseImageId,
+    stack: primary ? `${primary.stack} (${primary.detail})` : null, install, test: primary?.test ?? null,
+    lockfiles, duration_ms: Date.now() - started,
+  });
+
+  const existing = await imageId(docker, tag).catch(() => null);
+  if (existing) return await record(opts.repo, result(existing, true));
+
+  const context = mkdtempSync(join(tmpdir(), 'forge-bake-'));
+  try {
+    writeFileSync(join(context, 'Dockerfile'), renderDockerfile(baseImageId, lockfiles, install, hash));
+    for (const name of lockfiles) {
+      mkdirSync(dirname(join(context, name)), { recursive: true });
+      copyFileSync(join(opts.repo, name), join(context, name));
+    }
+    const stream = await docker.buildImage({ context, src: ['Dockerfile', ...lockfiles] }, { t: tag, rm: true, forcerm: true });
+    const tail: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      docker.modem.followProgress(
+        stream,
+        (err: Error | null, events: { error?: string; errorDetail?: { message?: string } }[]) => {
+          const failed = err?.message ?? events.find((e) => e.error)?.error;
+          if (failed) reject(new Error(`bake failed: ${failed.trim()}\n${tail.join('')}`));
+          else resolve();
+        },
+        (event: { stream?: string }) => {
+          if (!event.stream) return;
+          tail.push(event.stream);
+          if (tail.length > 40) tail.shift();
+          opts.onProgress?.(event.stream);
+        },
+      );
+    });
+    return await record(opts.repo, result(await imageId(docker, tag), false));
+  } finally {
+    rmSync(context, { recursive: true, force: true });
+  }
+}
+
+/** `docker commit` of a scratch container someone (or an agent) configured by hand. */
+export async function bakeFromContainer(docker: Docker, repo: string, containerId: string): Promise<BakeResult> {
+  const started = Date.now();
+  let info: Docker.ContainerInspectInfo;
+  try {
+    info = await docker.getContainer(containerId).inspect();
+  } catch {
+    throw new InputError(`no container "${containerId}" in the local Docker engine; pass an id or name from docker ps -a`);
+  }
+  const hash = createHash('sha256').update(`forge-bake-container/1 ${info.Id} ${new Date().toISOString()}`).digest('hex').slice(0, 16);
+  const tag = bakedTag(hash);
+  const [repoName, tagName] = tag.split(':') as [string, string];
+  const committed = (await docker.getContainer(containerId).commit({ repo: repoName, tag: tagName, comment: 'forge bake --from-container' })) as { Id: string };
+  return await record(repo, {
+    image: tag, image_id: committed.Id, hash, reused: false, base: info.Config.Image, base_image_id: info.Image,
+    stack: null, install: null, test: null, lockfiles: [], duration_ms: Date.now() - started,
+  });
+}
+
+async function imageId(docker: Docker, ref: string): Promise<string> {
+  try {
+    return (await docker.getImage(ref).inspect()).Id;
+  } catch (e) {
+    if ((e as { statusCode?: number }).statusCode === 404) {
+      throw new InputError(`image "${ref}" is not in the local Docker engine (no registry is reachable); docker import or build one first`);
+    }
+    throw e;
+  }
+}
+
+/** The last bake of a repository, for later runs to find (.forge/ is excluded from git). */
+async function record(repo: string, result: BakeResult): Promise<BakeResult> {
+  await excludeForgeDirIfRepo(repo);
+  mkdirSync(join(repo, '.forge'), { recursive: true });
+  writeFileSync(join(repo, '.forge', 'bake.json'), JSON.stringify(result, null, 2) + '\n');
+  return result;
+}
