@@ -3,7 +3,8 @@
 # so images come from root filesystems built here and `docker import`ed:
 #   forge-test/busybox:1      busybox-static applets (fast conformance image)
 #   forge-test/bookworm:2     debootstrap'd Debian bookworm with python3-pytest, pip, nodejs, npm,
-#                             gcc and make (the toolchains the stack tests need)
+#                             gcc and make (the toolchains the stack tests need), built on
+#                             forge-test/bookworm-base:1
 # Idempotent: an image that exists is kept. Needs root, dockerd, busybox-static, debootstrap.
 set -euo pipefail
 mirror=${FORGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -26,14 +27,28 @@ else
   echo "built forge-test/busybox:1"
 fi
 
+if have forge-test/bookworm-base:1; then
+  echo "forge-test/bookworm-base:1 present"
+else
+  root="$work/bookworm"
+  echo "debootstrap bookworm from $mirror (about a minute)..."
+  debootstrap --variant=minbase --include=python3-pytest,nodejs,gcc,libc6-dev,make,git bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
+    || { tail -30 "$work/debootstrap.log" >&2; exit 1; }
+  rm -rf "$root/var/cache/apt/archives/"*.deb
+  tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - forge-test/bookworm-base:1 >/dev/null
+  echo "built forge-test/bookworm-base:1"
+fi
+
+# npm and pip do not configure inside debootstrap's --include; apt in a container does.
 if have forge-test/bookworm:2; then
   echo "forge-test/bookworm:2 present"
 else
-  root="$work/bookworm"
-  echo "debootstrap bookworm from $mirror (a few minutes)..."
-  debootstrap --variant=minbase --include=python3-pytest,python3-pip,nodejs,npm,gcc,libc6-dev,make,git bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
-    || { tail -30 "$work/debootstrap.log" >&2; exit 1; }
-  rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
-  tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - forge-test/bookworm:2 >/dev/null
+  mkdir -p "$work/ctx"
+  cat > "$work/ctx/Dockerfile" <<'DOCKERFILE'
+FROM forge-test/bookworm-base:1
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm python3-pip >/dev/null \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+DOCKERFILE
+  docker build -q -t forge-test/bookworm:2 "$work/ctx" >/dev/null
   echo "built forge-test/bookworm:2"
 fi
