@@ -1,6 +1,8 @@
-// Mocha root hooks: every test run writes cell logs to its own temporary state directory,
-// never to the developer's ~/.local/state.
-import { mkdtempSync, rmSync } from 'node:fs';
+// Mocha root hooks: every test run writes cell logs to its own temporary state directory
+// (never to the developer's ~/.local/state), and after the whole suite no container with a
+// forge label may remain from this run or from runner processes it started.
+import Docker from 'dockerode';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -11,7 +13,21 @@ export const mochaHooks = {
     dir = mkdtempSync(join(tmpdir(), 'forge-state-'));
     process.env.FORGE_STATE_DIR = dir;
   },
-  afterAll(): void {
+  async afterAll(): Promise<void> {
     if (dir) rmSync(dir, { recursive: true, force: true });
+    const leaked = await leakedForgeContainers();
+    if (leaked.length > 0) throw new Error(`containers leaked by the suite: ${leaked.join(', ')}`);
   },
 };
+
+async function leakedForgeContainers(): Promise<string[]> {
+  const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+  const containers = await docker.listContainers({ all: true, filters: { label: ['forge.cell'] } }).catch(() => []);
+  const leaked = containers.filter((c) => {
+    const pid = Number(c.Labels['forge.runner.pid']);
+    // Ours, or from a runner process (e.g. a CLI the tests spawned) that has exited.
+    return pid === process.pid || !existsSync(`/proc/${pid}`);
+  });
+  for (const c of leaked) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  return leaked.map((c) => c.Names[0] ?? c.Id);
+}

@@ -22,6 +22,8 @@ export interface DockerCellProviderOptions {
   socketPath?: string;
   stateDir?: string;
   env?: NodeJS.ProcessEnv;
+  /** The uid:gid cells run as; default the runner's own, so files come back owned by the user. */
+  user?: { uid: number; gid: number };
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -35,12 +37,14 @@ export class DockerCellProvider implements CellProvider {
   private readonly logDir: string;
   private readonly cleanups = new Set<Promise<void>>();
   private hardLimits: HardLimits | null = null;
+  private readonly user: { uid: number; gid: number };
 
   constructor(options: DockerCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
     const socketPath = options.socketPath ?? socketFromDockerHost(this.env.DOCKER_HOST) ?? '/var/run/docker.sock';
     this.docker = new Docker({ socketPath });
     this.logDir = join(options.stateDir ?? runnerStateDir(this.env), 'cells');
+    this.user = options.user ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
   }
 
   async drain(): Promise<void> {
@@ -117,8 +121,8 @@ export class DockerCellProvider implements CellProvider {
       cellId,
       worktree,
       imagePath,
-      uid: process.getuid?.() ?? 0,
-      gid: process.getgid?.() ?? 0,
+      uid: this.user.uid,
+      gid: this.user.gid,
       runnerPid: process.pid,
       runnerHost: hostname(),
       networkMode: 'none',
