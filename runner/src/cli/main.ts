@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { collectHealth, createProvider, providerNames } from '../cells/providerRegistry.js';
 import { InputError } from '../protocol/inputError.js';
 import { registerBakeCommand } from './bakeCommand.js';
+import { registerGcCommand } from './gcCommand.js';
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
 import { formatCellResult, formatHealth } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
@@ -67,6 +68,7 @@ function buildProgram(): Command {
     });
 
   registerBakeCommand(program);
+  registerGcCommand(program);
 
   program
     .command('demo')

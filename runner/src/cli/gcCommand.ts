@@ -1,0 +1,39 @@
+import type { Command } from 'commander';
+import Docker from 'dockerode';
+import { collectStaleContainers } from '../cells/staleContainers.js';
+import { resolveRepo } from '../workspace/attemptWorktree.js';
+import { collectStaleWorktrees, type GcItem, processAlive } from '../workspace/staleWorktrees.js';
+
+export function registerGcCommand(program: Command): void {
+  program
+    .command('gc')
+    .description(
+      'Remove what crashed runners left behind: attempt worktrees under <repo>/.forge/cells with their forge/attempt/* branches,\n' +
+        'and cell containers (label forge.cell) whose runner process is gone. Worktrees kept for review, runs still in progress\n' +
+        'and branches without a worktree are left alone.',
+    )
+    .option('--repo <dir>', 'repository whose .forge/cells to clean', '.')
+    .option('--dry-run', 'report what would be removed, remove nothing')
+    .option('--json', 'print the report as JSON')
+    .action(async (flags: { repo: string; dryRun?: boolean; json?: boolean }) => {
+      const dryRun = flags.dryRun ?? false;
+      const notes: string[] = [];
+      const items: GcItem[] = [];
+      const repo = await resolveRepo(flags.repo);
+      items.push(...(await collectStaleWorktrees(repo, dryRun)));
+      const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+      if (await docker.ping().then(() => true, () => false)) {
+        items.push(...(await collectStaleContainers(docker, dryRun, processAlive)));
+      } else {
+        notes.push('no Docker Engine answers: containers not checked');
+      }
+      if (flags.json) {
+        process.stdout.write(JSON.stringify({ dry_run: dryRun, repo, items, notes }, null, 2) + '\n');
+        return;
+      }
+      const acted = items.filter((i) => i.action !== 'left');
+      for (const i of items) process.stdout.write(`${i.action.padEnd(12)} ${i.kind.padEnd(9)} ${i.id}: ${i.reason}\n`);
+      for (const n of notes) process.stdout.write(`note: ${n}\n`);
+      process.stdout.write(`${acted.length} ${dryRun ? 'to remove' : 'removed'}, ${items.length - acted.length} left\n`);
+    });
+}
