@@ -1,21 +1,39 @@
 // `npm run bench`: speed targets live here, never in timed tests. Every figure is a ratio of
 // variants measured side by side in this one run; absolute times on shared machines are noise.
+import Docker from 'dockerode';
+import { benchDockerCells } from './dockerCellOverhead.js';
 import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
+import { benchWorktreeCreation } from './worktreeCreation.js';
+
+const DOCKER_BENCH_IMAGE = process.env.FORGE_BENCH_IMAGE ?? 'forge-test/busybox:1';
 
 const runsArg = process.argv.indexOf('--runs');
 const runs = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 40;
 const json = process.argv.includes('--json');
 
 async function main(): Promise<void> {
-  const suites: Record<string, BenchLine[]> = {};
+  const suites: Record<string, { rounds: number; lines: BenchLine[] }> = {};
   console.error(`host cell overhead: ${runs} interleaved runs of each variant...`);
-  suites['host cell overhead'] = await benchHostCellOverhead(runs);
+  suites['host cell overhead'] = { rounds: runs, lines: await benchHostCellOverhead(runs) };
+  console.error('worktree creation: 20,000-file repository...');
+  // Each checkout of 20,000 files takes seconds: fewer rounds.
+  const worktreeRounds = Math.max(5, Math.floor(runs / 8));
+  suites['worktree creation'] = { rounds: worktreeRounds, lines: await benchWorktreeCreation(20_000, worktreeRounds) };
+  const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+  const dockerReady = await docker.ping().then(() => docker.getImage(DOCKER_BENCH_IMAGE).inspect()).then(() => true, () => false);
+  if (dockerReady) {
+    console.error(`docker cells (${DOCKER_BENCH_IMAGE})...`);
+    const dockerRounds = Math.max(15, Math.floor(runs / 2));
+    suites['docker cells'] = { rounds: dockerRounds, lines: await benchDockerCells(DOCKER_BENCH_IMAGE, dockerRounds) };
+  } else {
+    console.error(`docker cells: skipped, no engine or no image ${DOCKER_BENCH_IMAGE} (scripts/ensure-dockerd.sh, scripts/build-test-images.sh)`);
+  }
   if (json) {
     console.log(JSON.stringify({ runs, suites }, null, 2));
     return;
   }
-  for (const [suite, lines] of Object.entries(suites)) {
-    console.log(`\n## ${suite} (${runs} interleaved rounds; times are medians, ratios are medians of per-round ratios)`);
+  for (const [suite, { rounds, lines }] of Object.entries(suites)) {
+    console.log(`\n## ${suite} (${rounds} interleaved rounds; times are medians, ratios are medians of per-round ratios)`);
     for (const l of lines) {
       const value = l.unit === 'x' ? `${l.value.toFixed(2)}x` : `${l.value.toFixed(2)} ${l.unit}`;
       const target = l.target ? `   target ${l.target}: ${l.met ? 'met' : 'MISSED'}` : '';
