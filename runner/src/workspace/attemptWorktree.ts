@@ -89,6 +89,17 @@ export async function destroyAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 
   }
 }
 
+/**
+ * Records the attempt's work as one commit on its branch (in the attempt's own index; the
+ * user's is untouched), so the branch carries the change for review. Returns the commit.
+ */
+export async function commitAttempt(wt: Pick<AttemptWorktree, 'path'>, message: string): Promise<string> {
+  const g = git(wt.path);
+  await g.raw(['add', '-A']);
+  await g.raw(['-c', 'user.name=Forge', '-c', 'user.email=forge@localhost', 'commit', '--quiet', '--allow-empty', '--no-verify', '-m', message]);
+  return (await g.revparse(['HEAD'])).trim();
+}
+
 /** Marks a worktree as kept for review: gc leaves it alone. */
 export async function keepAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 'path'>): Promise<void> {
   const g = git(wt.repo);
