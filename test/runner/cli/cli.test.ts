@@ -7,6 +7,8 @@ import { CellResultSchema } from '../../../runner/src/protocol/cellResult.js';
 import { HealthReportSchema } from '../../../runner/src/protocol/health.js';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { makeRepo, scratchDir } from '../../helpers/gitRepo.js';
+import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
+import { requireFeature } from '../../helpers/requirement.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 const cli = (args: string[], opts: { cwd?: string; input?: string } = {}) =>
@@ -84,6 +86,7 @@ describe('forge-runner CLI', function () {
     assert.equal(r.status, 0, r.stderr);
     const report = HealthReportSchema.parse(JSON.parse(r.stdout));
     assert.deepEqual(report.providers.map((p) => p.provider), ['host', 'docker', 'qemu']);
+    assert.equal(report.providers[2]!.available, false);
     const host = report.providers[0]!;
     assert.equal(host.available, true);
     assert.ok(host.isolation);
@@ -98,6 +101,33 @@ describe('forge-runner CLI', function () {
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /host\s+DEGRADED: plain subprocess/);
     assert.match(r.stdout, /NOT SANDBOXED/);
+  });
+
+  it('cell run --provider docker runs in a container and reports the engine in health', async function () {
+    const why = await dockerUnavailable(TEST_IMAGES.busybox);
+    requireFeature(this, why === null, why ?? '');
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      const r = cli(['cell', 'run', '--json', '--provider', 'docker', '--image', TEST_IMAGES.busybox, '--worktree', repo.dir, '--memory', '128', '--', 'echo b >> a.txt; pwd']);
+      assert.equal(r.status, 0, r.stderr);
+      const result = CellResultSchema.parse(JSON.parse(r.stdout));
+      assert.equal(result.provider, 'docker');
+      assert.equal(result.output, '/work\n');
+      assert.equal(result.isolation.cgroup.memory_max_bytes, 128 * 1024 * 1024);
+      assert.deepEqual(result.diff?.files.map((f) => f.path), ['a.txt']);
+      const missing = cli(['cell', 'run', '--provider', 'docker', '--image', 'forge-test/absent:0', '--', 'true']);
+      assert.equal(missing.status, 2);
+      assert.match(missing.stderr, /not in the local Docker engine/);
+      const noImage = cli(['cell', 'run', '--provider', 'docker', '--', 'true']);
+      assert.equal(noImage.status, 2);
+      assert.match(noImage.stderr, /needs an image/);
+      const health = HealthReportSchema.parse(JSON.parse(cli(['health', '--json']).stdout));
+      const docker = health.providers.find((p) => p.provider === 'docker');
+      assert.equal(docker?.available, true);
+      assert.match(docker?.details.engine ?? '', /\d+\.\d+/);
+    } finally {
+      repo.cleanup();
+    }
   });
 
   it('--help explains the commands', () => {
