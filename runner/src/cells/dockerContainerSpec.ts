@@ -25,6 +25,8 @@ export interface DockerCellContext {
   runnerHost: string;
   /** Network mode: "none", or the internal network of the egress proxy. */
   networkMode: string;
+  /** Added after spec.env: the proxy settings of an allow_net cell. */
+  networkEnv?: Record<string, string>;
   ulimits: { Name: string; Soft: number; Hard: number }[];
 }
 
@@ -39,6 +41,7 @@ export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): Cont
     HOME: DOCKER_HOME,
     TMPDIR: '/tmp',
     ...spec.env,
+    ...ctx.networkEnv,
   };
   const binds: string[] = [];
   const tmpfs: Record<string, string> = { '/tmp': TMPFS_OPTIONS };

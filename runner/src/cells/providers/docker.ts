@@ -13,6 +13,8 @@ import { inspectWorktree, requireDirectory } from '../../workspace/inspectWorktr
 import { BoundedOutputCollector } from '../boundedOutput.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { buildContainerSpec, LABEL_CELL } from '../dockerContainerSpec.js';
+import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../egressNetwork.js';
+import { EgressProxy } from '../egressProxy.js';
 import { decideKilledBy } from '../killedBy.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
@@ -26,6 +28,14 @@ export interface DockerCellProviderOptions {
   user?: { uid: number; gid: number };
 }
 
+interface EgressState {
+  network: EgressNetwork;
+  proxy: EgressProxy;
+  port: number;
+  release: (() => Promise<void>) | null;
+  unguarded: string | null;
+}
+
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const MiB = 1024 * 1024;
 
@@ -37,6 +47,7 @@ export class DockerCellProvider implements CellProvider {
   private readonly logDir: string;
   private readonly cleanups = new Set<Promise<void>>();
   private hardLimits: HardLimits | null = null;
+  private egressState: Promise<EgressState> | null = null;
   private readonly user: { uid: number; gid: number };
 
   constructor(options: DockerCellProviderOptions = {}) {
@@ -49,6 +60,28 @@ export class DockerCellProvider implements CellProvider {
 
   async drain(): Promise<void> {
     while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
+    const egress = this.egressState;
+    this.egressState = null;
+    if (egress) {
+      const e = await egress.catch(() => null);
+      await e?.proxy.close();
+      await e?.release?.();
+    }
+  }
+
+  /** The egress network and this runner's proxy on its gateway, set up on first use. */
+  private egress(): Promise<EgressState> {
+    this.egressState ??= (async () => {
+      const network = await ensureEgressNetwork(this.docker);
+      const proxy = new EgressProxy(network.gateway);
+      const port = await proxy.start();
+      const guard = await guardEgressBridge(network.bridge, port);
+      return 'release' in guard
+        ? { network, proxy, port, release: guard.release, unguarded: null }
+        : { network, proxy, port, release: null, unguarded: guard.unguarded };
+    })();
+    this.egressState.catch(() => (this.egressState = null));
+    return this.egressState;
   }
 
   private track(work: Promise<unknown>): void {
@@ -87,9 +120,6 @@ export class DockerCellProvider implements CellProvider {
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.image === '') throw new InputError('the docker provider needs an image; pass --image IMG (see forge-runner bake)');
-    if (spec.allow_net !== false) {
-      throw new InputError('allow_net is not available for docker cells in this build (the egress proxy is not built yet); run without --allow-net');
-    }
     const worktree = spec.worktree === undefined
       ? null
       : spec.capture_diff ? await inspectWorktree(spec.worktree) : { top: requireDirectory(spec.worktree), gitMetadata: null };
@@ -117,6 +147,9 @@ export class DockerCellProvider implements CellProvider {
       { Name: 'fsize', Soft: rl.fsize_bytes!, Hard: rl.fsize_bytes! },
       { Name: 'nofile', Soft: rl.nofile!, Hard: rl.nofile! },
     ];
+    const egress = spec.allow_net === false ? null : await this.egress();
+    const grant = egress && spec.allow_net !== false ? egress.proxy.grant(cellId, spec.allow_net) : null;
+    const proxyUrl = egress && grant ? `http://${cellId}:${grant.token}@${egress.network.gateway}:${egress.port}` : null;
     const createOptions = buildContainerSpec(spec, {
       cellId,
       worktree,
@@ -125,10 +158,12 @@ export class DockerCellProvider implements CellProvider {
       gid: this.user.gid,
       runnerPid: process.pid,
       runnerHost: hostname(),
-      networkMode: 'none',
+      networkMode: egress ? egress.network.name : 'none',
+      ...(proxyUrl ? { networkEnv: { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl } } : {}),
       ulimits,
     });
-    const isolation = this.describeIsolation(null, 'none', { spec, rlimits: rl });
+    const isolation = this.describeIsolation(null, egress ? 'allowlist' : 'none', { spec, rlimits: rl });
+    if (egress?.unguarded) isolation.warnings.push(`host services on ${egress.network.gateway} are reachable from allow_net cells: ${egress.unguarded}`);
 
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
     const container = await this.docker.createContainer(createOptions);
@@ -180,6 +215,8 @@ export class DockerCellProvider implements CellProvider {
       if (oomKills) limitsHit.push('memory');
       if (killReason === 'output') limitsHit.push('output');
       const killedBy: KilledBy | null = decideKilledBy({ killReason, oomKills, pidsLimitHits: 0, exitCode, signal: signalName });
+      const denied = egress ? egress.proxy.revoke(cellId) : [];
+      if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
       let diff: CellResult['diff'] = null;
       if (worktree && spec.capture_diff) diff = await captureWorktreeDiff(worktree.top);
       return {
@@ -205,12 +242,13 @@ export class DockerCellProvider implements CellProvider {
       options.signal?.removeEventListener('abort', onAbort);
       collector.finish();
       if (!finished) await kill();
+      egress?.proxy.revoke(cellId);
       // Removal is not on the result's clock; drain() waits for it.
       this.track(container.remove({ force: true, v: true }));
     }
   }
 
-  private describeIsolation(cgroupVersion: 'v1' | 'v2' | null, net: 'none', cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null): IsolationReport {
+  private describeIsolation(cgroupVersion: 'v1' | 'v2' | null, net: 'none' | 'allowlist', cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null): IsolationReport {
     const limits = cell?.spec.limits;
     return {
       mechanism: 'docker',

@@ -1,0 +1,133 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { hostAllowed, parseConnectTarget, parseProxyAuthorization } from './egressPolicy.js';
+
+interface Grant {
+  token: string;
+  allowlist: string[];
+  /** Denied destinations, for the cell's result. */
+  denied: Set<string>;
+}
+
+/**
+ * The runner's egress proxy for docker cells with allow_net: HTTP forwarding and CONNECT
+ * tunnels, each checked against the allowlist of the cell that authenticated. Cells sit on
+ * an internal network whose only way out is this proxy.
+ */
+export class EgressProxy {
+  private server: Server | null = null;
+  private readonly grants = new Map<string, Grant>();
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly listenHost: string) {}
+
+  async start(): Promise<number> {
+    const server = createServer((req, res) => this.forward(req, res));
+    server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => this.tunnel(req, client, head));
+    server.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, this.listenHost, () => resolve());
+    });
+    this.server = server;
+    return (server.address() as { port: number }).port;
+  }
+
+  /** A cell's credentials; the proxy URL the cell gets embeds them. */
+  grant(cellId: string, allowlist: string[]): { token: string } {
+    const token = randomBytes(18).toString('base64url');
+    this.grants.set(cellId, { token, allowlist, denied: new Set() });
+    return { token };
+  }
+
+  /** Ends a cell's access and reports what it was refused. */
+  revoke(cellId: string): string[] {
+    const g = this.grants.get(cellId);
+    this.grants.delete(cellId);
+    return g ? [...g.denied] : [];
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server = null;
+  }
+
+  private authorize(header: string | undefined): Grant | null {
+    const auth = parseProxyAuthorization(header);
+    const grant = auth ? this.grants.get(auth.cellId) : undefined;
+    if (!auth || !grant) return null;
+    const a = Buffer.from(auth.token);
+    const b = Buffer.from(grant.token);
+    return a.length === b.length && timingSafeEqual(a, b) ? grant : null;
+  }
+
+  private tunnel(req: IncomingMessage, client: Socket, head: Buffer): void {
+    client.on('error', () => client.destroy());
+    const grant = this.authorize(req.headers['proxy-authorization']);
+    const target = parseConnectTarget(req.url ?? '');
+    if (!grant) return void client.end(refusal(407, 'forge egress proxy: this cell has no network grant'));
+    if (!target) return void client.end(refusal(400, `forge egress proxy: bad CONNECT target ${req.url}`));
+    if (!hostAllowed(target.host, grant.allowlist)) {
+      grant.denied.add(target.host);
+      return void client.end(refusal(403, deniedMessage(target.host, grant.allowlist)));
+    }
+    const upstream = connect(target.port, target.host, () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    upstream.on('error', (e) => client.end(refusal(502, `forge egress proxy: cannot reach ${target.host}:${target.port} (${e.message})`)));
+    client.on('close', () => upstream.destroy());
+  }
+
+  private forward(req: IncomingMessage, res: ServerResponse): void {
+    const grant = this.authorize(req.headers['proxy-authorization']);
+    if (!grant) return void reply(res, 407, 'forge egress proxy: this cell has no network grant\n');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      return void reply(res, 400, 'forge egress proxy: only absolute http:// URLs are proxied (use CONNECT for https)\n');
+    }
+    if (url.protocol !== 'http:') return void reply(res, 400, `forge egress proxy: unsupported scheme ${url.protocol}\n`);
+    const host = url.hostname;
+    if (!hostAllowed(host, grant.allowlist)) {
+      grant.denied.add(host);
+      return void reply(res, 403, deniedMessage(host, grant.allowlist) + '\n');
+    }
+    const headers = { ...req.headers };
+    delete headers['proxy-authorization'];
+    delete headers['proxy-connection'];
+    const upstream = httpRequest(
+      { host, port: url.port || 80, method: req.method, path: url.pathname + url.search, headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    upstream.on('error', (e) => reply(res, 502, `forge egress proxy: cannot reach ${host} (${e.message})\n`));
+    req.pipe(upstream);
+  }
+}
+
+function deniedMessage(host: string, allowlist: string[]): string {
+  return `forge egress proxy: ${host} is not in this cell's allow_net (${allowlist.join(', ')})`;
+}
+
+function refusal(status: number, message: string): string {
+  const reason = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 502: 'Bad Gateway' }[status] ?? 'Error';
+  const body = message + '\n';
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+function reply(res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status, { 'Content-Type': 'text/plain', Connection: 'close' });
+  res.end(body);
+}
