@@ -2,7 +2,7 @@
 // (never to the developer's ~/.local/state), and after the whole suite no container with a
 // forge label may remain from this run or from runner processes it started.
 import Docker from 'dockerode';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -17,6 +17,8 @@ export const mochaHooks = {
     if (dir) rmSync(dir, { recursive: true, force: true });
     const leaked = await leakedForgeContainers();
     if (leaked.length > 0) throw new Error(`containers leaked by the suite: ${leaked.join(', ')}`);
+    const stray = strayWorktrees();
+    if (stray.length > 0) throw new Error(`attempt worktrees left behind by the suite: ${stray.join(', ')}`);
   },
 };
 
@@ -30,4 +32,16 @@ async function leakedForgeContainers(): Promise<string[]> {
   });
   for (const c of leaked) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
   return leaked.map((c) => c.Names[0] ?? c.Id);
+}
+
+/** Attempt worktrees still present in test repositories (which tests create under tmpdir). */
+function strayWorktrees(): string[] {
+  const stray: string[] = [];
+  for (const entry of readdirSync(tmpdir())) {
+    if (!entry.startsWith('forge-test-repo-')) continue;
+    const cells = join(tmpdir(), entry, '.forge', 'cells');
+    if (!existsSync(cells)) continue;
+    for (const wt of readdirSync(cells)) stray.push(join(cells, wt));
+  }
+  return stray;
 }
