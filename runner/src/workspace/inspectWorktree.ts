@@ -39,3 +39,12 @@ export async function inspectWorktree(path: string): Promise<WorktreeInfo> {
   }
   return { top, gitMetadata: join(top, '.git'), head };
 }
+
+/**
+ * The worktree a cell mounts: a git work tree (with its HEAD) when a diff is wanted, any
+ * directory otherwise, or none. Throws InputError before anything runs.
+ */
+export async function resolveCellWorktree(spec: { worktree?: string | undefined; capture_diff: boolean }): Promise<{ top: string; gitMetadata: string | null } | null> {
+  if (spec.worktree === undefined) return null;
+  return spec.capture_diff ? inspectWorktree(spec.worktree) : { top: requireDirectory(spec.worktree), gitMetadata: null };
+}

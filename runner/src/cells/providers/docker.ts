@@ -1,21 +1,21 @@
 import Docker from 'dockerode';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { availableParallelism, constants as osConstants, hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { CellSpecInput } from '../../protocol/cellSpec.js';
-import type { CellResult, KilledBy } from '../../protocol/cellResult.js';
+import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
 import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
-import { inspectWorktree, requireDirectory } from '../../workspace/inspectWorktree.js';
+import { resolveCellWorktree } from '../../workspace/inspectWorktree.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { buildContainerSpec, LABEL_CELL } from '../dockerContainerSpec.js';
 import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../egressNetwork.js';
 import { EgressProxy } from '../egressProxy.js';
-import { decideKilledBy } from '../killedBy.js';
+import { assembleCellResult } from '../assembleCellResult.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
 
@@ -120,9 +120,7 @@ export class DockerCellProvider implements CellProvider {
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.image === '') throw new InputError('the docker provider needs an image; pass --image IMG (see forge-runner bake)');
-    const worktree = spec.worktree === undefined
-      ? null
-      : spec.capture_diff ? await inspectWorktree(spec.worktree) : { top: requireDirectory(spec.worktree), gitMetadata: null };
+    const worktree = await resolveCellWorktree(spec);
     let imageConfig: { Env?: string[] } | undefined;
     try {
       imageConfig = (await this.docker.getImage(spec.image).inspect()).Config as { Env?: string[] };
@@ -207,36 +205,15 @@ export class DockerCellProvider implements CellProvider {
       await Promise.race([streamEnded, delay(2000)]);
       (stream as unknown as { destroy?: () => void }).destroy?.();
       const state = (await container.inspect()).State;
-      const summary = collector.finish();
-      const exitCode = status.StatusCode;
-      const signalName = exitCode > 128 && exitCode < 160 ? signalNameOf(exitCode - 128) : null;
-      const oomKills = state.OOMKilled ? 1 : 0;
-      const limitsHit: CellResult['limits_hit'] = [];
-      if (oomKills) limitsHit.push('memory');
-      if (killReason === 'output') limitsHit.push('output');
-      const killedBy: KilledBy | null = decideKilledBy({ killReason, oomKills, pidsLimitHits: 0, exitCode, signal: signalName });
+      const output = collector.finish();
       const denied = egress ? egress.proxy.revoke(cellId) : [];
       if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
-      let diff: CellResult['diff'] = null;
-      if (worktree && spec.capture_diff) diff = await captureWorktreeDiff(worktree.top);
-      return {
-        cell_id: cellId,
-        provider: 'docker',
-        image: spec.image,
-        exit_code: exitCode,
-        signal: signalName,
-        timed_out: killReason === 'timeout',
-        killed_by: killedBy,
-        limits_hit: limitsHit,
-        duration_ms: duration,
-        output: summary.output,
-        output_truncated: summary.truncated,
-        output_bytes: summary.totalBytes,
-        full_output_path: logPath,
-        diff,
-        isolation,
-        labels: spec.labels,
-      };
+      const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
+      return assembleCellResult(
+        { cellId, provider: 'docker', image: spec.image, durationMs: duration, output, logPath, diff, isolation, labels: spec.labels },
+        // The engine reports OOM kills; a refused fork is not observable from outside.
+        { code: status.StatusCode, signal: null, killReason, oomKills: state.OOMKilled ? 1 : 0, pidsLimitHits: 0 },
+      );
     } finally {
       if (timer) clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
@@ -282,8 +259,3 @@ function socketFromDockerHost(host: string | undefined): string | null {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
-function signalNameOf(n: number): string | null {
-  for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
-  return null;
-}

@@ -1,13 +1,13 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { availableParallelism, constants as osConstants, tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CellSpecInput } from '../../protocol/cellSpec.js';
-import type { CellResult, KilledBy } from '../../protocol/cellResult.js';
+import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { CgroupReport, IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
 import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
-import { inspectWorktree, requireDirectory } from '../../workspace/inspectWorktree.js';
+import { resolveCellWorktree } from '../../workspace/inspectWorktree.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
 import { buildBubblewrapArgs, CELL_HOME } from '../bubblewrapArgs.js';
 import { type BubblewrapProbe, findOnPath, probeBubblewrap } from '../bubblewrapProbe.js';
@@ -16,7 +16,7 @@ import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { pruneCellLogs } from '../cellLogRetention.js';
 import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
-import { decideKilledBy } from '../killedBy.js';
+import { assembleCellResult } from '../assembleCellResult.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
@@ -130,9 +130,7 @@ export class HostCellProvider implements CellProvider {
     if (spec.image !== '') {
       throw new InputError(`the host provider runs on the host's own root filesystem and takes no image (got "${spec.image}"); drop --image or use --provider docker`);
     }
-    const worktree = spec.worktree === undefined
-      ? null
-      : spec.capture_diff ? await inspectWorktree(spec.worktree) : { top: requireDirectory(spec.worktree), gitMetadata: null };
+    const worktree = await resolveCellWorktree(spec);
     const env = await this.probe();
     if (!env.bash) throw new Error('bash is not on PATH; install bash (the cell launcher needs it)');
     if (this.mode === 'require' && !env.bubblewrap.usable) throw new Error(env.bubblewrap.reason);
@@ -225,39 +223,12 @@ export class HostCellProvider implements CellProvider {
       launcher.stdout.destroy();
 
       const events = cgroup?.events() ?? { oomKills: 0, pidsLimitHits: 0 };
-      const summary = collector.finish();
-      const exitCode = status.code ?? 128 + signalNumber(status.signal);
-      const signalName = status.code === null ? status.signal : exitCode > 128 && exitCode < 160 ? signalNameOf(exitCode - 128) : null;
-      const limitsHit: CellResult['limits_hit'] = [];
-      if (events.oomKills > 0) limitsHit.push('memory');
-      if (events.pidsLimitHits > 0) limitsHit.push('pids');
-      if (killReason === 'output') limitsHit.push('output');
-      if (signalName === 'SIGXCPU') limitsHit.push('cpu_time');
-      const killedBy: KilledBy | null = decideKilledBy({
-        killReason, oomKills: events.oomKills, pidsLimitHits: events.pidsLimitHits, exitCode, signal: signalName,
-      });
-
-      let diff: CellResult['diff'] = null;
-      if (worktree && spec.capture_diff) diff = await captureWorktreeDiff(worktree.top);
-
-      return {
-        cell_id: cellId,
-        provider: 'host',
-        image: '',
-        exit_code: exitCode,
-        signal: signalName,
-        timed_out: killReason === 'timeout',
-        killed_by: killedBy,
-        limits_hit: limitsHit,
-        duration_ms: duration,
-        output: summary.output,
-        output_truncated: summary.truncated,
-        output_bytes: summary.totalBytes,
-        full_output_path: logPath,
-        diff,
-        isolation,
-        labels: spec.labels,
-      };
+      const output = collector.finish();
+      const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
+      return assembleCellResult(
+        { cellId, provider: 'host', image: '', durationMs: duration, output, logPath, diff, isolation, labels: spec.labels },
+        { code: status.code, signal: status.signal, killReason, ...events },
+      );
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
@@ -371,12 +342,3 @@ function countProcessesOfUid(uid: number): number {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
-function signalNumber(signal: NodeJS.Signals | null): number {
-  return signal ? (osConstants.signals[signal] ?? 0) : 0;
-}
-
-function signalNameOf(n: number): string | null {
-  for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
-  return null;
-}
