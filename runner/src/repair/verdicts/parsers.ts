@@ -1,0 +1,185 @@
+import { XMLParser } from 'fast-xml-parser';
+import { countTests, emptyReport, plain, type TestOutcome, type TestReport } from './testReport.js';
+
+/**
+ * Pure parsers, one per framework. Each returns null when the output is not its own, so
+ * parseTestOutput can try them in turn. All read the merged stdout+stderr of a cell.
+ */
+
+const num = (s: string | undefined) => (s === undefined ? 0 : Number(s));
+
+/** pytest: "=== 2 failed, 3 passed, 1 skipped in 0.12s ===" (or -q without the rules). */
+export function parsePytest(out: string): TestReport | null {
+  const lines = out.split('\n');
+  const summary = [...lines].reverse().find((l) => /\b\d+ (passed|failed|error|errors|skipped|xfailed|xpassed)\b.* in [\d.]+s/.test(l) || /\bno tests ran in [\d.]+s/.test(l));
+  if (!summary) return null;
+  const count = (word: string) => num(new RegExp(`(\\d+) ${word}\\b`).exec(summary)?.[1]);
+  const r = emptyReport('pytest');
+  r.passed = count('passed') + count('xpassed');
+  r.failed = count('failed') + count('errors?');
+  r.skipped = count('skipped') + count('xfailed') + count('deselected');
+  for (const l of lines) {
+    const m = /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+?::\S+?)(?: - .*)?$/.exec(l.trim());
+    if (!m) continue;
+    const outcome: TestOutcome = m[1] === 'PASSED' || m[1] === 'XPASS' ? 'pass' : m[1] === 'FAILED' || m[1] === 'ERROR' ? 'fail' : 'skip';
+    r.tests.set(m[2]!, outcome);
+  }
+  return r;
+}
+
+/** node --test: TAP ("# pass 3") when piped, spec ("ℹ pass 3") on a terminal. */
+export function parseNodeTest(out: string): TestReport | null {
+  const tap = /^# tests (\d+)$/m.test(out) && /^# pass (\d+)$/m.test(out);
+  const spec = /^ℹ tests (\d+)$/m.test(out) && /^ℹ pass (\d+)$/m.test(out);
+  if (!tap && !spec) return null;
+  const p = tap ? '#' : 'ℹ';
+  const get = (k: string) => num(new RegExp(`^${p} ${k} (\\d+)$`, 'm').exec(out)?.[1]);
+  const r = emptyReport('node:test');
+  r.passed = get('pass');
+  r.failed = get('fail') + get('cancelled');
+  r.skipped = get('skipped') + get('todo');
+  for (const l of out.split('\n')) {
+    // Top-level results only: subtests are indented.
+    const t = tap ? /^(not ok|ok) \d+ - (.+?)(?: # (SKIP|TODO).*)?$/.exec(l) : /^([✔✖﹣]) (.+?) \([\d.]+m?s\)/.exec(l);
+    if (!t) continue;
+    const outcome: TestOutcome = tap ? (t[3] ? 'skip' : t[1] === 'ok' ? 'pass' : 'fail') : t[1] === '✔' ? 'pass' : t[1] === '✖' ? 'fail' : 'skip';
+    r.tests.set(t[2]!, outcome);
+  }
+  return r;
+}
+
+/** mocha (spec reporter): "  3 passing (12ms)", "  1 failing", "  2 pending". */
+export function parseMocha(out: string): TestReport | null {
+  const passing = /^\s*(\d+) passing \(\d+(?:ms|s|m)\)$/m.exec(out);
+  if (!passing) return null;
+  const r = emptyReport('mocha');
+  r.passed = num(passing[1]);
+  r.failed = num(/^\s*(\d+) failing$/m.exec(out)?.[1]);
+  r.skipped = num(/^\s*(\d+) pending$/m.exec(out)?.[1]);
+  const listEnd = out.search(/^\s*\d+ passing \(/m);
+  for (const l of out.slice(0, listEnd).split('\n')) {
+    const ok = /^\s+[✔✓] (.+?)(?: \(\d+ms\))?$/.exec(l);
+    const bad = /^\s+\d+\) (.+)$/.exec(l);
+    if (ok) r.tests.set(ok[1]!, 'pass');
+    else if (bad) r.tests.set(bad[1]!, 'fail');
+  }
+  return r;
+}
+
+/** jest: "Tests:       1 failed, 2 passed, 3 total"; names from --verbose ✓/✕ and "● a › b". */
+export function parseJest(out: string): TestReport | null {
+  const line = /^Tests:\s+(.+ total)$/m.exec(out)?.[1];
+  if (!line) return null;
+  const count = (w: string) => num(new RegExp(`(\\d+) ${w}`).exec(line)?.[1]);
+  const r = emptyReport('jest');
+  r.passed = count('passed');
+  r.failed = count('failed');
+  r.skipped = count('skipped') + count('todo');
+  for (const l of out.split('\n')) {
+    const v = /^\s+([✓✕○]) (.+?)(?: \(\d+ ms\))?$/.exec(l);
+    if (v) r.tests.set(v[2]!, v[1] === '✓' ? 'pass' : v[1] === '✕' ? 'fail' : 'skip');
+    const f = /^\s+● (.+ › .+)$/.exec(l);
+    if (f) r.tests.set(f[1]!.split(' › ').pop()!, 'fail');
+  }
+  return r;
+}
+
+/** vitest: "      Tests  1 failed | 3 passed (4)". */
+export function parseVitest(out: string): TestReport | null {
+  const line = /^\s*Tests\s+(.+\(\d+\))\s*$/m.exec(out)?.[1];
+  if (!line || !/\bTest Files\b/.test(out)) return null;
+  const count = (w: string) => num(new RegExp(`(\\d+) ${w}`).exec(line)?.[1]);
+  const r = emptyReport('vitest');
+  r.passed = count('passed');
+  r.failed = count('failed');
+  r.skipped = count('skipped') + count('todo');
+  for (const l of out.split('\n')) {
+    const v = /^\s+([✓×↓]) (.+?)(?: \d+ms)?$/.exec(l);
+    if (v && !/\(\d+ tests?/.test(v[2]!)) r.tests.set(v[2]!, v[1] === '✓' ? 'pass' : v[1] === '×' ? 'fail' : 'skip');
+    const f = /^\s*FAIL\s+\S+ > (.+)$/.exec(l);
+    if (f) r.tests.set(f[1]!.split(' > ').pop()!, 'fail');
+  }
+  return r;
+}
+
+/** go test: "--- PASS: TestX (0.00s)" (with -v), "--- FAIL: ...", "ok  pkg" / "FAIL pkg". */
+export function parseGoTest(out: string): TestReport | null {
+  const hasPkg = /^(ok|FAIL|---)\s+\S+/m.test(out) && (/^(ok|FAIL)\s+\S+\s+[\d.]+s/m.test(out) || /^--- (PASS|FAIL|SKIP): /m.test(out));
+  if (!hasPkg) return null;
+  const r = emptyReport('go test');
+  for (const l of out.split('\n')) {
+    const m = /^\s*--- (PASS|FAIL|SKIP): (\S+) \(/.exec(l);
+    if (m) r.tests.set(m[2]!, m[1] === 'PASS' ? 'pass' : m[1] === 'FAIL' ? 'fail' : 'skip');
+  }
+  return countTests(r);
+}
+
+/** cargo test: "test result: FAILED. 1 passed; 1 failed; 0 ignored; ..." per test binary. */
+export function parseCargoTest(out: string): TestReport | null {
+  const results = [...out.matchAll(/^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored;/gm)];
+  if (results.length === 0) return null;
+  const r = emptyReport('cargo test');
+  for (const m of results) {
+    r.passed += num(m[1]);
+    r.failed += num(m[2]);
+    r.skipped += num(m[3]);
+  }
+  for (const m of out.matchAll(/^test (\S+) \.\.\. (ok|FAILED|ignored)$/gm)) {
+    r.tests.set(m[1]!, m[2] === 'ok' ? 'pass' : m[2] === 'FAILED' ? 'fail' : 'skip');
+  }
+  return r;
+}
+
+/** ctest: "1/2 Test #1: adds .....   Passed" and "50% tests passed, 1 tests failed out of 2". */
+export function parseCtest(out: string): TestReport | null {
+  const summary = /^\d+% tests passed, (\d+) tests? failed out of (\d+)/m.exec(out);
+  if (!summary) return null;
+  const r = emptyReport('ctest');
+  for (const m of out.matchAll(/^\s*\d+\/\d+ Test\s+#\d+: (\S+) \.*\s*(\*{3})?(Passed|Failed|Exception|Timeout|Not Run|Skipped)/gm)) {
+    r.tests.set(m[1]!, m[3] === 'Passed' ? 'pass' : m[3] === 'Skipped' || m[3] === 'Not Run' ? 'skip' : 'fail');
+  }
+  const counted = countTests(r);
+  const total = num(summary[2]);
+  const failed = num(summary[1]);
+  return { ...counted, failed, passed: total - failed - counted.skipped, skipped: counted.skipped };
+}
+
+/** JUnit XML (surefire, pytest --junitxml, jest-junit...): testcase elements. */
+export function parseJunitXml(xml: string): TestReport | null {
+  if (!/<testsuites?\b/.test(xml)) return null;
+  let doc: unknown;
+  try {
+    doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'testcase' || name === 'testsuite' }).parse(xml);
+  } catch {
+    return null;
+  }
+  const r = emptyReport('junit');
+  const visit = (node: unknown): void => {
+    if (!node || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+      if (key === 'testcase' && Array.isArray(value)) {
+        for (const tc of value as Record<string, unknown>[]) {
+          const name = [tc.classname, tc.name].filter(Boolean).join('.');
+          const outcome: TestOutcome = 'failure' in tc || 'error' in tc ? 'fail' : 'skipped' in tc ? 'skip' : 'pass';
+          r.tests.set(name, outcome);
+        }
+      } else if (typeof value === 'object') {
+        visit(value);
+      }
+    }
+  };
+  visit(doc);
+  return countTests(r);
+}
+
+const PARSERS = [parseJunitXml, parseCargoTest, parseGoTest, parseCtest, parsePytest, parseVitest, parseJest, parseMocha, parseNodeTest];
+
+/** Tries each framework's parser on the (ANSI-stripped) output; null when none recognises it. */
+export function parseTestOutput(output: string): TestReport | null {
+  const text = plain(output);
+  for (const parse of PARSERS) {
+    const r = parse(text);
+    if (r) return r;
+  }
+  return null;
+}
