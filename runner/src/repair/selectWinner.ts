@@ -1,0 +1,86 @@
+import { createHash } from 'node:crypto';
+import type { Verdict } from './verdicts/judgeTestRun.js';
+
+export interface Candidate {
+  attemptId: string;
+  /** Attempt order (0 = the temperature-0 attempt); breaks ties deterministically. */
+  index: number;
+  verdict: Verdict;
+  patch: string;
+}
+
+export interface CandidateGroup {
+  key: string;
+  /** Attempts that produced this same normalized diff, in attempt order. */
+  attempts: string[];
+  agreement: number;
+  /** Changed lines (+/-), headers excluded. */
+  size: number;
+  verdict: Verdict;
+  patch: string;
+}
+
+export interface Selection {
+  /** The green winner; null when no attempt is green. */
+  winner: CandidateGroup | null;
+  /** When nothing is green: the closest attempt (fewest failures, then smallest diff). */
+  best: CandidateGroup | null;
+  /** All distinct non-empty candidates, best first. */
+  ranked: CandidateGroup[];
+  /** Attempts that changed nothing. */
+  empty: string[];
+}
+
+/** Pure: a diff without what differs between identical edits (blob ids, trailing blanks). */
+export function normalizePatch(patch: string): string {
+  return patch
+    .replace(/\r\n?/g, '\n')
+    .split('\n')
+    .filter((l) => !/^index [0-9a-f]+\.\.[0-9a-f]+/.test(l) && !/^similarity index /.test(l))
+    .map((l) => l.replace(/[ \t]+$/, ''))
+    .join('\n')
+    .trim();
+}
+
+export function patchSize(patch: string): number {
+  return patch.split('\n').filter((l) => (l.startsWith('+') && !l.startsWith('+++')) || (l.startsWith('-') && !l.startsWith('---'))).length;
+}
+
+/**
+ * Pure: green (exit 0, no regressions) first, then the smallest diff, then the most
+ * attempts agreeing on it, then attempt order. Identical normalized diffs are one candidate.
+ */
+export function selectWinner(candidates: Candidate[]): Selection {
+  const byKey = new Map<string, CandidateGroup & { firstIndex: number }>();
+  const empty: string[] = [];
+  for (const c of [...candidates].sort((a, b) => a.index - b.index)) {
+    const normalized = normalizePatch(c.patch);
+    if (normalized === '') {
+      empty.push(c.attemptId);
+      continue;
+    }
+    const key = createHash('sha256').update(normalized).digest('hex');
+    const group = byKey.get(key);
+    if (group) {
+      group.attempts.push(c.attemptId);
+      group.agreement++;
+      // A group is green when any of its runs was: the diff is the same, the tests were not flaky-free.
+      if (c.verdict.green && !group.verdict.green) group.verdict = c.verdict;
+    } else {
+      byKey.set(key, { key, attempts: [c.attemptId], agreement: 1, size: patchSize(normalized), verdict: c.verdict, patch: c.patch, firstIndex: c.index });
+    }
+  }
+  const groups = [...byKey.values()];
+  const ranked = groups
+    .sort((a, b) =>
+      Number(b.verdict.green) - Number(a.verdict.green) ||
+      a.size - b.size ||
+      b.agreement - a.agreement ||
+      a.firstIndex - b.firstIndex)
+    .map(({ firstIndex: _first, ...g }) => g);
+  const winner = ranked[0]?.verdict.green ? ranked[0] : null;
+  const best = winner
+    ? null
+    : [...ranked].sort((a, b) => a.verdict.failed - b.verdict.failed || a.size - b.size)[0] ?? null;
+  return { winner, best, ranked, empty };
+}
