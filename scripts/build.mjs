@@ -30,6 +30,8 @@ await Promise.all([
     format: 'esm',
     // Bundled CommonJS dependencies call require() for Node built-ins.
     plugins: [stubSsh2],
+    // Native addon: loaded from node_modules at run time, never bundled.
+    external: ['better-sqlite3'],
     banner: { js: "#!/usr/bin/env node\nimport { createRequire as __forgeCreateRequire } from 'node:module';\nconst require = __forgeCreateRequire(import.meta.url);" },
   }),
   build({

@@ -4,6 +4,8 @@ import { collectHealth, createProvider, providerNames } from '../cells/providerR
 import { InputError } from '../protocol/inputError.js';
 import { registerBakeCommand } from './bakeCommand.js';
 import { registerGcCommand } from './gcCommand.js';
+import { registerDemoCommand } from './demoCommand.js';
+import { registerFixCommand } from './fixCommand.js';
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
 import { formatCellResult, formatHealth } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
@@ -70,15 +72,8 @@ function buildProgram(): Command {
   registerBakeCommand(program);
   registerGcCommand(program);
 
-  program
-    .command('demo')
-    .description('Offline demo of Fix Issue in Cells on a bundled sample repository.')
-    .action(() => {
-      process.stdout.write(
-        'The Fix Issue in Cells demo is not built yet: it arrives with the fix pipeline.\n' +
-          'What works today: forge-runner health; forge-runner cell run -- echo hello\n',
-      );
-    });
+  registerFixCommand(program);
+  registerDemoCommand(program);
 
   program
     .command('spec-run')

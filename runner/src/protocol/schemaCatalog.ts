@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CellSpecSchema } from './cellSpec.js';
 import { CellResultSchema } from './cellResult.js';
 import { HealthReportSchema } from './health.js';
+import { FixReportSchema } from './fixReport.js';
 
 /**
  * The JSON Schema files in schemas/ are generated from these zod schemas; a test fails when
@@ -13,6 +14,7 @@ export function schemaCatalog(): Record<string, unknown> {
     'cell-spec.schema.json': withId('cell-spec', z.toJSONSchema(CellSpecSchema, { io: 'input' })),
     'cell-result.schema.json': withId('cell-result', z.toJSONSchema(CellResultSchema, { io: 'output' })),
     'health-report.schema.json': withId('health-report', z.toJSONSchema(HealthReportSchema, { io: 'output' })),
+    'fix-report.schema.json': withId('fix-report', z.toJSONSchema(FixReportSchema, { io: 'output' })),
   };
 }
 

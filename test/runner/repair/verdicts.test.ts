@@ -35,6 +35,11 @@ describe('test output parsers (one passing, one failing, one skipped test each)'
     });
   }
 
+  it('reads the plain "N passed, N failed" closing line', () => {
+    const r = parseTestOutput('ok below\nFAIL above: got 0, want 10\nok inside\n2 passed, 1 failed\n');
+    assert.deepEqual([r?.framework, r?.passed, r?.failed, r?.tests.get('above'), r?.tests.get('inside')], ['plain', 2, 1, 'fail', 'pass']);
+  });
+
   it('recognises nothing in output that is not a test report', () => {
     assert.equal(parseTestOutput('make: *** No rule to make target test.  Stop.\n'), null);
     assert.equal(parseTestOutput(''), null);

@@ -172,7 +172,22 @@ export function parseJunitXml(xml: string): TestReport | null {
   return countTests(r);
 }
 
-const PARSERS = [parseJunitXml, parseCargoTest, parseGoTest, parseCtest, parsePytest, parseVitest, parseJest, parseMocha, parseNodeTest];
+/**
+ * The plain closing line any test program can print: "N passed, N failed" (", N skipped"
+ * may follow; one word and a colon may precede). Names from "ok NAME" / "FAIL NAME" lines.
+ */
+export function parsePlainSummary(out: string): TestReport | null {
+  const m = [...out.matchAll(/^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$/gm)].pop();
+  if (!m) return null;
+  const r = emptyReport('plain');
+  r.passed = num(m[1]);
+  r.failed = num(m[2]);
+  r.skipped = num(m[3]);
+  for (const t of out.matchAll(/^(ok|FAIL) ([^\s:]+)/gm)) r.tests.set(t[2]!, t[1] === 'ok' ? 'pass' : 'fail');
+  return r;
+}
+
+const PARSERS = [parseJunitXml, parseCargoTest, parseGoTest, parseCtest, parsePytest, parseVitest, parseJest, parseMocha, parseNodeTest, parsePlainSummary];
 
 /** Tries each framework's parser on the (ANSI-stripped) output; null when none recognises it. */
 export function parseTestOutput(output: string): TestReport | null {

@@ -1,0 +1,141 @@
+import type { Command } from 'commander';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { runnerStateDir } from '../cells/cellIdentity.js';
+import { createProvider } from '../cells/providerRegistry.js';
+import { InputError } from '../protocol/inputError.js';
+import { createModel } from '../repair/models/createModel.js';
+import { runFix } from '../repair/runFix.js';
+import { EXIT_BAD_INPUT } from './exitCodes.js';
+
+/** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
+export const FIX_EXIT = { fixed: 0, notFixed: 1, badInput: 2, internal: 3 } as const;
+
+interface FixFlags {
+  repo: string;
+  issueFile?: string;
+  issueText?: string;
+  testCmd?: string;
+  installCmd?: string;
+  attempts: string;
+  temperature: string;
+  provider?: string;
+  image?: string;
+  model?: string;
+  maxTurns: string;
+  maxTokens: string;
+  timeoutPerAttempt: string;
+  cellTimeout: string;
+  out?: string;
+  apply?: boolean;
+  branch?: string;
+  resume?: string;
+  allowDirty?: boolean;
+  allowGreenBaseline?: boolean;
+  json?: boolean;
+}
+
+export function registerFixCommand(program: Command): void {
+  program
+    .command('fix')
+    .description(
+      'Fix an issue: run K sampled repair attempts in parallel worktrees, every command in a cell, pick the winner by real\n' +
+        'test results, re-verify it on a fresh checkout, and keep it on branch forge/attempt/<id>. Your working tree, index\n' +
+        'and branch change only with --apply or --branch.\nExit status: 0 fixed, 1 not fixed, 2 bad input, 3 internal error.',
+    )
+    .option('--repo <dir>', 'repository to fix (must be clean unless --allow-dirty)', '.')
+    .option('--issue-file <file>', 'the issue text, from a file')
+    .option('--issue-text <text>', 'the issue text')
+    .option('--test-cmd <cmd>', 'test command (default: detected from the stack)')
+    .option('--install-cmd <cmd>', 'install command (docker: bake it into the image first with forge-runner bake --install)')
+    .option('--attempts <k>', 'parallel repair attempts', '4')
+    .option('--temperature <t>', 'sampling temperature of attempts 1..K-1 (attempt 0 runs at 0)', '0.7')
+    .option('--provider <name>', 'cell provider: host or docker (default: docker when a baked image is known, else host)')
+    .option('--image <image>', 'image for docker cells (default: the last forge-runner bake of the repo)')
+    .option('--model <spec>', 'model: replay:FILE (default $FORGE_MODEL_SPEC)')
+    .option('--max-turns <n>', 'model turns per attempt', '30')
+    .option('--max-tokens <n>', 'model tokens per attempt', '200000')
+    .option('--timeout-per-attempt <s>', 'wall-clock budget of one attempt', '900')
+    .option('--cell-timeout <s>', 'budget of one cell (one test run)', '300')
+    .option('--out <dir>', 'write winner.diff, report.json and summary.md there')
+    .option('--apply', "apply the winner to your working tree (only if it applies cleanly)")
+    .option('--branch <name>', 'create this branch at the winning commit')
+    .option('--resume <run_id>', 'continue a run whose runner was killed')
+    .option('--allow-dirty', 'run even with uncommitted changes (they are not part of the attempts)')
+    .option('--allow-green-baseline', 'continue even if the tests already pass on the base commit')
+    .option('--json', 'print only the report (JSON) on stdout')
+    .action(async (flags: FixFlags) => {
+      try {
+        const outcome = await fixFromFlags(flags);
+        process.stdout.write(flags.json ? JSON.stringify(outcome.report, null, 2) + '\n' : `${outcome.report.status === 'fixed' ? 'fixed' : 'not fixed'}: see ${flags.out ? join(flags.out, 'summary.md') : 'the report (--out DIR)'}\n`);
+        process.exitCode = outcome.exitCode;
+      } catch (e) {
+        if (e instanceof InputError) {
+          process.stderr.write(`forge-runner: ${e.message}\n`);
+          process.exitCode = EXIT_BAD_INPUT;
+          return;
+        }
+        process.stderr.write(`forge-runner: internal error: ${(e as Error).stack ?? String(e)}\n`);
+        process.exitCode = FIX_EXIT.internal;
+      }
+    });
+}
+
+const positiveInt = (name: string, raw: string): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new InputError(`${name} ${raw}: expected a positive whole number`);
+  return n;
+};
+
+export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${l}\n`)) {
+  if (flags.resume) throw new InputError('--resume is not available in this build yet; start a new run');
+  if (flags.installCmd) throw new InputError('--install-cmd is not supported by fix yet; bake it into the image: forge-runner bake --install CMD');
+  if (Boolean(flags.issueFile) === Boolean(flags.issueText)) throw new InputError('give the issue with exactly one of --issue-file F or --issue-text T');
+  let issue = flags.issueText ?? '';
+  if (flags.issueFile) {
+    if (!existsSync(flags.issueFile)) throw new InputError(`--issue-file ${flags.issueFile} does not exist`);
+    issue = readFileSync(flags.issueFile, 'utf8');
+  }
+  if (issue.trim() === '') throw new InputError('the issue text is empty');
+  const modelSpec = flags.model ?? process.env.FORGE_MODEL_SPEC;
+  if (!modelSpec) throw new InputError('no model: pass --model replay:FILE (or set FORGE_MODEL_SPEC)');
+  const model = createModel(modelSpec);
+  const repo = resolve(flags.repo);
+  const baked = readBakeRecord(repo);
+  const image = flags.image ?? (flags.provider === 'docker' || !flags.provider ? baked ?? '' : '');
+  const providerName = flags.provider ?? (image ? 'docker' : 'host');
+  if (providerName === 'docker' && !image) throw new InputError('docker cells need an image: pass --image IMG or run forge-runner bake first');
+  const temperature = Number(flags.temperature);
+  if (!Number.isFinite(temperature) || temperature < 0 || temperature > 2) throw new InputError(`--temperature ${flags.temperature}: expected a number from 0 to 2`);
+  const attempts = positiveInt('--attempts', flags.attempts);
+  const provider = createProvider(providerName, { prewarm: Math.min(attempts, 4) });
+  return runFix({
+    repo,
+    issue,
+    ...(flags.testCmd ? { testCmd: flags.testCmd } : {}),
+    attempts,
+    temperature,
+    provider,
+    image: providerName === 'docker' ? image : '',
+    model,
+    maxTurns: positiveInt('--max-turns', flags.maxTurns),
+    maxTokens: positiveInt('--max-tokens', flags.maxTokens),
+    timeoutPerAttemptS: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt),
+    cellTimeoutS: positiveInt('--cell-timeout', flags.cellTimeout),
+    ...(flags.out ? { outDir: resolve(flags.out) } : {}),
+    apply: flags.apply ?? false,
+    ...(flags.branch ? { branch: flags.branch } : {}),
+    allowDirty: flags.allowDirty ?? false,
+    allowGreenBaseline: flags.allowGreenBaseline ?? false,
+    stateDir: runnerStateDir(),
+    progress,
+  });
+}
+
+function readBakeRecord(repo: string): string | null {
+  try {
+    return (JSON.parse(readFileSync(join(repo, '.forge', 'bake.json'), 'utf8')) as { image?: string }).image ?? null;
+  } catch {
+    return null;
+  }
+}

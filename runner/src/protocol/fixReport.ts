@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+export const VerdictSchema = z
+  .object({
+    exit_code: z.number().int(),
+    framework: z.string().nullable(),
+    passed: z.number().int(),
+    failed: z.number().int(),
+    skipped: z.number().int(),
+    failing: z.array(z.string()),
+    regressions: z.array(z.string()),
+    regressions_known: z.boolean(),
+    green: z.boolean(),
+  })
+  .strict();
+
+export const AttemptReportSchema = z
+  .object({
+    index: z.number().int(),
+    attempt_id: z.string(),
+    temperature: z.number(),
+    status: z.enum(['finished', 'failed']),
+    stop: z.string().nullable().describe('Why the agent loop ended (finish, max_turns, deadline, ...).'),
+    turns: z.number().int(),
+    tokens: z.number().int(),
+    verdict: VerdictSchema.nullable(),
+    diff_size: z.number().int(),
+    error: z.string().nullable(),
+  })
+  .strict();
+
+/** report.json of `forge-runner fix`: what was tried, what won, and why. */
+export const FixReportSchema = z
+  .object({
+    run_id: z.string(),
+    status: z.enum(['fixed', 'not_fixed']),
+    repo: z.string(),
+    base_commit: z.string(),
+    test_cmd: z.string(),
+    provider: z.string(),
+    image: z.string(),
+    model: z.string(),
+    baseline: VerdictSchema,
+    attempts: z.array(AttemptReportSchema),
+    winner: z
+      .object({ attempts: z.array(z.string()), agreement: z.number().int(), diff_size: z.number().int(), branch: z.string().nullable(), verdict: VerdictSchema })
+      .strict()
+      .nullable(),
+    best: z.object({ attempts: z.array(z.string()), diff_size: z.number().int(), verdict: VerdictSchema }).strict().nullable()
+      .describe('When nothing is fixed: the closest attempt.'),
+    ground_truth: z.object({ applied: z.boolean(), conflicts: z.array(z.string()), verdict: VerdictSchema.nullable() }).strict().nullable(),
+    applied_to: z.string().nullable().describe('Where --apply / --branch put the winner.'),
+    cells: z.number().int(),
+    duration_ms: z.number().int(),
+  })
+  .strict();
+
+export type FixReport = z.infer<typeof FixReportSchema>;
+export type AttemptReport = z.infer<typeof AttemptReportSchema>;

@@ -1,0 +1,102 @@
+import type { CellResult } from '../protocol/cellResult.js';
+import type { ChatMessage, ModelReply, RepairModel, ToolCall } from './models/repairModel.js';
+import { TOOL_NAMES } from './models/replayScript.js';
+import { editFile, listFiles, readFile, searchFiles, writeFile } from './tools/fileTools.js';
+import { ToolError } from './tools/worktreePath.js';
+
+export interface AgentBudget {
+  maxTurns: number;
+  /** Epoch ms after which no new turn starts. */
+  deadline: number;
+  maxTokens: number;
+}
+
+export interface AgentContext {
+  attemptIndex: number;
+  worktree: string;
+  issue: string;
+  testCmd: string;
+  temperature: number;
+  model: RepairModel;
+  budget: AgentBudget;
+  /** Runs a command in a fresh cell on the attempt's worktree. */
+  runCell(command: string, purpose: 'run_tests' | 'run_command'): Promise<CellResult>;
+  recordTurn(turnIndex: number, reply: ModelReply, results: { call: ToolCall; result: string }[]): void;
+  signal?: AbortSignal;
+}
+
+export interface AgentOutcome {
+  turns: number;
+  tokens: number;
+  /** Why the loop stopped. */
+  stop: 'finish' | 'no_tool_calls' | 'max_turns' | 'deadline' | 'tokens' | 'cancelled';
+  summary: string | null;
+}
+
+const SYSTEM_PROMPT = `You repair a bug in a git repository. Tools: ${TOOL_NAMES.join(', ')}.
+Paths are relative to the repository root. Edit files with edit_file (old_string must match exactly once) or write_file.
+run_tests runs the project's tests in a fresh sandbox; run_command runs one shell command there. Call finish with a summary when done.`;
+
+/** Output a cell shows the model: its tail, where test failures are reported. */
+const CELL_OUTPUT_TO_MODEL = 6000;
+
+export async function runAgentLoop(ctx: AgentContext): Promise<AgentOutcome> {
+  const messages: ChatMessage[] = [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: `Issue:\n${ctx.issue}\n\nTest command: ${ctx.testCmd}` },
+  ];
+  let tokens = 0;
+  for (let turn = 0; turn < ctx.budget.maxTurns; turn++) {
+    if (ctx.signal?.aborted) return { turns: turn, tokens, stop: 'cancelled', summary: null };
+    if (Date.now() > ctx.budget.deadline) return { turns: turn, tokens, stop: 'deadline', summary: null };
+    if (tokens > ctx.budget.maxTokens) return { turns: turn, tokens, stop: 'tokens', summary: null };
+    const reply = await ctx.model.reply({ attemptIndex: ctx.attemptIndex, turnIndex: turn, temperature: ctx.temperature, messages }, ctx.signal);
+    tokens += reply.tokens;
+    messages.push({ role: 'assistant', content: reply.content ?? '', tool_calls: reply.tool_calls });
+    if (reply.tool_calls.length === 0) {
+      ctx.recordTurn(turn, reply, []);
+      return { turns: turn + 1, tokens, stop: 'no_tool_calls', summary: reply.content };
+    }
+    const results: { call: ToolCall; result: string }[] = [];
+    let finished: string | null = null;
+    for (const call of reply.tool_calls) {
+      const result = await executeTool(ctx, call);
+      results.push({ call, result });
+      messages.push({ role: 'tool', tool_call_id: call.id, content: result });
+      if (call.name === 'finish') finished = typeof call.arguments.summary === 'string' ? call.arguments.summary : '';
+    }
+    ctx.recordTurn(turn, reply, results);
+    if (finished !== null) return { turns: turn + 1, tokens, stop: 'finish', summary: finished };
+  }
+  return { turns: ctx.budget.maxTurns, tokens, stop: 'max_turns', summary: null };
+}
+
+/** Runs one tool call; a mistake of the model becomes an error message back to it. */
+async function executeTool(ctx: AgentContext, call: ToolCall): Promise<string> {
+  const a = call.arguments;
+  try {
+    switch (call.name) {
+      case 'list_files': return listFiles(ctx.worktree, a);
+      case 'read_file': return readFile(ctx.worktree, a);
+      case 'search': return searchFiles(ctx.worktree, a);
+      case 'write_file': return writeFile(ctx.worktree, a);
+      case 'edit_file': return editFile(ctx.worktree, a);
+      case 'run_tests': return describeCell(await ctx.runCell(ctx.testCmd, 'run_tests'));
+      case 'run_command': {
+        if (typeof a.command !== 'string' || a.command.trim() === '') throw new ToolError('command must be a non-empty string');
+        return describeCell(await ctx.runCell(a.command, 'run_command'));
+      }
+      case 'finish': return 'finished';
+      default: throw new ToolError(`unknown tool ${call.name}; available: ${TOOL_NAMES.join(', ')}`);
+    }
+  } catch (e) {
+    if (e instanceof ToolError) return `error: ${e.message}`;
+    throw e;
+  }
+}
+
+function describeCell(r: CellResult): string {
+  const out = r.output.length > CELL_OUTPUT_TO_MODEL ? '[...]\n' + r.output.slice(-CELL_OUTPUT_TO_MODEL) : r.output;
+  const how = r.killed_by ? `killed by ${r.killed_by}` : `exit code ${r.exit_code}`;
+  return `${how}\n${out}`;
+}

@@ -1,0 +1,319 @@
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import type { CellProvider } from '../cells/provider.js';
+import { detectStacks } from '../images/detectStack.js';
+import { readRepoFacts } from '../images/readRepoFacts.js';
+import type { CellResult } from '../protocol/cellResult.js';
+import type { AttemptReport, FixReport } from '../protocol/fixReport.js';
+import { InputError } from '../protocol/inputError.js';
+import { openStore } from '../store/openStore.js';
+import { RunStore } from '../store/runStore.js';
+import { applyPatch } from '../workspace/applyPatch.js';
+import {
+  type AttemptWorktree, commitAttempt, createAttemptWorktree, destroyAttemptWorktree, resolveRepo,
+} from '../workspace/attemptWorktree.js';
+import { captureApplicablePatch } from '../workspace/captureWorktreeDiff.js';
+import { hostGit } from '../workspace/hostGit.js';
+import { type AgentOutcome, runAgentLoop } from './agentLoop.js';
+import type { RepairModel } from './models/repairModel.js';
+import { patchSize, selectWinner } from './selectWinner.js';
+import { renderSummary } from './renderSummary.js';
+import { judgeTestRun, type Verdict } from './verdicts/judgeTestRun.js';
+import { parseTestOutput } from './verdicts/parsers.js';
+
+export interface FixOptions {
+  repo: string;
+  issue: string;
+  testCmd?: string;
+  attempts: number;
+  /** Sampling temperature of attempts 1..K-1 (attempt 0 runs at 0). */
+  temperature: number;
+  provider: CellProvider;
+  image: string;
+  model: RepairModel;
+  maxTurns: number;
+  maxTokens: number;
+  timeoutPerAttemptS: number;
+  cellTimeoutS: number;
+  concurrency?: number;
+  outDir?: string;
+  apply: boolean;
+  branch?: string;
+  allowDirty: boolean;
+  allowGreenBaseline: boolean;
+  stateDir: string;
+  progress: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface FixOutcome {
+  report: FixReport;
+  /** 0 fixed, 1 not fixed. */
+  exitCode: 0 | 1;
+}
+
+interface AttemptResult {
+  index: number;
+  attemptId: string;
+  temperature: number;
+  wt: AttemptWorktree | null;
+  outcome: AgentOutcome | null;
+  verdict: Verdict | null;
+  patch: string;
+  error: string | null;
+}
+
+/**
+ * Fix Issue in Cells: baseline (must fail), K sampled attempts in parallel worktrees whose
+ * commands all run in cells, selection by real test results, ground truth on a fresh
+ * checkout. The user's working tree, index and branch change only with --apply / --branch.
+ */
+export async function runFix(opts: FixOptions): Promise<FixOutcome> {
+  const started = Date.now();
+  const repo = await resolveRepo(opts.repo);
+  if (!Number.isInteger(opts.attempts) || opts.attempts < 1 || opts.attempts > 64) throw new InputError(`--attempts ${opts.attempts}: expected a whole number from 1 to 64`);
+  const dirty = (await hostGit(['status', '--porcelain', '--untracked-files=all'], { cwd: repo })).stdout.split('\n').filter(Boolean);
+  if (dirty.length > 0 && !opts.allowDirty) {
+    throw new InputError(`${repo} has uncommitted changes (${dirty.length} path(s), e.g. "${dirty[0]!.slice(3)}"); commit or stash them, or pass --allow-dirty`);
+  }
+  const base = (await hostGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo }).catch(() => {
+    throw new InputError(`${repo} has no commit yet; commit the code to fix first`);
+  })).stdout.trim();
+  const testCmd = opts.testCmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
+  if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
+
+  const store = new RunStore(openStore(join(opts.stateDir, 'forge.db')));
+  const runId = `run-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const temperatures = Array.from({ length: opts.attempts }, (_, i) => (i === 0 ? 0 : opts.temperature));
+  store.createRun(
+    { id: runId, repo, base_commit: base, issue: opts.issue, test_cmd: testCmd, provider: opts.provider.name, image: opts.image, model: opts.model.spec, attempts: opts.attempts, runner_pid: process.pid },
+    temperatures,
+  );
+  opts.progress(`run ${runId}: ${opts.attempts} attempt(s) on ${opts.provider.name}${opts.image ? ` (${opts.image})` : ''}, tests: ${testCmd}`);
+
+  const cell = async (worktree: string, command: string, purpose: string, attemptIdx: number | null): Promise<CellResult> => {
+    const r = await opts.provider.run(
+      { image: opts.image, worktree, cmd: command, timeout_s: opts.cellTimeoutS, labels: { 'forge.run': runId, 'forge.purpose': purpose } },
+      opts.signal ? { signal: opts.signal } : {},
+    );
+    store.recordCell(runId, attemptIdx, purpose, r, command);
+    return r;
+  };
+
+  try {
+    // 1. Baseline: the failing run on the base commit is the oracle.
+    opts.progress('baseline: running the tests on the base commit');
+    const baselineWt = await createAttemptWorktree(repo, base, `${runId}-baseline`);
+    let baselineRun: CellResult;
+    try {
+      baselineRun = await cell(baselineWt.path, testCmd, 'baseline', null);
+    } finally {
+      await destroyAttemptWorktree(baselineWt);
+    }
+    const baseline = judgeTestRun(baselineRun.exit_code, baselineRun.output, null);
+    const baselineReport = parseTestOutput(baselineRun.output);
+    store.setBaseline(runId, baseline);
+    opts.progress(`baseline: exit ${baseline.exit_code}, ${baseline.passed} passed, ${baseline.failed} failed${baseline.framework ? ` (${baseline.framework})` : ''}`);
+    if (baseline.exit_code === 0 && !opts.allowGreenBaseline) {
+      store.finishRun(runId, 'failed', null, { error: 'green baseline' });
+      throw new InputError(`the tests already pass on the base commit (${testCmd}), so there is no failing test to fix; write one that shows the bug, or pass --allow-green-baseline`);
+    }
+
+    // 2. K attempts in parallel, bounded.
+    const concurrency = Math.max(1, Math.min(opts.concurrency ?? Math.min(opts.attempts, availableParallelism()), opts.attempts));
+    const results = await boundedParallel(temperatures.map((t, i) => ({ i, t })), concurrency, ({ i, t }) =>
+      runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell));
+
+    // 3. Selection by real test results.
+    const selection = selectWinner(
+      results.filter((r) => r.verdict).map((r) => ({ attemptId: r.attemptId, index: r.index, verdict: r.verdict!, patch: r.patch })),
+    );
+
+    // 4. Ground truth: the winner's diff on a fresh checkout of the base, in a fresh cell.
+    let groundTruth: FixReport['ground_truth'] = null;
+    if (selection.winner) {
+      opts.progress(`ground truth: applying ${selection.winner.attempts[0]}'s diff to a fresh checkout`);
+      const gtWt = await createAttemptWorktree(repo, base, `${runId}-truth`);
+      try {
+        const applied = await applyPatch(gtWt.path, selection.winner.patch);
+        let verdict: Verdict | null = null;
+        if (applied.applied) {
+          await purgePythonCaches(gtWt.path);
+          const r = await cell(gtWt.path, testCmd, 'ground_truth', null);
+          verdict = judgeTestRun(r.exit_code, r.output, baselineReport);
+        }
+        groundTruth = { applied: applied.applied, conflicts: applied.conflicts, verdict };
+      } finally {
+        await destroyAttemptWorktree(gtWt);
+      }
+    }
+    const fixed = Boolean(selection.winner && groundTruth?.applied && groundTruth.verdict?.green);
+
+    // 5. Keep the winner on its branch; every other worktree goes.
+    let winnerBranch: string | null = null;
+    let appliedTo: string | null = null;
+    const winnerResult = selection.winner ? results.find((r) => r.attemptId === selection.winner!.attempts[0]) : undefined;
+    for (const r of results) {
+      if (!r.wt) continue;
+      if (fixed && r === winnerResult) {
+        await commitAttempt(r.wt, `forge: fix from attempt ${r.index} of ${runId}`);
+        await destroyAttemptWorktree(r.wt, { keepBranch: true });
+        winnerBranch = r.wt.branch;
+      } else {
+        await destroyAttemptWorktree(r.wt);
+      }
+    }
+    if (fixed && winnerBranch && opts.branch) {
+      await hostGit(['branch', '--end-of-options', opts.branch, winnerBranch], { cwd: repo });
+      appliedTo = `branch ${opts.branch}`;
+    }
+    if (fixed && selection.winner && opts.apply) {
+      const outcome = await applyToUserTree(repo, selection.winner.patch);
+      appliedTo = outcome ? `working tree of ${repo}` : appliedTo;
+      if (!outcome) opts.progress('apply: the winner does not apply cleanly to your working tree; it stays on its branch');
+    }
+
+    const report: FixReport = {
+      run_id: runId,
+      status: fixed ? 'fixed' : 'not_fixed',
+      repo,
+      base_commit: base,
+      test_cmd: testCmd,
+      provider: opts.provider.name,
+      image: opts.image,
+      model: opts.model.spec,
+      baseline,
+      attempts: results.map(attemptReport),
+      winner: fixed && selection.winner
+        ? { attempts: selection.winner.attempts, agreement: selection.winner.agreement, diff_size: selection.winner.size, branch: winnerBranch, verdict: groundTruth!.verdict! }
+        : null,
+      best: fixed ? null : (selection.best ?? selection.winner)
+        ? { attempts: (selection.best ?? selection.winner)!.attempts, diff_size: (selection.best ?? selection.winner)!.size, verdict: (selection.best ?? selection.winner)!.verdict }
+        : null,
+      ground_truth: groundTruth,
+      applied_to: appliedTo,
+      cells: store.cellCount(runId),
+      duration_ms: Date.now() - started,
+    };
+    store.finishRun(runId, fixed ? 'fixed' : 'not_fixed', fixed && winnerResult ? winnerResult.index : null, report);
+    writeOutputs(opts.outDir, report, fixed && selection.winner ? selection.winner.patch : (selection.best?.patch ?? ''));
+    opts.progress(fixed ? `fixed: winner ${report.winner!.attempts.join(', ')} (${report.winner!.diff_size} changed lines) on ${winnerBranch}` : 'not fixed: no attempt passed the tests');
+    return { report, exitCode: fixed ? 0 : 1 };
+  } catch (e) {
+    const row = store.getRun(runId);
+    if (row?.status === 'running') store.finishRun(runId, opts.signal?.aborted ? 'interrupted' : 'failed', null, { error: (e as Error).message });
+    throw e;
+  } finally {
+    await opts.provider.drain();
+  }
+}
+
+async function runAttempt(
+  opts: FixOptions, store: RunStore, runId: string, repo: string, base: string, testCmd: string, index: number, temperature: number,
+  baselineReport: ReturnType<typeof parseTestOutput>,
+  cell: (worktree: string, command: string, purpose: string, attemptIdx: number | null) => Promise<CellResult>,
+): Promise<AttemptResult> {
+  const attemptId = `${runId}-a${index}`;
+  const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: '', error: null };
+  store.startAttempt(runId, index);
+  opts.progress(`attempt ${index}: started (temperature ${temperature})`);
+  try {
+    result.wt = await createAttemptWorktree(repo, base, attemptId);
+    const wt = result.wt;
+    result.outcome = await runAgentLoop({
+      attemptIndex: index,
+      worktree: wt.path,
+      issue: opts.issue,
+      testCmd,
+      temperature,
+      model: opts.model,
+      budget: { maxTurns: opts.maxTurns, deadline: Date.now() + opts.timeoutPerAttemptS * 1000, maxTokens: opts.maxTokens },
+      runCell: (command, purpose) => cell(wt.path, command, purpose, index),
+      recordTurn: (turn, reply, results) => store.recordTurn(runId, index, turn, reply, results.map((r) => ({ tool: r.call.name, arguments: r.call.arguments, result: r.result.slice(0, 4000) })), reply.tokens),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    // The verdict comes from a fresh cell, whatever the model claimed.
+    await purgePythonCaches(wt.path);
+    const final = await cell(wt.path, testCmd, 'verdict', index);
+    result.verdict = judgeTestRun(final.exit_code, final.output, baselineReport);
+    result.patch = await captureApplicablePatch(wt.path, base);
+    store.finishAttempt(runId, index, { verdict: result.verdict, patch: result.patch, turns: result.outcome.turns, tokens: result.outcome.tokens });
+    opts.progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines`);
+  } catch (e) {
+    result.error = (e as Error).message.split('\n')[0] ?? 'error';
+    store.finishAttempt(runId, index, { error: result.error, turns: result.outcome?.turns ?? 0, tokens: result.outcome?.tokens ?? 0 });
+    opts.progress(`attempt ${index}: failed: ${result.error}`);
+  }
+  return result;
+}
+
+function attemptReport(r: AttemptResult): AttemptReport {
+  return {
+    index: r.index,
+    attempt_id: r.attemptId,
+    temperature: r.temperature,
+    status: r.error ? 'failed' : 'finished',
+    stop: r.outcome?.stop ?? null,
+    turns: r.outcome?.turns ?? 0,
+    tokens: r.outcome?.tokens ?? 0,
+    verdict: r.verdict,
+    diff_size: patchSize(r.patch),
+    error: r.error,
+  };
+}
+
+/** Stale .pyc files are a known source of wrong verdicts: none survive into a verdict cell. */
+async function purgePythonCaches(tree: string): Promise<void> {
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (!e.isDirectory() || e.name === '.git' || e.name === 'node_modules') continue;
+      const p = join(dir, e.name);
+      if (e.name === '__pycache__') rmSync(p, { recursive: true, force: true });
+      else walk(p);
+    }
+  };
+  walk(tree);
+}
+
+/** Applies cleanly or not at all: the user's tree is never left half-changed. */
+async function applyToUserTree(repo: string, patch: string): Promise<boolean> {
+  const dir = join(repo, '.forge');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'winner.patch');
+  writeFileSync(file, patch);
+  try {
+    await hostGit(['apply', '--check', '--whitespace=nowarn', file], { cwd: repo });
+  } catch {
+    return false;
+  }
+  await hostGit(['apply', '--whitespace=nowarn', file], { cwd: repo });
+  return true;
+}
+
+function writeOutputs(outDir: string | undefined, report: FixReport, patch: string): void {
+  const summary = renderSummary(report);
+  if (outDir) {
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(join(outDir, 'winner.diff'), patch);
+    writeFileSync(join(outDir, 'report.json'), JSON.stringify(report, null, 2) + '\n');
+    writeFileSync(join(outDir, 'summary.md'), summary);
+  }
+  const step = process.env.GITHUB_STEP_SUMMARY;
+  if (step && existsSync(step)) appendFileSync(step, summary + '\n');
+  else if (step) writeFileSync(step, summary + '\n');
+}
+
+async function boundedParallel<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await work(items[i]!);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}

@@ -1,0 +1,111 @@
+import type { Db } from './openStore.js';
+
+export type RunStatus = 'running' | 'fixed' | 'not_fixed' | 'failed' | 'interrupted';
+export type AttemptStatus = 'queued' | 'running' | 'finished' | 'failed';
+
+export interface RunRow {
+  id: string;
+  created_at: string;
+  updated_at: string;
+  repo: string;
+  base_commit: string;
+  issue: string;
+  test_cmd: string;
+  provider: string;
+  image: string;
+  model: string;
+  attempts: number;
+  status: RunStatus;
+  winner_attempt: number | null;
+  baseline_json: string | null;
+  report_json: string | null;
+  runner_pid: number;
+}
+
+export interface AttemptRow {
+  run_id: string;
+  idx: number;
+  attempt_id: string;
+  temperature: number;
+  status: AttemptStatus;
+  turns: number;
+  tokens: number;
+  verdict_json: string | null;
+  patch: string | null;
+  error: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+const now = () => new Date().toISOString();
+
+/** Runs, attempts, model turns and cell executions: everything needed to resume and audit. */
+export class RunStore {
+  constructor(private readonly db: Db) {}
+
+  createRun(run: Omit<RunRow, 'created_at' | 'updated_at' | 'status' | 'winner_attempt' | 'baseline_json' | 'report_json'>, temperatures: number[]): void {
+    this.db.transaction(() => {
+      const t = now();
+      this.db
+        .prepare(`INSERT INTO runs (id, created_at, updated_at, repo, base_commit, issue, test_cmd, provider, image, model, attempts, status, runner_pid)
+                  VALUES (@id, @t, @t, @repo, @base_commit, @issue, @test_cmd, @provider, @image, @model, @attempts, 'running', @runner_pid)`)
+        .run({ ...run, t });
+      const insert = this.db.prepare(`INSERT INTO attempts (run_id, idx, attempt_id, temperature, status) VALUES (?, ?, ?, ?, 'queued')`);
+      temperatures.forEach((temp, i) => insert.run(run.id, i, `${run.id}-a${i}`, temp));
+    }).immediate();
+  }
+
+  getRun(id: string): RunRow | undefined {
+    return this.db.prepare('SELECT * FROM runs WHERE id = ?').get(id) as RunRow | undefined;
+  }
+
+  listRuns(limit = 50): RunRow[] {
+    return this.db.prepare('SELECT * FROM runs ORDER BY created_at DESC LIMIT ?').all(limit) as RunRow[];
+  }
+
+  attempts(runId: string): AttemptRow[] {
+    return this.db.prepare('SELECT * FROM attempts WHERE run_id = ? ORDER BY idx').all(runId) as AttemptRow[];
+  }
+
+  setBaseline(runId: string, baseline: unknown): void {
+    this.db.prepare('UPDATE runs SET baseline_json = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(baseline), now(), runId);
+  }
+
+  startAttempt(runId: string, idx: number): void {
+    this.db.prepare(`UPDATE attempts SET status = 'running', started_at = ?, error = NULL WHERE run_id = ? AND idx = ?`).run(now(), runId, idx);
+  }
+
+  finishAttempt(runId: string, idx: number, result: { verdict: unknown; patch: string; turns: number; tokens: number } | { error: string; turns: number; tokens: number }): void {
+    if ('error' in result) {
+      this.db.prepare(`UPDATE attempts SET status = 'failed', error = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`)
+        .run(result.error, result.turns, result.tokens, now(), runId, idx);
+    } else {
+      this.db.prepare(`UPDATE attempts SET status = 'finished', verdict_json = ?, patch = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`)
+        .run(JSON.stringify(result.verdict), result.patch, result.turns, result.tokens, now(), runId, idx);
+    }
+  }
+
+  recordTurn(runId: string, attemptIdx: number, turnIdx: number, response: unknown, toolResults: unknown, tokens: number): void {
+    this.db.prepare(`INSERT OR REPLACE INTO model_turns VALUES (?, ?, ?, ?, ?, ?, ?)`)
+      .run(runId, attemptIdx, turnIdx, JSON.stringify(response), JSON.stringify(toolResults), tokens, now());
+  }
+
+  recordCell(runId: string, attemptIdx: number | null, purpose: string, cell: { cell_id: string; provider: string; image: string; exit_code: number; killed_by: string | null; duration_ms: number }, command: string): void {
+    this.db.prepare(`INSERT INTO cell_executions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(runId, attemptIdx, purpose, cell.cell_id, cell.provider, cell.image, command, cell.exit_code, cell.killed_by, cell.duration_ms, now());
+  }
+
+  cellCount(runId: string): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM cell_executions WHERE run_id = ?').get(runId) as { n: number }).n;
+  }
+
+  finishRun(runId: string, status: RunStatus, winner: number | null, report: unknown): void {
+    this.db.prepare('UPDATE runs SET status = ?, winner_attempt = ?, report_json = ?, updated_at = ? WHERE id = ?')
+      .run(status, winner, JSON.stringify(report), now(), runId);
+  }
+
+  /** A resumed run belongs to the new runner process from now on. */
+  claimRun(runId: string, pid: number): void {
+    this.db.prepare(`UPDATE runs SET runner_pid = ?, status = 'running', updated_at = ? WHERE id = ?`).run(pid, now(), runId);
+  }
+}

@@ -1,0 +1,6 @@
+/** "Hello World" -> "hello-world" */
+function slugify(title) {
+  return title.trim().toLowerCase().replace(' ', '-');
+}
+
+module.exports = { slugify };
