@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
+import Docker from 'dockerode';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bakeImage } from '../../../runner/src/images/bakeImage.js';
+import { FixReportSchema } from '../../../runner/src/protocol/fixReport.js';
+import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
+import { git } from '../../helpers/gitRepo.js';
+import { requireFeature } from '../../helpers/requirement.js';
+
+const RUNNER = join(process.cwd(), 'dist', 'runner.js');
+const SAMPLES = join(process.cwd(), 'samples');
+
+/** A sample's repo as a fresh git repository (the tests' copy, like the demo's). */
+function sampleRepo(name: string): { dir: string; cleanup: () => void } {
+  const work = mkdtempSync(join(tmpdir(), 'forge-test-repo-'));
+  cpSync(join(SAMPLES, name, 'repo'), work, { recursive: true });
+  git(work, 'init', '-q', '-b', 'main');
+  git(work, 'add', '-A');
+  git(work, 'commit', '-q', '-m', 'base');
+  return { dir: work, cleanup: () => rmSync(work, { recursive: true, force: true }) };
+}
+
+function fix(repo: string, args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [RUNNER, 'fix', '--repo', repo, '--json', ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  return { status: r.status, stderr: r.stderr, report: r.stdout ? FixReportSchema.parse(JSON.parse(r.stdout)) : null };
+}
+
+const replay = (name: string) => `replay:${join(SAMPLES, name, 'replay.json')}`;
+const issue = (name: string) => join(SAMPLES, name, 'issue.md');
+const attemptsOf = (name: string) => String((JSON.parse(readFileSync(join(SAMPLES, name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length);
+
+describe('forge-runner fix (end to end, replay model, real cells)', function () {
+  this.timeout(300_000);
+
+  for (const name of ['py-calc', 'js-slug', 'c-clamp']) {
+    it(`${name}: fixed on host cells; wrong candidates lose; only the winner's branch remains`, () => {
+      const repo = sampleRepo(name);
+      const out = mkdtempSync(join(tmpdir(), 'forge-out-'));
+      try {
+        const head = git(repo.dir, 'rev-parse', 'HEAD');
+        const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue(name), '--model', replay(name), '--attempts', attemptsOf(name), '--out', out]);
+        assert.equal(r.status, 0, r.stderr);
+        const report = r.report!;
+        assert.equal(report.status, 'fixed');
+        assert.equal(report.baseline.green, false);
+        assert.ok(report.winner!.attempts[0]!.endsWith('-a0'));
+        assert.ok(report.attempts.some((a) => a.verdict && !a.verdict.green), 'the wrong candidate should be red');
+        assert.equal(report.ground_truth?.verdict?.green, true);
+        for (const f of ['winner.diff', 'report.json', 'summary.md']) assert.ok(existsSync(join(out, f)), f);
+        // The user's checkout is untouched; the winner lives on its branch.
+        assert.equal(git(repo.dir, 'rev-parse', 'HEAD'), head);
+        assert.equal(git(repo.dir, 'status', '--porcelain'), '');
+        const branches = git(repo.dir, 'branch', '--list', 'forge/*').trim().split('\n').map((b) => b.trim());
+        assert.deepEqual(branches, [report.winner!.branch]);
+        assert.equal(existsSync(join(repo.dir, '.forge', 'cells')) ? readdirSync(join(repo.dir, '.forge', 'cells')).length : 0, 0);
+        assert.ok(git(repo.dir, 'diff', 'main', report.winner!.branch!).includes('+'), 'the branch carries the fix');
+      } finally {
+        repo.cleanup();
+        rmSync(out, { recursive: true, force: true });
+      }
+    });
+  }
+
+  it('py-calc: fixed on docker cells from a baked image', async function () {
+    const why = await dockerUnavailable(TEST_IMAGES.bookworm);
+    requireFeature(this, why === null, why ?? '');
+    const repo = sampleRepo('py-calc');
+    try {
+      const baked = await bakeImage(new Docker({ socketPath: '/var/run/docker.sock' }), { repo: repo.dir, base: TEST_IMAGES.bookworm });
+      const r = fix(repo.dir, ['--issue-file', issue('py-calc'), '--model', replay('py-calc'), '--attempts', '4']);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.report!.provider, 'docker');
+      assert.equal(r.report!.image, baked.image);
+      assert.equal(r.report!.winner?.agreement, 2);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('refuses a model that reaches outside the repository, and goes on', () => {
+    const repo = sampleRepo('py-calc');
+    const script = join(repo.dir, '..', `evil-${Date.now()}.json`);
+    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[
+      { tool_calls: [{ name: 'read_file', arguments: { path: '../../etc/passwd' } }] },
+      { tool_calls: [{ name: 'write_file', arguments: { path: '/tmp/forge-evil-write', content: 'x' } }] },
+      { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string: 'return sum(values) / len(values)' } }] },
+      { tool_calls: [{ name: 'finish', arguments: { summary: 'ok' } }] },
+    ]] }));
+    try {
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-text', 'average is wrong', '--model', `replay:${script}`, '--attempts', '1']);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(existsSync('/tmp/forge-evil-write'), false);
+      const db = new Database(join(process.env.FORGE_STATE_DIR!, 'forge.db'), { readonly: true });
+      const turns = db.prepare('SELECT tool_results_json FROM model_turns WHERE run_id = ? ORDER BY turn_idx').all(r.report!.run_id) as { tool_results_json: string }[];
+      db.close();
+      assert.match(turns[0]!.tool_results_json, /outside the repository/);
+      assert.doesNotMatch(turns[0]!.tool_results_json, /root:x:0:0/);
+      assert.match(turns[1]!.tool_results_json, /outside the repository/);
+    } finally {
+      rmSync(script, { force: true });
+      repo.cleanup();
+    }
+  });
+
+  it('refuses a dirty tree and leaves it untouched', () => {
+    const repo = sampleRepo('py-calc');
+    try {
+      writeFileSync(join(repo.dir, 'calc.py'), '# my work in progress\n');
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-text', 'x', '--model', replay('py-calc')]);
+      assert.equal(r.status, 2);
+      assert.match(r.stderr, /uncommitted changes.*--allow-dirty/);
+      assert.equal(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), '# my work in progress\n');
+      assert.equal(git(repo.dir, 'branch', '--list', 'forge/*'), '');
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('all attempts failing: exit 1 and a report naming the closest attempt', () => {
+    const repo = sampleRepo('c-clamp');
+    const script = join(repo.dir, '..', `wrong-${Date.now()}.json`);
+    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[
+      { tool_calls: [{ name: 'edit_file', arguments: { path: 'clamp.c', old_string: 'return low;\n    return value;', new_string: 'return high - 1;\n    return value;' } }] },
+    ], [{ content: 'I give up' }]] }));
+    try {
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', `replay:${script}`, '--attempts', '2']);
+      assert.equal(r.status, 1, r.stderr);
+      assert.equal(r.report!.status, 'not_fixed');
+      assert.equal(r.report!.winner, null);
+      assert.ok(r.report!.best);
+      assert.equal(git(repo.dir, 'branch', '--list', 'forge/*'), '');
+    } finally {
+      rmSync(script, { force: true });
+      repo.cleanup();
+    }
+  });
+
+  it('a green baseline stops the run with exit 2 and a clear message', () => {
+    const repo = sampleRepo('py-calc');
+    try {
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-text', 'x', '--model', replay('py-calc'), '--test-cmd', 'true']);
+      assert.equal(r.status, 2);
+      assert.match(r.stderr, /already pass on the base commit/);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it("model keys stay in the runner even when the test command prints the whole environment", () => {
+    const repo = sampleRepo('py-calc');
+    const canary = `sk-ant-canary-${Date.now()}`;
+    try {
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', replay('py-calc'), '--attempts', '1', '--test-cmd', 'env; python3 -m pytest -q'],
+        { ANTHROPIC_API_KEY: canary, OPENAI_API_KEY: canary, FORGE_API_KEY: canary });
+      assert.equal(r.status, 0, r.stderr);
+      const logs = join(process.env.FORGE_STATE_DIR!, 'cells');
+      let seen = 0;
+      for (const f of readdirSync(logs)) {
+        const text = readFileSync(join(logs, f), 'utf8');
+        if (text.includes('PYTHONDONTWRITEBYTECODE=1')) seen++;
+        assert.ok(!text.includes(canary), `a model key reached cell log ${f}`);
+      }
+      assert.ok(seen > 0, 'no cell printed its environment: the check proved nothing');
+    } finally {
+      repo.cleanup();
+    }
+  });
+});
