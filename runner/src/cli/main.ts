@@ -6,6 +6,7 @@ import { registerBakeCommand } from './bakeCommand.js';
 import { registerGcCommand } from './gcCommand.js';
 import { registerDemoCommand } from './demoCommand.js';
 import { registerFixCommand } from './fixCommand.js';
+import { registerRunsCommand } from './runsCommand.js';
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
 import { formatCellResult, formatHealth } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
@@ -73,6 +74,7 @@ function buildProgram(): Command {
   registerGcCommand(program);
 
   registerFixCommand(program);
+  registerRunsCommand(program);
   registerDemoCommand(program);
 
   program

@@ -58,6 +58,13 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         assert.deepEqual(branches, [report.winner!.branch]);
         assert.equal(existsSync(join(repo.dir, '.forge', 'cells')) ? readdirSync(join(repo.dir, '.forge', 'cells')).length : 0, 0);
         assert.ok(git(repo.dir, 'diff', 'main', report.winner!.branch!).includes('+'), 'the branch carries the fix');
+        // The run is in the store's history.
+        const shown = spawnSync(process.execPath, [RUNNER, 'runs', 'show', report.run_id, '--json'], { encoding: 'utf8' });
+        const history = JSON.parse(shown.stdout) as { status: string; attempts: { verdict: { green: boolean } | null }[]; cells: number };
+        assert.equal(history.status, 'fixed');
+        assert.equal(history.attempts.length, report.attempts.length);
+        assert.equal(history.cells, report.cells);
+        assert.match(spawnSync(process.execPath, [RUNNER, 'runs', 'list'], { encoding: 'utf8' }).stdout, new RegExp(report.run_id));
       } finally {
         repo.cleanup();
         rmSync(out, { recursive: true, force: true });
