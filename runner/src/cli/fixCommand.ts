@@ -6,6 +6,8 @@ import { createProvider } from '../cells/providerRegistry.js';
 import { InputError } from '../protocol/inputError.js';
 import { createModel } from '../repair/models/createModel.js';
 import { runFix } from '../repair/runFix.js';
+import { openStore } from '../store/openStore.js';
+import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
 
 /** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
@@ -60,13 +62,18 @@ export function registerFixCommand(program: Command): void {
     .option('--out <dir>', 'write winner.diff, report.json and summary.md there')
     .option('--apply', "apply the winner to your working tree (only if it applies cleanly)")
     .option('--branch <name>', 'create this branch at the winning commit')
-    .option('--resume <run_id>', 'continue a run whose runner was killed')
+    .option('--resume <run_id>', 'continue a run whose runner was killed: finished attempts are kept, the rest redone')
     .option('--allow-dirty', 'run even with uncommitted changes (they are not part of the attempts)')
     .option('--allow-green-baseline', 'continue even if the tests already pass on the base commit')
     .option('--json', 'print only the report (JSON) on stdout')
     .action(async (flags: FixFlags) => {
+      // Ctrl-C stops the cells and leaves the run "interrupted", resumable with --resume.
+      const abort = new AbortController();
+      const onSignal = () => abort.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
       try {
-        const outcome = await fixFromFlags(flags);
+        const outcome = await fixFromFlags(flags, undefined, abort.signal);
         process.stdout.write(flags.json ? JSON.stringify(outcome.report, null, 2) + '\n' : `${outcome.report.status === 'fixed' ? 'fixed' : 'not fixed'}: see ${flags.out ? join(flags.out, 'summary.md') : 'the report (--out DIR)'}\n`);
         process.exitCode = outcome.exitCode;
       } catch (e) {
@@ -75,8 +82,16 @@ export function registerFixCommand(program: Command): void {
           process.exitCode = EXIT_BAD_INPUT;
           return;
         }
+        if (abort.signal.aborted) {
+          process.stderr.write('forge-runner: interrupted; continue with forge-runner fix --resume RUN_ID (see forge-runner runs list)\n');
+          process.exitCode = 130;
+          return;
+        }
         process.stderr.write(`forge-runner: internal error: ${(e as Error).stack ?? String(e)}\n`);
         process.exitCode = FIX_EXIT.internal;
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
       }
     });
 }
@@ -87,8 +102,8 @@ const positiveInt = (name: string, raw: string): number => {
   return n;
 };
 
-export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${l}\n`)) {
-  if (flags.resume) throw new InputError('--resume is not available in this build yet; start a new run');
+export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${l}\n`), signal?: AbortSignal) {
+  if (flags.resume) return resumeFromFlags(flags, progress, signal);
   if (flags.installCmd) throw new InputError('--install-cmd is not supported by fix yet; bake it into the image: forge-runner bake --install CMD');
   if (Boolean(flags.issueFile) === Boolean(flags.issueText)) throw new InputError('give the issue with exactly one of --issue-file F or --issue-text T');
   let issue = flags.issueText ?? '';
@@ -129,6 +144,36 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
     allowGreenBaseline: flags.allowGreenBaseline ?? false,
     stateDir: runnerStateDir(),
     progress,
+    ...(signal ? { signal } : {}),
+  });
+}
+
+/** --resume RUN_ID: repository, issue, model, provider and image come from the stored run. */
+async function resumeFromFlags(flags: FixFlags, progress: (l: string) => void, signal?: AbortSignal) {
+  const row = new RunStore(openStore(join(runnerStateDir(), 'forge.db'))).getRun(flags.resume!);
+  if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
+  const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4) });
+  return runFix({
+    repo: row.repo,
+    issue: row.issue,
+    attempts: row.attempts,
+    temperature: Number(flags.temperature),
+    provider,
+    image: row.image,
+    model: createModel(row.model),
+    maxTurns: positiveInt('--max-turns', flags.maxTurns),
+    maxTokens: positiveInt('--max-tokens', flags.maxTokens),
+    timeoutPerAttemptS: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt),
+    cellTimeoutS: positiveInt('--cell-timeout', flags.cellTimeout),
+    ...(flags.out ? { outDir: resolve(flags.out) } : {}),
+    apply: flags.apply ?? false,
+    ...(flags.branch ? { branch: flags.branch } : {}),
+    allowDirty: true,
+    allowGreenBaseline: flags.allowGreenBaseline ?? false,
+    stateDir: runnerStateDir(),
+    progress,
+    resumeRunId: row.id,
+    ...(signal ? { signal } : {}),
   });
 }
 

@@ -9,7 +9,7 @@ import type { CellResult } from '../protocol/cellResult.js';
 import type { AttemptReport, FixReport } from '../protocol/fixReport.js';
 import { InputError } from '../protocol/inputError.js';
 import { openStore } from '../store/openStore.js';
-import { RunStore } from '../store/runStore.js';
+import { type AttemptRow, RunStore } from '../store/runStore.js';
 import { applyPatch } from '../workspace/applyPatch.js';
 import {
   type AttemptWorktree, commitAttempt, createAttemptWorktree, destroyAttemptWorktree, resolveRepo,
@@ -22,6 +22,7 @@ import { patchSize, selectWinner } from './selectWinner.js';
 import { renderSummary } from './renderSummary.js';
 import { judgeTestRun, type Verdict } from './verdicts/judgeTestRun.js';
 import { parseTestOutput } from './verdicts/parsers.js';
+import { countTests, emptyReport, type TestOutcome, type TestReport } from './verdicts/testReport.js';
 
 export interface FixOptions {
   repo: string;
@@ -46,6 +47,8 @@ export interface FixOptions {
   stateDir: string;
   progress: (line: string) => void;
   signal?: AbortSignal;
+  /** Continue this run (its runner died): finished attempts are kept, the rest redone. */
+  resumeRunId?: string;
 }
 
 export interface FixOutcome {
@@ -72,26 +75,11 @@ interface AttemptResult {
  */
 export async function runFix(opts: FixOptions): Promise<FixOutcome> {
   const started = Date.now();
-  const repo = await resolveRepo(opts.repo);
-  if (!Number.isInteger(opts.attempts) || opts.attempts < 1 || opts.attempts > 64) throw new InputError(`--attempts ${opts.attempts}: expected a whole number from 1 to 64`);
-  const dirty = (await hostGit(['status', '--porcelain', '--untracked-files=all'], { cwd: repo })).stdout.split('\n').filter(Boolean);
-  if (dirty.length > 0 && !opts.allowDirty) {
-    throw new InputError(`${repo} has uncommitted changes (${dirty.length} path(s), e.g. "${dirty[0]!.slice(3)}"); commit or stash them, or pass --allow-dirty`);
-  }
-  const base = (await hostGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo }).catch(() => {
-    throw new InputError(`${repo} has no commit yet; commit the code to fix first`);
-  })).stdout.trim();
-  const testCmd = opts.testCmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
-  if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
-
   const store = new RunStore(openStore(join(opts.stateDir, 'forge.db')));
-  const runId = `run-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
-  const temperatures = Array.from({ length: opts.attempts }, (_, i) => (i === 0 ? 0 : opts.temperature));
-  store.createRun(
-    { id: runId, repo, base_commit: base, issue: opts.issue, test_cmd: testCmd, provider: opts.provider.name, image: opts.image, model: opts.model.spec, attempts: opts.attempts, runner_pid: process.pid },
-    temperatures,
-  );
-  opts.progress(`run ${runId}: ${opts.attempts} attempt(s) on ${opts.provider.name}${opts.image ? ` (${opts.image})` : ''}, tests: ${testCmd}`);
+  const { runId, repo, base, testCmd, temperatures, resumed } = opts.resumeRunId
+    ? await resumeRun(store, opts.resumeRunId)
+    : await startRun(store, opts);
+  opts.progress(`run ${runId}: ${resumed ? 'resumed, ' : ''}${temperatures.length} attempt(s) on ${opts.provider.name}${opts.image ? ` (${opts.image})` : ''}, tests: ${testCmd}`);
 
   const cell = async (worktree: string, command: string, purpose: string, attemptIdx: number | null): Promise<CellResult> => {
     const r = await opts.provider.run(
@@ -103,18 +91,26 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
   };
 
   try {
-    // 1. Baseline: the failing run on the base commit is the oracle.
-    opts.progress('baseline: running the tests on the base commit');
-    const baselineWt = await createAttemptWorktree(repo, base, `${runId}-baseline`);
-    let baselineRun: CellResult;
-    try {
-      baselineRun = await cell(baselineWt.path, testCmd, 'baseline', null);
-    } finally {
-      await destroyAttemptWorktree(baselineWt);
+    // 1. Baseline: the failing run on the base commit is the oracle (kept across a resume).
+    const stored = resumed ? parseStoredBaseline(store.getRun(runId)?.baseline_json ?? null) : null;
+    let baseline: Verdict;
+    let baselineReport: TestReport | null;
+    if (stored) {
+      ({ baseline, report: baselineReport } = stored);
+      opts.progress('baseline: kept from the interrupted run');
+    } else {
+      opts.progress('baseline: running the tests on the base commit');
+      const baselineWt = await createAttemptWorktree(repo, base, `${runId}-baseline`);
+      let baselineRun: CellResult;
+      try {
+        baselineRun = await cell(baselineWt.path, testCmd, 'baseline', null);
+      } finally {
+        await destroyAttemptWorktree(baselineWt);
+      }
+      baseline = judgeTestRun(baselineRun.exit_code, baselineRun.output, null);
+      baselineReport = parseTestOutput(baselineRun.output);
+      store.setBaseline(runId, { verdict: baseline, tests: baselineReport ? [...baselineReport.tests] : [], framework: baselineReport?.framework ?? null });
     }
-    const baseline = judgeTestRun(baselineRun.exit_code, baselineRun.output, null);
-    const baselineReport = parseTestOutput(baselineRun.output);
-    store.setBaseline(runId, baseline);
     opts.progress(`baseline: exit ${baseline.exit_code}, ${baseline.passed} passed, ${baseline.failed} failed${baseline.framework ? ` (${baseline.framework})` : ''}`);
     if (baseline.exit_code === 0 && !opts.allowGreenBaseline) {
       store.finishRun(runId, 'failed', null, { error: 'green baseline' });
@@ -122,9 +118,19 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     }
 
     // 2. K attempts in parallel, bounded.
-    const concurrency = Math.max(1, Math.min(opts.concurrency ?? Math.min(opts.attempts, availableParallelism()), opts.attempts));
-    const results = await boundedParallel(temperatures.map((t, i) => ({ i, t })), concurrency, ({ i, t }) =>
-      runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell));
+    const k = temperatures.length;
+    const concurrency = Math.max(1, Math.min(opts.concurrency ?? Math.min(k, availableParallelism()), k));
+    const done = new Map(store.attempts(runId).filter((a) => a.status === 'finished' || a.status === 'failed').map((a) => [a.idx, a]));
+    const results = await boundedParallel(temperatures.map((t, i) => ({ i, t })), concurrency, async ({ i, t }) => {
+      const previous = done.get(i);
+      if (previous) {
+        opts.progress(`attempt ${i}: finished before the interruption, kept`);
+        return keptAttempt(repo, previous);
+      }
+      // A killed runner may have left this attempt's worktree and branch behind.
+      await destroyAttemptWorktree({ repo, path: join(repo, '.forge', 'cells', `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
+      return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell);
+    });
 
     // 3. Selection by real test results.
     const selection = selectWinner(
@@ -155,6 +161,11 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     let winnerBranch: string | null = null;
     let appliedTo: string | null = null;
     const winnerResult = selection.winner ? results.find((r) => r.attemptId === selection.winner!.attempts[0]) : undefined;
+    if (fixed && winnerResult && !winnerResult.wt) {
+      const rebuilt = await createAttemptWorktree(repo, base, winnerResult.attemptId);
+      await applyPatch(rebuilt.path, winnerResult.patch);
+      winnerResult.wt = rebuilt;
+    }
     for (const r of results) {
       if (!r.wt) continue;
       if (fixed && r === winnerResult) {
@@ -247,6 +258,60 @@ async function runAttempt(
     opts.progress(`attempt ${index}: failed: ${result.error}`);
   }
   return result;
+}
+
+async function startRun(store: RunStore, opts: FixOptions) {
+  const repo = await resolveRepo(opts.repo);
+  if (!Number.isInteger(opts.attempts) || opts.attempts < 1 || opts.attempts > 64) throw new InputError(`--attempts ${opts.attempts}: expected a whole number from 1 to 64`);
+  const dirty = (await hostGit(['status', '--porcelain', '--untracked-files=all'], { cwd: repo })).stdout.split('\n').filter(Boolean);
+  if (dirty.length > 0 && !opts.allowDirty) {
+    throw new InputError(`${repo} has uncommitted changes (${dirty.length} path(s), e.g. "${dirty[0]!.slice(3)}"); commit or stash them, or pass --allow-dirty`);
+  }
+  const base = (await hostGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo }).catch(() => {
+    throw new InputError(`${repo} has no commit yet; commit the code to fix first`);
+  })).stdout.trim();
+  const testCmd = opts.testCmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
+  if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
+  const runId = `run-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const temperatures = Array.from({ length: opts.attempts }, (_, i) => (i === 0 ? 0 : opts.temperature));
+  store.createRun(
+    { id: runId, repo, base_commit: base, issue: opts.issue, test_cmd: testCmd, provider: opts.provider.name, image: opts.image, model: opts.model.spec, attempts: opts.attempts, runner_pid: process.pid },
+    temperatures,
+  );
+  return { runId, repo, base, testCmd, temperatures, resumed: false };
+}
+
+/** A run may be resumed when it never finished and the runner that owned it is gone. */
+async function resumeRun(store: RunStore, runId: string) {
+  const row = store.getRun(runId);
+  if (!row) throw new InputError(`no run ${runId}; see forge-runner runs list`);
+  if (row.status !== 'running' && row.status !== 'interrupted') throw new InputError(`run ${runId} already ended (${row.status}); start a new run`);
+  if (row.runner_pid !== process.pid && existsSync(`/proc/${row.runner_pid}`)) throw new InputError(`run ${runId} is still in progress in runner pid ${row.runner_pid}`);
+  store.claimRun(runId, process.pid);
+  const temperatures = store.attempts(runId).map((a) => a.temperature);
+  return { runId, repo: row.repo, base: row.base_commit, testCmd: row.test_cmd, temperatures, resumed: true };
+}
+
+function parseStoredBaseline(json: string | null): { baseline: Verdict; report: TestReport | null } | null {
+  if (!json) return null;
+  const stored = JSON.parse(json) as { verdict: Verdict; tests: [string, TestOutcome][]; framework: string | null };
+  const report = stored.framework ? countTests({ ...emptyReport(stored.framework), tests: new Map(stored.tests) }) : null;
+  return { baseline: stored.verdict, report };
+}
+
+/** An attempt that finished before the interruption: its verdict and patch come from the store. */
+function keptAttempt(repo: string, a: AttemptRow): AttemptResult {
+  const path = join(repo, '.forge', 'cells', a.attempt_id);
+  return {
+    index: a.idx,
+    attemptId: a.attempt_id,
+    temperature: a.temperature,
+    wt: existsSync(path) ? { repo, attemptId: a.attempt_id, path, branch: `forge/attempt/${a.attempt_id}`, baseCommit: '', included: [] } : null,
+    outcome: { turns: a.turns, tokens: a.tokens, stop: 'finish', summary: null },
+    verdict: a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
+    patch: a.patch ?? '',
+    error: a.error,
+  };
 }
 
 function attemptReport(r: AttemptResult): AttemptReport {
