@@ -4,6 +4,7 @@ import Docker from 'dockerode';
 import { benchDockerCells } from './dockerCellOverhead.js';
 import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
 import { benchWorktreeCreation } from './worktreeCreation.js';
+import { benchFixIsolation, benchFixScaling } from './fixPipeline.js';
 
 const DOCKER_BENCH_IMAGE = process.env.FORGE_BENCH_IMAGE ?? 'forge-test/busybox:1';
 
@@ -25,7 +26,17 @@ async function main(): Promise<void> {
     console.error(`docker cells (${DOCKER_BENCH_IMAGE})...`);
     const dockerRounds = Math.max(15, Math.floor(runs / 2));
     suites['docker cells'] = { rounds: dockerRounds, lines: await benchDockerCells(DOCKER_BENCH_IMAGE, dockerRounds) };
+  }
+  console.error('fix pipeline: host cells vs isolation off...');
+  suites['fix pipeline isolation'] = { rounds: 5, lines: await benchFixIsolation(5) };
+  const toolchainImage = process.env.FORGE_BENCH_TOOLCHAIN_IMAGE ?? 'forge-test/bookworm:2';
+  if (dockerReady && (await docker.getImage(toolchainImage).inspect().then(() => true, () => false))) {
+    console.error(`fix pipeline: K=1,2,4,8 on docker cells (${toolchainImage})...`);
+    suites['fix pipeline scaling'] = { rounds: 3, lines: await benchFixScaling(toolchainImage, 3) };
   } else {
+    console.error(`fix pipeline scaling: skipped, no engine or no image ${toolchainImage}`);
+  }
+  if (!dockerReady) {
     console.error(`docker cells: skipped, no engine or no image ${DOCKER_BENCH_IMAGE} (scripts/ensure-dockerd.sh, scripts/build-test-images.sh)`);
   }
   if (json) {
@@ -35,7 +46,7 @@ async function main(): Promise<void> {
   for (const [suite, { rounds, lines }] of Object.entries(suites)) {
     console.log(`\n## ${suite} (${rounds} interleaved rounds; times are medians, ratios are medians of per-round ratios)`);
     for (const l of lines) {
-      const value = l.unit === 'x' ? `${l.value.toFixed(2)}x` : `${l.value.toFixed(2)} ${l.unit}`;
+      const value = l.unit === 'x' ? `${l.value.toFixed(2)}x` : l.unit === '%' ? `${l.value.toFixed(1)}%` : `${l.value.toFixed(2)} ${l.unit}`;
       const target = l.target ? `   target ${l.target}: ${l.met ? 'met' : 'MISSED'}` : '';
       console.log(`  ${l.name.padEnd(38)} ${value.padStart(10)}${target}`);
     }
