@@ -49,7 +49,7 @@ export function registerFixCommand(program: Command): void {
     .option('--issue-file <file>', 'the issue text, from a file')
     .option('--issue-text <text>', 'the issue text')
     .option('--test-cmd <cmd>', 'test command (default: detected from the stack)')
-    .option('--install-cmd <cmd>', 'install command (docker: bake it into the image first with forge-runner bake --install)')
+    .option('--install-cmd <cmd>', 'install command, run in a cell on every worktree before its tests (faster: bake it into an image)')
     .option('--attempts <k>', 'parallel repair attempts', '4')
     .option('--temperature <t>', 'sampling temperature of attempts 1..K-1 (attempt 0 runs at 0)', '0.7')
     .option('--provider <name>', 'cell provider: host or docker (default: docker when a baked image is known, else host)')
@@ -104,7 +104,6 @@ const positiveInt = (name: string, raw: string): number => {
 
 export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${l}\n`), signal?: AbortSignal) {
   if (flags.resume) return resumeFromFlags(flags, progress, signal);
-  if (flags.installCmd) throw new InputError('--install-cmd is not supported by fix yet; bake it into the image: forge-runner bake --install CMD');
   if (Boolean(flags.issueFile) === Boolean(flags.issueText)) throw new InputError('give the issue with exactly one of --issue-file F or --issue-text T');
   let issue = flags.issueText ?? '';
   if (flags.issueFile) {
@@ -128,6 +127,7 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
     repo,
     issue,
     ...(flags.testCmd ? { testCmd: flags.testCmd } : {}),
+    ...(flags.installCmd ? { installCmd: flags.installCmd } : {}),
     attempts,
     temperature,
     provider,

@@ -28,6 +28,8 @@ export interface FixOptions {
   repo: string;
   issue: string;
   testCmd?: string;
+  /** Runs in a cell on every worktree before its tests (baked images make this unnecessary). */
+  installCmd?: string;
   attempts: number;
   /** Sampling temperature of attempts 1..K-1 (attempt 0 runs at 0). */
   temperature: number;
@@ -76,7 +78,7 @@ interface AttemptResult {
 export async function runFix(opts: FixOptions): Promise<FixOutcome> {
   const started = Date.now();
   const store = new RunStore(openStore(join(opts.stateDir, 'forge.db')));
-  const { runId, repo, base, testCmd, temperatures, resumed } = opts.resumeRunId
+  const { runId, repo, base, testCmd, temperatures, resumed, installCmd } = opts.resumeRunId
     ? await resumeRun(store, opts.resumeRunId)
     : await startRun(store, opts);
   opts.progress(`run ${runId}: ${resumed ? 'resumed, ' : ''}${temperatures.length} attempt(s) on ${opts.provider.name}${opts.image ? ` (${opts.image})` : ''}, tests: ${testCmd}`);
@@ -88,6 +90,13 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     );
     store.recordCell(runId, attemptIdx, purpose, r, command);
     return r;
+  };
+
+  /** The install step, in a cell on a fresh worktree; a failure is reported with its output. */
+  const install = async (worktree: string, attemptIdx: number | null): Promise<void> => {
+    if (!installCmd) return;
+    const r = await cell(worktree, installCmd, 'install', attemptIdx);
+    if (r.exit_code !== 0) throw new Error(`install command failed (exit ${r.exit_code}): ${r.output.trim().split('\n').slice(-3).join(' | ')}`);
   };
 
   try {
@@ -103,6 +112,9 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       const baselineWt = await createAttemptWorktree(repo, base, `${runId}-baseline`);
       let baselineRun: CellResult;
       try {
+        await install(baselineWt.path, null).catch((e: Error) => {
+          throw new InputError(`${e.message}; fix --install-cmd`);
+        });
         baselineRun = await cell(baselineWt.path, testCmd, 'baseline', null);
       } finally {
         await destroyAttemptWorktree(baselineWt);
@@ -129,7 +141,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       }
       // A killed runner may have left this attempt's worktree and branch behind.
       await destroyAttemptWorktree({ repo, path: join(repo, '.forge', 'cells', `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
-      return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell);
+      return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell, install);
     });
 
     // 3. Selection by real test results.
@@ -146,6 +158,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
         const applied = await applyPatch(gtWt.path, selection.winner.patch);
         let verdict: Verdict | null = null;
         if (applied.applied) {
+          await install(gtWt.path, null);
           await purgePythonCaches(gtWt.path);
           const r = await cell(gtWt.path, testCmd, 'ground_truth', null);
           verdict = judgeTestRun(r.exit_code, r.output, baselineReport);
@@ -225,6 +238,7 @@ async function runAttempt(
   opts: FixOptions, store: RunStore, runId: string, repo: string, base: string, testCmd: string, index: number, temperature: number,
   baselineReport: ReturnType<typeof parseTestOutput>,
   cell: (worktree: string, command: string, purpose: string, attemptIdx: number | null) => Promise<CellResult>,
+  install: (worktree: string, attemptIdx: number | null) => Promise<void>,
 ): Promise<AttemptResult> {
   const attemptId = `${runId}-a${index}`;
   const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: '', error: null };
@@ -233,6 +247,7 @@ async function runAttempt(
   try {
     result.wt = await createAttemptWorktree(repo, base, attemptId);
     const wt = result.wt;
+    await install(wt.path, index);
     result.outcome = await runAgentLoop({
       attemptIndex: index,
       worktree: wt.path,
@@ -275,10 +290,10 @@ async function startRun(store: RunStore, opts: FixOptions) {
   const runId = `run-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   const temperatures = Array.from({ length: opts.attempts }, (_, i) => (i === 0 ? 0 : opts.temperature));
   store.createRun(
-    { id: runId, repo, base_commit: base, issue: opts.issue, test_cmd: testCmd, provider: opts.provider.name, image: opts.image, model: opts.model.spec, attempts: opts.attempts, runner_pid: process.pid },
+    { id: runId, repo, base_commit: base, issue: opts.issue, test_cmd: testCmd, provider: opts.provider.name, image: opts.image, model: opts.model.spec, attempts: opts.attempts, runner_pid: process.pid, install_cmd: opts.installCmd ?? null },
     temperatures,
   );
-  return { runId, repo, base, testCmd, temperatures, resumed: false };
+  return { runId, repo, base, testCmd, temperatures, resumed: false, installCmd: opts.installCmd ?? null };
 }
 
 /** A run may be resumed when it never finished and the runner that owned it is gone. */
@@ -289,7 +304,7 @@ async function resumeRun(store: RunStore, runId: string) {
   if (row.runner_pid !== process.pid && existsSync(`/proc/${row.runner_pid}`)) throw new InputError(`run ${runId} is still in progress in runner pid ${row.runner_pid}`);
   store.claimRun(runId, process.pid);
   const temperatures = store.attempts(runId).map((a) => a.temperature);
-  return { runId, repo: row.repo, base: row.base_commit, testCmd: row.test_cmd, temperatures, resumed: true };
+  return { runId, repo: row.repo, base: row.base_commit, testCmd: row.test_cmd, temperatures, resumed: true, installCmd: row.install_cmd };
 }
 
 function parseStoredBaseline(json: string | null): { baseline: Verdict; report: TestReport | null } | null {

@@ -63,6 +63,7 @@ const MIGRATIONS: string[] = [
      created_at TEXT NOT NULL
    );
    CREATE INDEX cell_executions_run ON cell_executions(run_id, attempt_idx);`,
+  `ALTER TABLE runs ADD COLUMN install_cmd TEXT;`,
 ];
 
 /**

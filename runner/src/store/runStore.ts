@@ -20,6 +20,7 @@ export interface RunRow {
   baseline_json: string | null;
   report_json: string | null;
   runner_pid: number;
+  install_cmd: string | null;
 }
 
 export interface AttemptRow {
@@ -47,8 +48,8 @@ export class RunStore {
     this.db.transaction(() => {
       const t = now();
       this.db
-        .prepare(`INSERT INTO runs (id, created_at, updated_at, repo, base_commit, issue, test_cmd, provider, image, model, attempts, status, runner_pid)
-                  VALUES (@id, @t, @t, @repo, @base_commit, @issue, @test_cmd, @provider, @image, @model, @attempts, 'running', @runner_pid)`)
+        .prepare(`INSERT INTO runs (id, created_at, updated_at, repo, base_commit, issue, test_cmd, provider, image, model, attempts, status, runner_pid, install_cmd)
+                  VALUES (@id, @t, @t, @repo, @base_commit, @issue, @test_cmd, @provider, @image, @model, @attempts, 'running', @runner_pid, @install_cmd)`)
         .run({ ...run, t });
       const insert = this.db.prepare(`INSERT INTO attempts (run_id, idx, attempt_id, temperature, status) VALUES (?, ?, ?, ?, 'queued')`);
       temperatures.forEach((temp, i) => insert.run(run.id, i, `${run.id}-a${i}`, temp));

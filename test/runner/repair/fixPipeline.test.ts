@@ -72,17 +72,36 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     });
   }
 
-  it('py-calc: fixed on docker cells from a baked image', async function () {
-    const why = await dockerUnavailable(TEST_IMAGES.bookworm);
-    requireFeature(this, why === null, why ?? '');
-    const repo = sampleRepo('py-calc');
+  for (const name of ['py-calc', 'js-slug', 'c-clamp']) {
+    it(`${name}: fixed on docker cells from a baked image`, async function () {
+      const why = await dockerUnavailable(TEST_IMAGES.bookworm);
+      requireFeature(this, why === null, why ?? '');
+      const repo = sampleRepo(name);
+      try {
+        const baked = await bakeImage(new Docker({ socketPath: '/var/run/docker.sock' }), { repo: repo.dir, base: TEST_IMAGES.bookworm });
+        const r = fix(repo.dir, ['--issue-file', issue(name), '--model', replay(name), '--attempts', attemptsOf(name)]);
+        assert.equal(r.status, 0, r.stderr);
+        assert.equal(r.report!.provider, 'docker');
+        assert.equal(r.report!.image, baked.image);
+        assert.ok(r.report!.winner!.attempts[0]!.endsWith('-a0'));
+      } finally {
+        repo.cleanup();
+      }
+    });
+  }
+
+  it('--install-cmd runs in a cell on every worktree before the tests; a failing one stops the run', () => {
+    const repo = sampleRepo('c-clamp');
     try {
-      const baked = await bakeImage(new Docker({ socketPath: '/var/run/docker.sock' }), { repo: repo.dir, base: TEST_IMAGES.bookworm });
-      const r = fix(repo.dir, ['--issue-file', issue('py-calc'), '--model', replay('py-calc'), '--attempts', '4']);
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--attempts', '2', '--install-cmd', 'make test_clamp']);
       assert.equal(r.status, 0, r.stderr);
-      assert.equal(r.report!.provider, 'docker');
-      assert.equal(r.report!.image, baked.image);
-      assert.equal(r.report!.winner?.agreement, 2);
+      const db = new Database(join(process.env.FORGE_STATE_DIR!, 'forge.db'), { readonly: true });
+      const installs = (db.prepare(`SELECT count(*) n FROM cell_executions WHERE run_id = ? AND purpose = 'install'`).get(r.report!.run_id) as { n: number }).n;
+      db.close();
+      assert.equal(installs, 4, 'baseline + 2 attempts + ground truth');
+      const bad = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--install-cmd', 'exit 7']);
+      assert.equal(bad.status, 2);
+      assert.match(bad.stderr, /install command failed \(exit 7\)/);
     } finally {
       repo.cleanup();
     }
