@@ -133,6 +133,14 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
     provider,
     image: providerName === 'docker' ? image : '',
     model,
+    ...runSettings(flags, progress, signal),
+    allowDirty: flags.allowDirty ?? false,
+  });
+}
+
+/** Budgets, outputs and plumbing shared by a new run and a resumed one. */
+function runSettings(flags: FixFlags, progress: (l: string) => void, signal: AbortSignal | undefined) {
+  return {
     maxTurns: positiveInt('--max-turns', flags.maxTurns),
     maxTokens: positiveInt('--max-tokens', flags.maxTokens),
     timeoutPerAttemptS: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt),
@@ -140,12 +148,11 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
     ...(flags.out ? { outDir: resolve(flags.out) } : {}),
     apply: flags.apply ?? false,
     ...(flags.branch ? { branch: flags.branch } : {}),
-    allowDirty: flags.allowDirty ?? false,
     allowGreenBaseline: flags.allowGreenBaseline ?? false,
     stateDir: runnerStateDir(),
     progress,
     ...(signal ? { signal } : {}),
-  });
+  };
 }
 
 /** --resume RUN_ID: repository, issue, model, provider and image come from the stored run. */
@@ -161,19 +168,10 @@ async function resumeFromFlags(flags: FixFlags, progress: (l: string) => void, s
     provider,
     image: row.image,
     model: createModel(row.model),
-    maxTurns: positiveInt('--max-turns', flags.maxTurns),
-    maxTokens: positiveInt('--max-tokens', flags.maxTokens),
-    timeoutPerAttemptS: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt),
-    cellTimeoutS: positiveInt('--cell-timeout', flags.cellTimeout),
-    ...(flags.out ? { outDir: resolve(flags.out) } : {}),
-    apply: flags.apply ?? false,
-    ...(flags.branch ? { branch: flags.branch } : {}),
+    ...runSettings(flags, progress, signal),
+    // The run's base commit is fixed; the user's later edits are not part of it.
     allowDirty: true,
-    allowGreenBaseline: flags.allowGreenBaseline ?? false,
-    stateDir: runnerStateDir(),
-    progress,
     resumeRunId: row.id,
-    ...(signal ? { signal } : {}),
   });
 }
 

@@ -107,6 +107,23 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     }
   });
 
+  it('--apply writes the winner to the working tree and --branch names it; nothing else moves', () => {
+    const repo = sampleRepo('c-clamp');
+    try {
+      const head = git(repo.dir, 'rev-parse', 'HEAD');
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--attempts', '2', '--apply', '--branch', 'fix/clamp']);
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.report!.applied_to ?? '', /working tree/);
+      assert.match(readFileSync(join(repo.dir, 'clamp.c'), 'utf8'), /return high;/);
+      assert.equal(git(repo.dir, 'rev-parse', 'HEAD'), head, 'HEAD moved');
+      assert.equal(git(repo.dir, 'diff', '--cached', '--name-only'), '', 'the index changed');
+      assert.equal(git(repo.dir, 'status', '--porcelain').trim(), 'M clamp.c');
+      assert.equal(git(repo.dir, 'rev-parse', 'fix/clamp'), git(repo.dir, 'rev-parse', r.report!.winner!.branch!));
+    } finally {
+      repo.cleanup();
+    }
+  });
+
   it('refuses a model that reaches outside the repository, and goes on', () => {
     const repo = sampleRepo('py-calc');
     const script = join(repo.dir, '..', `evil-${Date.now()}.json`);
