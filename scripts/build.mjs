@@ -43,6 +43,18 @@ await Promise.all([
     format: 'cjs',
     external: ['vscode'],
   }),
+  // The InstanceCell Durable Objects worker: runs in workerd and on Celld (celld/wrangler.jsonc).
+  build({
+    ...common,
+    entryPoints: ['runner/src/instances/celld/instanceCellWorker.ts'],
+    outfile: 'dist/instance-cell-worker.js',
+    platform: 'neutral',
+    target: 'es2022',
+    format: 'esm',
+    mainFields: ['module', 'main'],
+    external: ['cloudflare:workers', 'cloudflare:sockets', 'node:*', 'node-pty'],
+    sourcemap: false,
+  }),
   build({
     ...common,
     entryPoints: ['webview/src/main.ts'],

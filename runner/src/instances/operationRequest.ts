@@ -1,21 +1,8 @@
 import canonicalize from 'canonicalize';
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import { LIFECYCLE_ACTIONS, type OperationRequest, OperationRequestSchema } from '../protocol/instanceCell.js';
 
-export const LIFECYCLE_ACTIONS = ['provision', 'start', 'stop', 'destroy'] as const;
-
-/** Every lifecycle command: the request whose hash binds its operation id. */
-export const OperationRequestSchema = z
-  .object({
-    operation_id: z.string().min(1).max(255).describe('Opaque, chosen by the caller; the same id may only ever mean the same request.'),
-    instance_id: z.string().min(1).max(255),
-    generation: z.number().int().positive(),
-    action: z.enum(LIFECYCLE_ACTIONS),
-    payload: z.record(z.string(), z.unknown()).default({}),
-  })
-  .strict();
-
-export type OperationRequest = z.output<typeof OperationRequestSchema>;
+export { LIFECYCLE_ACTIONS, OperationRequestSchema, type OperationRequest };
 
 /**
  * SHA-256 over the RFC 8785 (JCS) canonical JSON of the request: key order and number

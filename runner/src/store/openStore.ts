@@ -64,6 +64,63 @@ const MIGRATIONS: string[] = [
    );
    CREATE INDEX cell_executions_run ON cell_executions(run_id, attempt_idx);`,
   `ALTER TABLE runs ADD COLUMN install_cmd TEXT;`,
+  // Management: inventory (observed truth) and the operation ledger, with evidence.
+  `CREATE TABLE instances (
+     instance_id TEXT PRIMARY KEY,
+     provider TEXT NOT NULL,
+     generation INTEGER NOT NULL,
+     runtime_state TEXT NOT NULL,
+     runtime_id TEXT,
+     spec_json TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE TABLE operations (
+     operation_id TEXT PRIMARY KEY,
+     instance_id TEXT NOT NULL,
+     generation INTEGER NOT NULL,
+     action TEXT NOT NULL,
+     request_hash TEXT NOT NULL,
+     request_json TEXT NOT NULL,
+     status TEXT NOT NULL,
+     reason TEXT,
+     owner_host TEXT,
+     owner_pid INTEGER,
+     changed INTEGER,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL,
+     finished_at INTEGER
+   );
+   CREATE INDEX operations_instance ON operations(instance_id, created_at);
+   CREATE INDEX operations_open ON operations(status) WHERE status IN ('pending', 'dispatched', 'unknown');
+   CREATE TABLE evidence (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     at INTEGER NOT NULL,
+     source TEXT NOT NULL,
+     actor TEXT NOT NULL,
+     instance_id TEXT NOT NULL,
+     operation_id TEXT,
+     generation INTEGER NOT NULL,
+     event TEXT NOT NULL,
+     from_state TEXT,
+     to_state TEXT,
+     detail TEXT
+   );
+   CREATE INDEX evidence_instance ON evidence(instance_id, seq);
+   CREATE INDEX evidence_operation ON evidence(operation_id, seq);
+   -- The embedded InstanceCell (namespaced apart from management's observed truth).
+   CREATE TABLE cell_state (
+     instance_id TEXT PRIMARY KEY,
+     state_json TEXT NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE TABLE cell_alarms (
+     instance_id TEXT NOT NULL,
+     name TEXT NOT NULL,
+     due_at INTEGER NOT NULL,
+     attempt INTEGER NOT NULL,
+     PRIMARY KEY (instance_id, name)
+   );`,
 ];
 
 /**

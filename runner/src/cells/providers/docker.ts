@@ -252,7 +252,7 @@ export async function listForgeContainers(docker: Docker): Promise<Docker.Contai
   return docker.listContainers({ all: true, filters: { label: [LABEL_CELL] } });
 }
 
-function socketFromDockerHost(host: string | undefined): string | null {
+export function socketFromDockerHost(host: string | undefined): string | null {
   if (!host) return null;
   if (host.startsWith('unix://')) return host.slice('unix://'.length);
   return null;
