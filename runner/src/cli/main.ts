@@ -7,6 +7,8 @@ import { registerGcCommand } from './gcCommand.js';
 import { registerDemoCommand } from './demoCommand.js';
 import { registerFixCommand } from './fixCommand.js';
 import { registerRunsCommand } from './runsCommand.js';
+import { registerInstanceCommands } from './instanceCommand.js';
+import { registerQualifyCommand } from './qualifyCommand.js';
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
 import { formatCellResult, formatHealth } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
@@ -76,6 +78,8 @@ function buildProgram(): Command {
   registerFixCommand(program);
   registerRunsCommand(program);
   registerDemoCommand(program);
+  registerInstanceCommands(program);
+  registerQualifyCommand(program);
 
   program
     .command('spec-run')

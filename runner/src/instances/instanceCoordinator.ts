@@ -49,6 +49,7 @@ export class InstanceCoordinator {
     const request = parseRequest(raw);
     const spec = request.action === 'provision' ? parseSpec(request.payload.spec) : null;
     if (spec) request.payload = { ...request.payload, spec };
+    await this.adoptFromInventory(request.instance_id);
     const out = await this.cells.step(request.instance_id, { kind: 'command', request, hash: requestHash(request), spec });
     this.faults('cell_accepted');
     return out.reply!;
@@ -100,6 +101,18 @@ export class InstanceCoordinator {
     }
     const result = cell || inv ? await this.drive(instanceId, options) : { state: cell!, settled: true };
     return { ...result, plan };
+  }
+
+  /**
+   * An instance management knows but this cell host does not (its cell lived in Celld,
+   * which is now disabled, or the cell store was lost): bind a cell to management's
+   * observed generation so the instance stays operable. Observed truth, never invented.
+   */
+  private async adoptFromInventory(instanceId: string): Promise<void> {
+    const inv = this.management.store.instance(instanceId);
+    if (!inv || (await this.cells.read(instanceId))) return;
+    const observation = (await this.management.refresh(instanceId).catch(() => null)) ?? this.management.observation(instanceId);
+    if (observation) await this.cells.step(instanceId, { kind: 'observe', observation });
   }
 
   private async carry(instanceId: string, effect: CellEffect): Promise<InstanceCellState> {

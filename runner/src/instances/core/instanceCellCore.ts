@@ -208,7 +208,7 @@ class Stepper {
       if (!spec) return { reason: 'invalid_transition', detail: 'provision needs an instance spec in its payload' };
       if (request.generation > current + 1) return { reason: 'future_generation', detail: `generation ${request.generation} skips ahead of ${current}; provision generation ${current + 1}` };
       if (request.generation === current) return { reason: 'stale_generation', detail: `generation ${current} already exists; provision generation ${current + 1} for a new incarnation` };
-      if (current > 0 && this.projectedDesired() !== 'destroyed' && this.st.state !== 'failed') {
+      if (current > 0 && this.projectedDesired() !== 'destroyed' && this.st.state !== 'failed' && this.st.state !== 'destroyed') {
         return { reason: 'invalid_transition', detail: `generation ${current} is still live; destroy it before provisioning generation ${request.generation}` };
       }
       return null;
