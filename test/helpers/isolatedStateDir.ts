@@ -2,7 +2,7 @@
 // (never to the developer's ~/.local/state), and after the whole suite no container with a
 // forge label may remain from this run or from runner processes it started.
 import Docker from 'dockerode';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -17,6 +17,8 @@ export const mochaHooks = {
     if (dir) rmSync(dir, { recursive: true, force: true });
     const leaked = await leakedForgeContainers();
     if (leaked.length > 0) throw new Error(`containers leaked by the suite: ${leaked.join(', ')}`);
+    const instances = await leakedInstances();
+    if (instances.length > 0) throw new Error(`durable instances leaked by the suite: ${instances.join(', ')}`);
     const stray = strayWorktrees();
     if (stray.length > 0) throw new Error(`attempt worktrees left behind by the suite: ${stray.join(', ')}`);
   },
@@ -32,6 +34,41 @@ async function leakedForgeContainers(): Promise<string[]> {
   });
   for (const c of leaked) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
   return leaked.map((c) => c.Names[0] ?? c.Id);
+}
+
+/**
+ * Instance containers and host instance processes whose (temporary) state directory is gone:
+ * a test made them and did not destroy them.
+ */
+async function leakedInstances(): Promise<string[]> {
+  const leaked: string[] = [];
+  const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+  const containers = await docker.listContainers({ all: true, filters: { label: ['forge.instance'] } }).catch(() => []);
+  for (const c of containers) {
+    const dir = c.Labels['forge.instance.state_dir'] ?? '';
+    if (dir.startsWith(tmpdir()) && !existsSync(dir)) {
+      await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+      leaked.push(c.Names[0] ?? c.Id);
+    }
+  }
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    const dir = argv[0] === '/bin/bash' && argv[3] === 'forge-instance' ? argv[4] ?? '' : '';
+    if (dir.startsWith(tmpdir()) && !existsSync(dir)) {
+      try {
+        process.kill(-Number(pid), 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+      leaked.push(`host instance pid ${pid} (${dir})`);
+    }
+  }
+  return leaked;
 }
 
 /** Attempt worktrees still present in test repositories (which tests create under tmpdir). */

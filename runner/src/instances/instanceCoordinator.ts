@@ -50,9 +50,16 @@ export class InstanceCoordinator {
     const spec = request.action === 'provision' ? parseSpec(request.payload.spec) : null;
     if (spec) request.payload = { ...request.payload, spec };
     await this.adoptFromInventory(request.instance_id);
-    const out = await this.cells.step(request.instance_id, { kind: 'command', request, hash: requestHash(request), spec });
+    const hash = requestHash(request);
+    const out = await this.cells.step(request.instance_id, { kind: 'command', request, hash, spec });
+    const reply = out.reply!;
+    if (reply.status === 'rejected' && reply.reason !== 'idempotency_mismatch') {
+      // One record per operation id on both sides: a later delivery of this id straight to
+      // the ledger must answer the same rejection, not act.
+      this.management.recordRejection(request, hash, reply.reason ?? 'rejected', reply.detail);
+    }
     this.faults('cell_accepted');
-    return out.reply!;
+    return reply;
   }
 
   /** Carries effects and fires alarms until the cell settles or the timeout passes. */
@@ -137,7 +144,8 @@ export class InstanceCoordinator {
 
 export function isSettled(state: InstanceCellState): boolean {
   if (activeOperation(state) || state.operations.some((o) => o.status === 'pending')) return false;
-  return state.state === 'ready' || state.state === 'stopped' || state.state === 'destroyed' || state.state === 'failed';
+  // Nothing owed and nothing in progress ('requested' with no open operation: every command was rejected).
+  return state.state !== 'provisioning' && state.state !== 'enrolling' && state.state !== 'stopping' && state.state !== 'unknown';
 }
 
 function parseRequest(raw: unknown): OperationRequest {

@@ -50,6 +50,16 @@ export class Management {
     return result;
   }
 
+  /** Records a rejection decided by the cell, so the ledger answers that id the same way. */
+  recordRejection(request: OperationRequest, hash: string, reason: string, detail: string | null): void {
+    this.store.tx(() => {
+      if (this.store.operation(request.operation_id)) return;
+      const now = this.now();
+      this.store.insertOperation(this.newRow(request, hash, 'rejected', reason, now, now));
+      this.evidence({ instance_id: request.instance_id, operation_id: request.operation_id, generation: request.generation, event: 'rejected', from_state: null, to_state: 'rejected', detail: `by the cell: ${reason}${detail ? `: ${detail}` : ''}` });
+    });
+  }
+
   /** Query an operation by id; an orphaned or unknown one is resolved under its own identity. */
   async lookup(operationId: string): Promise<EffectResult> {
     const row = this.store.operation(operationId);
@@ -110,7 +120,14 @@ export class Management {
       if (existing!.status === 'unknown' && !this.executing.has(existing!.operation_id)) return { kind: 'execute', row: this.claim(existing!, now) };
       return { kind: 'answer', result: { operation_id: request.operation_id, outcome: 'unknown', reason: 'in flight', observation } };
     }
-    const refusal = admission.kind === 'reject' ? { reason: admission.reason, detail: admission.detail } : this.validate(request, inst);
+    const refusal =
+      admission.kind === 'reject' && admission.reason === 'idempotency_mismatch'
+        ? { reason: admission.reason, detail: admission.detail }
+        : !inst && request.action !== 'provision'
+        ? { reason: 'unknown_instance', detail: `instance ${request.instance_id} has not been provisioned` }
+        : admission.kind === 'reject'
+          ? { reason: admission.reason, detail: admission.detail }
+          : this.validate(request, inst);
     if (refusal) {
       if (refusal.reason === 'idempotency_mismatch') {
         this.evidence({ instance_id: request.instance_id, operation_id: request.operation_id, generation: request.generation, event: 'rejected', from_state: null, to_state: null, detail: `${refusal.reason}: ${refusal.detail}` });
@@ -187,7 +204,6 @@ export class Management {
       let observation: Observation | null = null;
       try {
         const outcome = await provider[PROVIDER_METHOD[row.action]](ref);
-        this.faults('provider_effect_done');
         status = 'succeeded';
         changed = outcome.changed;
         observation = outcome.observation;
@@ -201,6 +217,7 @@ export class Management {
           observation = await provider.inspect(row.instance_id, row.generation).catch(() => null);
         }
       }
+      if (status === 'succeeded') this.faults('provider_effect_done');
       const now = this.now();
       this.store.tx(() => {
         this.store.updateOperation(row.operation_id, { status, reason, changed: changed === null ? null : changed ? 1 : 0, finished_at: status === 'unknown' ? null : now }, now);

@@ -17,8 +17,8 @@ import type { EffectOutcome, InstanceProvider, InstanceRef, ProbeOutcome } from 
 const SUPERVISOR = `
 set -u
 dir=$1; shift
-echo "$$" > "$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
 echo "start $$ $(date +%s%N)" >> "$dir/journal"
+echo "$$" > "$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
 child=
 on_term() { echo "stop $$ $(date +%s%N)" >> "$dir/journal"; [ -n "$child" ] && kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 0; }
 trap on_term TERM INT
