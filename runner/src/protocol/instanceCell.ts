@@ -165,16 +165,3 @@ export const CellInputSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('observe'), observation: ObservationSchema }).strict(),
 ]);
 export type CellInput = z.output<typeof CellInputSchema>;
-
-export const InstanceCellContractSchema = z
-  .object({
-    request: OperationRequestSchema,
-    reply: CommandReplySchema,
-    state: InstanceCellStateSchema,
-    effect_result: EffectResultSchema,
-    evidence: EvidenceSchema,
-    capabilities: CapabilityDescriptorSchema,
-    versions: VersionEnvelopeSchema,
-    cell_input: CellInputSchema,
-  })
-  .describe('InstanceCell/v1 contract: each property is one message type.');

@@ -3,6 +3,17 @@ import { CellSpecSchema } from './cellSpec.js';
 import { CellResultSchema } from './cellResult.js';
 import { HealthReportSchema } from './health.js';
 import { FixReportSchema } from './fixReport.js';
+import {
+  CapabilityDescriptorSchema,
+  CellInputSchema,
+  CommandReplySchema,
+  EffectResultSchema,
+  EvidenceSchema,
+  InstanceCellStateSchema,
+  OperationRequestSchema,
+  PROTOCOL_VERSION,
+  VersionEnvelopeSchema,
+} from './instanceCell.js';
 
 /**
  * The JSON Schema files in schemas/ are generated from these zod schemas; a test fails when
@@ -15,7 +26,38 @@ export function schemaCatalog(): Record<string, unknown> {
     'cell-result.schema.json': withId('cell-result', z.toJSONSchema(CellResultSchema, { io: 'output' })),
     'health-report.schema.json': withId('health-report', z.toJSONSchema(HealthReportSchema, { io: 'output' })),
     'fix-report.schema.json': withId('fix-report', z.toJSONSchema(FixReportSchema, { io: 'output' })),
+    'instance-cell-v1.schema.json': instanceCellContract(),
   };
+}
+
+/**
+ * InstanceCell/v1, the normative contract: one definition per message. Messages a caller
+ * sends are exported as accepted on input, messages a cell or management produces as produced.
+ */
+function instanceCellContract(): Record<string, unknown> {
+  const input = (s: z.ZodType) => strip(z.toJSONSchema(s, { io: 'input' }));
+  const output = (s: z.ZodType) => strip(z.toJSONSchema(s, { io: 'output' }));
+  return {
+    $id: 'https://forge-cells.dev/schemas/instance-cell-v1.schema.json',
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: PROTOCOL_VERSION,
+    description: 'InstanceCell/v1: additive changes only within v1 (new optional fields, new enum members); a semantic break is v2.',
+    $defs: {
+      OperationRequest: input(OperationRequestSchema),
+      CellInput: input(CellInputSchema),
+      CommandReply: output(CommandReplySchema),
+      InstanceCellState: output(InstanceCellStateSchema),
+      EffectResult: output(EffectResultSchema),
+      Evidence: output(EvidenceSchema),
+      CapabilityDescriptor: output(CapabilityDescriptorSchema),
+      VersionEnvelope: output(VersionEnvelopeSchema),
+    },
+  };
+}
+
+function strip(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _drop, ...rest } = schema;
+  return rest;
 }
 
 function withId(name: string, schema: Record<string, unknown>): Record<string, unknown> {
