@@ -118,6 +118,11 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`forge-runner: ${e.message}\n`);
       return EXIT_BAD_INPUT;
     }
+    if (e instanceof Error && (e.name === 'CelldCompatibilityError' || e.name === 'CelldUnavailableError')) {
+      // A peer problem, not a bug here: one line that says what to do.
+      process.stderr.write(`forge-runner: ${e.message}\n`);
+      return EXIT_INTERNAL;
+    }
     process.stderr.write(`forge-runner: internal error: ${(e as Error).stack ?? String(e)}\n`);
     return EXIT_INTERNAL;
   }

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HostInstanceProvider } from '../../../runner/src/instances/providers/hostInstanceProvider.js';
+import { startWorkerd, type WorkerdHandle } from '../../../runner/src/instances/celld/workerdRuntime.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
@@ -128,5 +129,45 @@ describe('forge-runner instance / ledger / qualify CLI', function () {
     for (const m of report.measures) assert.ok(m.pass, `${m.measure}: ${m.result}`);
     assert.equal(r.status, 0);
     assert.equal(report.measures.length, 6);
+  });
+});
+
+describe('forge-runner instance with Celld enabled (InstanceCell worker in workerd)', function () {
+  this.timeout(120_000);
+  const SECRET = 'cli-celld-secret-'.padEnd(48, 'q');
+  let state: string;
+  let wdDir: string;
+  let wd: WorkerdHandle;
+  const cli = (args: string[], env: Record<string, string>) =>
+    spawnSync(process.execPath, [RUNNER, ...args], { encoding: 'utf8', env: { ...process.env, FORGE_STATE_DIR: state, ...env } });
+  const on = () => ({ FORGE_CELLD_ENABLED: '1', FORGE_CELLD_URL: wd.url, FORGE_CELLD_SECRET: SECRET });
+
+  before(async () => {
+    state = mkdtempSync(join(tmpdir(), 'forge-cli-celld-'));
+    wdDir = mkdtempSync(join(tmpdir(), 'forge-cli-workerd-'));
+    wd = await startWorkerd({ bundle: join(process.cwd(), 'dist', 'instance-cell-worker.js'), storageDir: wdDir, secret: SECRET, celldVersion: 'workerd-reference' });
+  });
+  after(async () => {
+    cli(['instance', 'destroy', '--instance', 'cw', '--op-id', 'cw-cleanup', '--generation', '1'], { FORGE_CELLD_ENABLED: '' });
+    await wd?.stop();
+    rmSync(state, { recursive: true, force: true });
+    rmSync(wdDir, { recursive: true, force: true });
+  });
+
+  it('provisions through the worker and reports the version triple', () => {
+    const r = cli(['instance', 'provision', '--instance', 'cw', '--op-id', 'cw-p1', '--generation', '1', '--provider', 'host'], on());
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const status = JSON.parse(cli(['instance', 'status', 'cw', '--json'], on()).stdout);
+    assert.equal(status.coordinator, 'celld');
+    assert.equal(status.cell.state, 'ready');
+    assert.deepEqual(status.celld, { adapter_version: '1.0.0', celld_version: 'workerd-reference', protocol_version: 'instance-cell/v1' });
+    assert.match(cli(['instance', 'history', 'cw'], on()).stdout, /celld-cell:cw/);
+  });
+
+  it('an unreachable Celld is one clear line and exit 1, not a stack trace', () => {
+    const r = cli(['instance', 'status', 'cw'], { ...on(), FORGE_CELLD_URL: 'http://127.0.0.1:9' });
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /did not answer.*FORGE_CELLD_URL/);
   });
 });

@@ -72,7 +72,7 @@ describe('InstanceCell core (pure)', () => {
     const c = new Cell();
     c.command(req('p1', 'provision'));
     const before = structuredClone(c.state.operations);
-    assert.equal(c.command(req('p1', 'provision')).status, 'dispatched');
+    assert.equal(c.command(req('p1', 'provision')).status, 'pending', 'same id while in flight: pending');
     assert.deepEqual(c.state.operations, before);
     c.result('p1', 'succeeded');
     c.probe(true);

@@ -29,6 +29,11 @@ export class CelldCompatibilityError extends Error {
   override readonly name = 'CelldCompatibilityError';
 }
 
+/** Celld did not answer (down, unreachable, timed out): nothing was decided on its side that we know of. */
+export class CelldUnavailableError extends Error {
+  override readonly name = 'CelldUnavailableError';
+}
+
 export interface CelldVersions {
   adapter_version: string;
   celld_version: string;
@@ -100,7 +105,7 @@ export class CelldCellHost implements CellHost {
         signal: AbortSignal.timeout(this.settings.timeoutMs),
       });
     } catch (e) {
-      throw new Error(`Celld at ${this.settings.url} did not answer ${method} ${path}: ${(e as Error).message}`);
+      throw new CelldUnavailableError(`Celld at ${this.settings.url} did not answer ${method} ${path} (${(e as Error).message}); check FORGE_CELLD_URL, or unset FORGE_CELLD_ENABLED to use the embedded coordinator`);
     }
     const body = await res.text();
     const sig = res.headers.get(HEADER_SIGNATURE) ?? '';

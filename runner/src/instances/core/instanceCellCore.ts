@@ -163,7 +163,8 @@ class Stepper {
         this.record('command_rejected', request.operation_id, request.generation, null, null, `idempotency_mismatch: operation ${request.operation_id} was already used for a different request`);
         this.answer(request, 'rejected', 'idempotency_mismatch', `operation ${request.operation_id} was already used for a different request; use a new operation id`);
       } else {
-        this.answer(request, existing.status, existing.reason, 'repeat of a recorded operation: no new effect');
+        const inFlight = !isTerminal(existing);
+        this.answer(request, inFlight ? 'pending' : existing.status, existing.reason, inFlight ? `repeat of an operation in flight (${existing.status}): no new effect` : 'repeat of a recorded operation: no new effect');
       }
       return;
     }
