@@ -9,6 +9,7 @@ import { registerFixCommand } from './fixCommand.js';
 import { registerRunsCommand } from './runsCommand.js';
 import { registerInstanceCommands } from './instanceCommand.js';
 import { registerQualifyCommand } from './qualifyCommand.js';
+import { registerServeCommand } from './serveCommand.js';
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
 import { formatCellResult, formatHealth } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
@@ -80,6 +81,7 @@ function buildProgram(): Command {
   registerDemoCommand(program);
   registerInstanceCommands(program);
   registerQualifyCommand(program);
+  registerServeCommand(program);
 
   program
     .command('spec-run')

@@ -14,6 +14,7 @@ import {
   PROTOCOL_VERSION,
   VersionEnvelopeSchema,
 } from './instanceCell.js';
+import { InstanceChangedNotificationSchema, NOTIFICATION_INSTANCE_CHANGED, RPC_INSTANCE_METHODS } from './rpcInstances.js';
 
 /**
  * The JSON Schema files in schemas/ are generated from these zod schemas; a test fails when
@@ -27,6 +28,7 @@ export function schemaCatalog(): Record<string, unknown> {
     'health-report.schema.json': withId('health-report', z.toJSONSchema(HealthReportSchema, { io: 'output' })),
     'fix-report.schema.json': withId('fix-report', z.toJSONSchema(FixReportSchema, { io: 'output' })),
     'instance-cell-v1.schema.json': instanceCellContract(),
+    'rpc-instances.schema.json': rpcInstanceMethods(),
   };
 }
 
@@ -52,6 +54,21 @@ function instanceCellContract(): Record<string, unknown> {
       CapabilityDescriptor: output(CapabilityDescriptorSchema),
       VersionEnvelope: output(VersionEnvelopeSchema),
     },
+  };
+}
+
+/** The JSON-RPC instance methods: params as accepted, results as produced, and notifications. */
+function rpcInstanceMethods(): Record<string, unknown> {
+  const methods: Record<string, unknown> = {};
+  for (const [name, m] of Object.entries(RPC_INSTANCE_METHODS)) {
+    methods[name] = { params: strip(z.toJSONSchema(m.params, { io: 'input' })), result: strip(z.toJSONSchema(m.result, { io: 'output' })) };
+  }
+  return {
+    $id: 'https://forge-cells.dev/schemas/rpc-instances.schema.json',
+    title: 'forge-runner serve --stdio: instance methods',
+    description: 'JSON-RPC 2.0 methods (params/result) and notifications of the runner for durable instances.',
+    methods,
+    notifications: { [NOTIFICATION_INSTANCE_CHANGED]: strip(z.toJSONSchema(InstanceChangedNotificationSchema, { io: 'output' })) },
   };
 }
 
