@@ -1,5 +1,5 @@
 import type { Evidence } from '../protocol/instanceCell.js';
-import type { InstanceStatus } from './instanceCommand.js';
+import type { InstanceStatus } from '../instances/instanceQueries.js';
 
 export function formatInstanceStatus(s: InstanceStatus): string {
   const lines: string[] = [];

@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { InputError } from '../protocol/inputError.js';
 import { type CommandReply, INSTANCE_PROVIDERS, type InstanceCellState, LIFECYCLE_ACTIONS } from '../protocol/instanceCell.js';
-import { CelldCellHost } from '../instances/celld/celldCellHost.js';
+import { instanceHistory, instanceStatus, listInstances } from '../instances/instanceQueries.js';
 import type { InstanceCoordinator } from '../instances/instanceCoordinator.js';
 import { openInstances } from '../instances/openInstances.js';
 import { EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PENDING, EXIT_REJECTED } from './exitCodes.js';
@@ -71,7 +71,7 @@ export function registerInstanceCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }) => {
       const c = openInstances();
-      const status = await collectStatus(c, id);
+      const status = await instanceStatus(c, id);
       process.stdout.write(flags.json ? JSON.stringify(status, null, 2) + '\n' : formatInstanceStatus(status));
     });
 
@@ -80,14 +80,7 @@ export function registerInstanceCommands(program: Command): void {
     .description('All instances in the inventory, with their cell state.')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }) => {
-      const c = openInstances();
-      const ids = new Set([...c.management.store.instances().map((i) => i.instance_id), ...(await c.cells.list())]);
-      const rows = [];
-      for (const id of [...ids].sort()) {
-        const inv = c.management.store.instance(id);
-        const cell = await c.cells.read(id);
-        rows.push({ instance_id: id, provider: inv?.provider ?? cell?.spec?.provider ?? null, generation: inv?.generation ?? cell?.generation ?? 0, state: cell?.state ?? null, desired: cell?.desired ?? null, runtime_state: inv?.runtime_state ?? null });
-      }
+      const rows = await listInstances(openInstances());
       if (flags.json) return void process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
       if (rows.length === 0) return void process.stdout.write('no instances\n');
       for (const r of rows) process.stdout.write(`${r.instance_id}  ${String(r.provider).padEnd(6)} g${r.generation}  ${String(r.state).padEnd(12)} desired ${String(r.desired).padEnd(9)} runtime ${r.runtime_state}\n`);
@@ -102,8 +95,7 @@ export function registerInstanceCommands(program: Command): void {
     .action(async (id: string, flags: { limit: string; json?: boolean }) => {
       const c = openInstances();
       const limit = positiveInt(flags.limit, '--limit');
-      const cellEv = c.cells.kind === 'embedded' ? [] : await c.cells.evidence(id, limit);
-      const all = [...c.management.store.evidence({ instanceId: id, limit }), ...cellEv].sort((a, b) => a.at - b.at).slice(-limit);
+      const all = await instanceHistory(c, id, limit);
       if (all.length === 0) throw new InputError(`no history for instance ${id}; see forge-runner instance list`);
       process.stdout.write(flags.json ? JSON.stringify(all, null, 2) + '\n' : formatEvidence(all));
     });
@@ -237,25 +229,6 @@ function finish(reply: CommandReply, state: InstanceCellState | null, json: bool
   else if (state && (reply.status !== 'succeeded' || !['ready', 'stopped', 'destroyed'].includes(state.state))) process.exitCode = EXIT_PENDING;
   else process.exitCode = EXIT_OK;
 }
-
-async function collectStatus(c: InstanceCoordinator, id: string) {
-  const cell = await c.cells.read(id);
-  const observation = await c.management.refresh(id).catch(() => c.management.observation(id));
-  const inv = c.management.store.instance(id);
-  if (!cell && !inv) throw new InputError(`no instance ${id}; see forge-runner instance list`);
-  const celld = c.cells instanceof CelldCellHost ? c.cells.versions : null;
-  return {
-    instance_id: id,
-    cell,
-    inventory: inv ? { provider: inv.provider, generation: inv.generation, runtime_state: inv.runtime_state, runtime_id: inv.runtime_id, spec: JSON.parse(inv.spec_json), updated_at: inv.updated_at } : null,
-    observation,
-    open_operations: c.management.store.openOperations(id).map((o) => ({ operation_id: o.operation_id, action: o.action, generation: o.generation, status: o.status })),
-    coordinator: c.cells.kind,
-    celld,
-  };
-}
-
-export type InstanceStatus = Awaited<ReturnType<typeof collectStatus>>;
 
 function positiveInt(text: string, flag: string): number {
   const n = Number(text);

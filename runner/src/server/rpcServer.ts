@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { describeZodError, InputError } from '../protocol/inputError.js';
 import { PROTOCOL_VERSION } from '../protocol/instanceCell.js';
 import { NOTIFICATION_INSTANCE_CHANGED, RPC_INSTANCE_METHODS, type RpcInstanceMethod } from '../protocol/rpcInstances.js';
-import { CelldCellHost } from '../instances/celld/celldCellHost.js';
+import { instanceHistory, instanceStatus, listInstances } from '../instances/instanceQueries.js';
 import type { InstanceCoordinator } from '../instances/instanceCoordinator.js';
 import { InstanceService } from './instanceService.js';
 
@@ -33,28 +33,12 @@ export function startRpcServer(o: RpcServerOptions): { connection: MessageConnec
 
   const handlers: { [M in RpcInstanceMethod]: Handler<M> } = {
     'runner/hello': async () => ({ version: o.version, protocol_version: PROTOCOL_VERSION, coordinator: c.cells.kind }),
-    'instances/list': async () => {
-      const ids = new Set([...c.management.store.instances().map((i) => i.instance_id), ...(await c.cells.list())]);
-      const rows = [];
-      for (const id of [...ids].sort()) {
-        const inv = c.management.store.instance(id);
-        const cell = await c.cells.read(id);
-        rows.push({ instance_id: id, provider: inv?.provider ?? cell?.spec?.provider ?? null, generation: inv?.generation ?? cell?.generation ?? 0, state: cell?.state ?? null, desired: cell?.desired ?? null, runtime_state: inv?.runtime_state ?? null });
-      }
-      return rows;
-    },
+    'instances/list': async () => listInstances(c),
     'instances/status': async ({ instance_id }) => {
-      const cell = await c.cells.read(instance_id);
-      const observation = (await c.management.refresh(instance_id).catch(() => null)) ?? c.management.observation(instance_id);
-      if (!cell && !observation) throw new InputError(`no instance ${instance_id}`);
-      const open = c.management.store.openOperations(instance_id).map((r) => ({ operation_id: r.operation_id, action: r.action, generation: r.generation, status: r.status }));
-      return { instance_id, cell, observation, open_operations: open };
+      const { cell, observation, open_operations } = await instanceStatus(c, instance_id);
+      return { instance_id, cell, observation, open_operations };
     },
-    'instances/history': async ({ instance_id, limit }) => {
-      const cellEv = c.cells instanceof CelldCellHost ? await c.cells.evidence(instance_id, limit) : [];
-      const management = c.management.store.evidence({ instanceId: instance_id, limit }).map(({ seq: _seq, ...e }) => e);
-      return [...management, ...cellEv].sort((a, b) => a.at - b.at).slice(-limit);
-    },
+    'instances/history': async ({ instance_id, limit }) => instanceHistory(c, instance_id, limit),
     'instances/command': async ({ request }) => {
       const reply = await c.submit(request);
       if (reply.status !== 'rejected') service.kick(request.instance_id);

@@ -22,7 +22,9 @@ describe('forge-runner serve --stdio: instance methods over JSON-RPC', function 
     child = spawn(process.execPath, [RUNNER, 'serve', '--stdio'], { env: { ...process.env, FORGE_STATE_DIR: state, FORGE_CELLD_ENABLED: '' } });
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     rpc = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-    rpc.onNotification('instances/changed', (p: unknown) => changes.push(InstanceChangedNotificationSchema.parse(p)));
+    rpc.onNotification('instances/changed', (p: unknown) => {
+      changes.push(InstanceChangedNotificationSchema.parse(p));
+    });
     rpc.listen();
   });
   after(async () => {
