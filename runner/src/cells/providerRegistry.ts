@@ -5,6 +5,7 @@ import { InputError } from '../protocol/inputError.js';
 import type { CellProvider } from './provider.js';
 import { DockerCellProvider } from './providers/docker.js';
 import { HostCellProvider } from './providers/host.js';
+import { QemuCellProvider } from './providers/qemu.js';
 
 /** Options every provider understands (each ignores what does not apply to it). */
 export interface ProviderOptions {
@@ -14,10 +15,11 @@ export interface ProviderOptions {
   prewarm?: number;
 }
 
-/** Providers this build can construct. qemu joins when its issue lands. */
+/** Providers this build can construct. */
 const BUILT: Partial<Record<ProviderName, (o: ProviderOptions) => CellProvider>> = {
   host: (o) => new HostCellProvider(o),
   docker: (o) => new DockerCellProvider(o),
+  qemu: (o) => new QemuCellProvider(o),
 };
 
 export function providerNames(): ProviderName[] {

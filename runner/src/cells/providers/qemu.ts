@@ -1,0 +1,256 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CellSpecInput } from '../../protocol/cellSpec.js';
+import type { CellResult } from '../../protocol/cellResult.js';
+import type { ProviderHealth } from '../../protocol/health.js';
+import type { IsolationReport } from '../../protocol/isolation.js';
+import { InputError } from '../../protocol/inputError.js';
+import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
+import { resolveCellWorktree } from '../../workspace/inspectWorktree.js';
+import { assembleCellResult } from '../assembleCellResult.js';
+import { BoundedOutputCollector } from '../boundedOutput.js';
+import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
+import { buildCellEnvironment } from '../cellEnvironment.js';
+import { newCellId, runnerStateDir } from '../cellIdentity.js';
+import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
+import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from '../qemu/guestImage.js';
+import { buildQemuArgs } from '../qemu/qemuArgs.js';
+import { type Accelerator, chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, killGroup, listenUnix, type QemuTools, waitForFile } from '../qemu/qemuRuntime.js';
+import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
+
+export interface QemuCellProviderOptions {
+  stateDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Guest memory below this does not boot the cloud kernel with its modules. */
+const MIN_MEMORY_MIB = 256;
+/** argv + environment go through the initramfs; a bound keeps the config channel small. */
+const MAX_REQUEST_BYTES = 64 * 1024;
+
+/**
+ * One throwaway micro-VM per cell: microvm machine, the host root read-only over virtiofs
+ * under a private tmpfs overlay, the worktree read-write at its own path, the command and
+ * environment in an initramfs appended per cell, output and exit status on two separate
+ * virtio ports. qemu and both virtiofsd run confined by bubblewrap and die with the runner.
+ */
+export class QemuCellProvider implements CellProvider {
+  readonly name = 'qemu' as const;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly stateDir: string;
+  private readonly cacheDir: string;
+  private tools: QemuTools | { missing: string } | null = null;
+  private accel: Promise<Accelerator> | null = null;
+  private layout: SandboxLayout | null = null;
+
+  constructor(options: QemuCellProviderOptions = {}) {
+    this.env = options.env ?? process.env;
+    this.stateDir = options.stateDir ?? runnerStateDir(this.env);
+    this.cacheDir = join(this.stateDir, 'qemu');
+  }
+
+  private findTools(): QemuTools | { missing: string } {
+    return (this.tools ??= findQemuTools(this.env));
+  }
+
+  accelerator(tools: QemuTools): Promise<Accelerator> {
+    this.accel ??= chooseAccelerator(tools, this.cacheDir, this.env);
+    this.accel.catch(() => (this.accel = null));
+    return this.accel;
+  }
+
+  async health(): Promise<ProviderHealth> {
+    const tools = this.findTools();
+    if ('missing' in tools) return { provider: 'qemu', available: false, reason: tools.missing, isolation: null, details: {} };
+    const accel = await this.accelerator(tools);
+    return {
+      provider: 'qemu',
+      available: true,
+      reason: `qemu microvm with ${accel.accel.toUpperCase()} (${accel.reason})`,
+      isolation: this.describeIsolation(accel, null),
+      details: { qemu: tools.qemu, kernel: tools.kernel.kernel, accelerator: accel.accel, accelerator_reason: accel.reason, virtiofsd: tools.virtiofsd },
+    };
+  }
+
+  async drain(): Promise<void> {}
+
+  async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
+    const spec = parseCellSpec(input);
+    if (spec.allow_net !== false) throw new InputError('qemu cells have no network device in this build; drop allow_net or use --provider docker (egress allowlist)');
+    if (spec.image !== '') throw new InputError('qemu cells boot the host root read-only in this build; image roots are not supported yet (drop --image)');
+    const tools = this.findTools();
+    if ('missing' in tools) throw new InputError(`qemu cells unavailable: ${tools.missing}`);
+    const worktree = await resolveCellWorktree(spec);
+    const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
+    const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', spec.env);
+    const nonce = randomBytes(16).toString('hex');
+    const request: GuestRequest = { mode: 'run', nonce, env: cellEnv, argv, cwd: worktree?.top ?? CELL_SCRATCH, worktree: worktree?.top ?? null };
+    const requestBytes = requestArchive(request);
+    if (requestBytes.length > MAX_REQUEST_BYTES) throw new InputError(`command and environment are ${requestBytes.length} bytes; qemu cells take at most ${MAX_REQUEST_BYTES}`);
+    const accel = await this.accelerator(tools);
+    this.layout ??= probeSandboxLayout(this.env);
+
+    const cellId = newCellId();
+    const logDir = join(this.stateDir, 'cells');
+    mkdirSync(logDir, { recursive: true });
+    const logPath = join(logDir, `${cellId}.log`);
+    // The cell's private directory: sockets for qemu and virtiofsd, the per-cell initrd, status.
+    const dir = join(this.cacheDir, 'cells', cellId);
+    const sockDir = join(dir, 'sock');
+    mkdirSync(sockDir, { recursive: true, mode: 0o700 });
+    writeFileSync(join(dir, 'runner.pid'), String(process.pid));
+    const children: ChildProcess[] = [];
+    const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
+    const isolation = this.describeIsolation(accel, spec);
+    let killReason: 'timeout' | 'output' | 'cancel' | null = null;
+    let qemu: ChildProcess | null = null;
+    const terminate = (reason: 'timeout' | 'output' | 'cancel') => {
+      if (killReason || !qemu) return;
+      killReason = reason;
+      killGroup(qemu);
+    };
+    const onAbort = () => terminate('cancel');
+    let timer: NodeJS.Timeout | undefined;
+    let output: Awaited<ReturnType<typeof listenUnix>> | null = null;
+    try {
+      const initrd = join(dir, 'initrd');
+      writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
+      const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
+      children.push(this.startVirtiofsd(tools, '/', shares[0]!.socket, { rw: [sockDir], ro: [] }));
+      if (worktree) {
+        shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
+        const gitRo = worktree.gitMetadata && existsSync(worktree.gitMetadata) ? [worktree.gitMetadata] : [];
+        children.push(this.startVirtiofsd(tools, worktree.top, shares[1]!.socket, { rw: [sockDir, worktree.top], ro: gitRo }));
+      }
+      for (const [i, s] of shares.entries()) {
+        if (!(await waitForFile(s.socket, 5000, children[i]))) throw new Error(`virtiofsd for ${s.tag} did not start`);
+      }
+      output = await listenUnix(join(dir, 'output.sock'), (chunk) => {
+        collector.push(chunk);
+        options.onOutput?.(chunk);
+        if (spec.limits.output_bytes > 0 && collector.totalBytes > spec.limits.output_bytes) terminate('output');
+      });
+      const args = buildQemuArgs({
+        accel: accel.accel,
+        kernel: tools.kernel.kernel,
+        initrd,
+        memoryMib: Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib),
+        cpus: Math.max(1, Math.ceil(spec.limits.cpus ?? 1)),
+        tscKhz: hostTscKhz(),
+        consoleLog: join(dir, 'console.log'),
+        statusFile: join(dir, 'status'),
+        outputSocket: join(dir, 'output.sock'),
+        shares,
+      });
+      const started = Date.now();
+      // qemu itself is confined too: read-only host view, only this cell's directory writable.
+      const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
+      qemu = spawn(tools.bwrap, [...confinedRootArgs(this.layout, { rw: [dir], ro: [tools.kernel.kernel], dev }), '--', tools.qemu, ...args], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+      children.push(qemu);
+      let qemuStderr = '';
+      qemu.stderr!.on('data', (d: Buffer) => (qemuStderr = (qemuStderr + d.toString()).slice(-2000)));
+      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => qemu!.once('exit', (code, signal) => resolve({ code, signal })));
+      timer = setTimeout(() => terminate('timeout'), spec.timeout_s * 1000);
+      if (options.signal?.aborted) onAbort();
+      options.signal?.addEventListener('abort', onAbort);
+      await exited;
+      const duration = Date.now() - started;
+      await Promise.race([output.ended, new Promise((r) => setTimeout(r, 1000))]);
+      const statusText = existsSync(join(dir, 'status')) ? readFileSync(join(dir, 'status'), 'utf8') : '';
+      const status = parseGuestStatus(statusText, nonce);
+      let code: number | null = null;
+      let signal: string | null = null;
+      if (killReason) signal = 'SIGKILL';
+      else if (status?.kind === 'exit') code = status.code;
+      else {
+        const consoleTail = existsSync(join(dir, 'console.log')) ? readFileSync(join(dir, 'console.log'), 'utf8').trim().split('\n').slice(-3).join(' | ') : '';
+        const why = status?.kind === 'fail' ? `guest setup failed: ${status.reason}` : `the VM ended without an exit status (${qemuStderr.trim().split('\n').at(-1) ?? ''} ${consoleTail})`.trim();
+        isolation.warnings.push(why);
+        code = 125;
+      }
+      const summary = collector.finish();
+      for (const c of children) killGroup(c);
+      const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
+      return assembleCellResult(
+        { cellId, provider: 'qemu', image: '', durationMs: duration, output: summary, logPath, diff, isolation, labels: spec.labels },
+        { code, signal, killReason, oomKills: 0, pidsLimitHits: 0 },
+      );
+    } finally {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      collector.finish();
+      for (const c of children) killGroup(c);
+      await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+      output?.server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Boots the same kernel and initramfs and runs argv from the initramfs alone (no shares): the bench's baseline. */
+  async bareBoot(argv: string[]): Promise<{ ms: number; code: number | null }> {
+    const tools = this.findTools();
+    if ('missing' in tools) throw new Error(tools.missing);
+    const accel = await this.accelerator(tools);
+    const dir = join(this.cacheDir, 'cells', `bare-${randomBytes(4).toString('hex')}`);
+    mkdirSync(dir, { recursive: true });
+    const nonce = randomBytes(8).toString('hex');
+    try {
+      const initrd = join(dir, 'initrd');
+      writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestArchive({ mode: 'bare', nonce, env: { PATH: '/bin' }, argv, cwd: '/', worktree: null })]));
+      const out = await listenUnix(join(dir, 'output.sock'), () => undefined);
+      const args = buildQemuArgs({ accel: accel.accel, kernel: tools.kernel.kernel, initrd, memoryMib: MIN_MEMORY_MIB, cpus: 1, tscKhz: hostTscKhz(), consoleLog: join(dir, 'console.log'), statusFile: join(dir, 'status'), outputSocket: join(dir, 'output.sock'), shares: [] });
+      const started = Date.now();
+      const child = spawn(tools.qemu, args, { stdio: 'ignore', detached: true });
+      const timer = setTimeout(() => killGroup(child), 60_000);
+      await new Promise((r) => child.once('exit', r));
+      clearTimeout(timer);
+      const ms = Date.now() - started;
+      out.server.close();
+      const status = existsSync(join(dir, 'status')) ? parseGuestStatus(readFileSync(join(dir, 'status'), 'utf8'), nonce) : null;
+      return { ms, code: status?.kind === 'exit' ? status.code : null };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  private startVirtiofsd(tools: QemuTools, source: string, socket: string, binds: { rw: string[]; ro: string[] }): ChildProcess {
+    const args = [
+      ...confinedRootArgs(this.layout!, binds),
+      '--',
+      tools.virtiofsd,
+      `--socket-path=${socket}`,
+      '-o', `source=${source}`,
+      '-o', 'cache=auto',
+      '-o', 'sandbox=chroot',
+      '-o', 'no_posix_lock',
+      '-o', 'log_level=err',
+    ];
+    const child = spawn(tools.bwrap, args, { stdio: 'ignore', detached: true });
+    child.on('error', () => undefined);
+    return child;
+  }
+
+  private describeIsolation(accel: Accelerator, spec: ReturnType<typeof parseCellSpec> | null): IsolationReport {
+    return {
+      mechanism: `qemu-${accel.accel}`,
+      degraded: false,
+      namespaces: ['vm'],
+      net: 'none',
+      filesystem:
+        'own kernel (microvm); host root read-only over virtiofs with the same paths hidden as host cells (/root, /home, /run, /tmp, secrets), under a private tmpfs overlay; ' +
+        'worktree read-write over virtiofs at its path (its .git read-only); no network device',
+      masked_paths: this.layout ? [...this.layout.tmpfsMasks, ...this.layout.nullMasks] : [],
+      rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+      cgroup: {
+        version: null,
+        memory_max_bytes: spec ? Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib) * 1024 * 1024 : null,
+        pids_max: null,
+        cpu_quota_cores: spec ? Math.max(1, Math.ceil(spec.limits.cpus ?? 1)) : null,
+        reason: 'a VM: memory and vCPUs are the machine size; process count and rlimits are not enforced inside the guest',
+      },
+      warnings: accel.accel === 'tcg' ? [`TCG (no hardware acceleration): ${accel.reason}`] : [],
+    };
+  }
+}

@@ -1,0 +1,106 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { type CpioEntry, cpioArchive } from './cpioArchive.js';
+import { GUEST_INIT, GUEST_MODULES } from './guestInit.js';
+
+export interface GuestKernel {
+  kernel: string;
+  /** /lib/modules/<version>, or null when the kernel has what it needs built in. */
+  modulesDir: string | null;
+}
+
+/**
+ * The kernel qemu cells boot: FORGE_QEMU_KERNEL, else the newest Debian cloud kernel in
+ * /boot (linux-image-cloud-amd64), else any /boot/vmlinuz-*.
+ */
+export function findGuestKernel(env: NodeJS.ProcessEnv = process.env): GuestKernel | null {
+  const pick = (kernel: string): GuestKernel => {
+    const version = basename(kernel).replace(/^vmlinuz-/, '');
+    const modulesDir = env.FORGE_QEMU_MODULES ?? join('/lib/modules', version);
+    return { kernel, modulesDir: existsSync(modulesDir) ? modulesDir : null };
+  };
+  if (env.FORGE_QEMU_KERNEL) return existsSync(env.FORGE_QEMU_KERNEL) ? pick(env.FORGE_QEMU_KERNEL) : null;
+  let files: string[] = [];
+  try {
+    files = readdirSync('/boot').filter((f) => f.startsWith('vmlinuz-'));
+  } catch {
+    return null;
+  }
+  const cloud = files.filter((f) => f.endsWith('-cloud-amd64')).sort();
+  const chosen = cloud.at(-1) ?? files.sort().at(-1);
+  return chosen ? pick(join('/boot', chosen)) : null;
+}
+
+export function findBusybox(): string | null {
+  for (const p of ['/bin/busybox', '/usr/bin/busybox']) {
+    try {
+      // The guest has no libc: only a static busybox (Debian's busybox-static) works.
+      if (existsSync(p) && !readFileSync(p).subarray(0, 4096).includes(Buffer.from('ld-linux'))) return p;
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+/**
+ * The shared part of every cell's initramfs (busybox, modules, /init), built once per
+ * (kernel, busybox, init) and cached under the state directory.
+ */
+export function baseInitramfs(cacheDir: string, kernel: GuestKernel, busybox: string): string {
+  const modules = kernel.modulesDir ? GUEST_MODULES.filter((m) => existsSync(join(kernel.modulesDir!, 'kernel', `${m}.ko`))) : [];
+  const key = createHash('sha256')
+    .update(GUEST_INIT)
+    .update(JSON.stringify({ kernel: kernel.kernel, modules, mtime: statSync(kernel.kernel).mtimeMs, busybox: statSync(busybox).mtimeMs }))
+    .digest('hex')
+    .slice(0, 16);
+  const file = join(cacheDir, `initramfs-${key}.cpio`);
+  if (existsSync(file)) return file;
+  const entries: CpioEntry[] = [
+    ...['bin', 'dev', 'proc', 'sys', 'lib', 'lib/modules', 'forge', 'lower', 'upper', 'newroot'].map((d) => ({ path: d, kind: 'dir' as const })),
+    { path: 'bin/busybox', kind: 'file', mode: 0o755, data: readFileSync(busybox) },
+    { path: 'init', kind: 'file', mode: 0o755, data: Buffer.from(GUEST_INIT) },
+    { path: 'forge/modules', kind: 'file', data: Buffer.from(modules.map((m) => basename(m)).join('\n') + '\n') },
+    ...modules.map((m) => ({ path: `lib/modules/${basename(m)}.ko`, kind: 'file' as const, data: readFileSync(join(kernel.modulesDir!, 'kernel', `${m}.ko`)) })),
+  ];
+  mkdirSync(cacheDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.${randomBytes(3).toString('hex')}`;
+  writeFileSync(tmp, cpioArchive(entries));
+  renameSync(tmp, file);
+  return file;
+}
+
+export interface GuestRequest {
+  mode: 'run' | 'bare' | 'probe';
+  nonce: string;
+  /** Environment (NAME=VALUE) then the argv: busybox `env -i` takes exactly this. */
+  env: Record<string, string>;
+  argv: string[];
+  cwd: string;
+  worktree: string | null;
+}
+
+/** Pure: the per-cell archive appended to the base initramfs (the config channel). */
+export function requestArchive(r: GuestRequest): Buffer {
+  const nul = (items: string[]) => Buffer.from(items.map((s) => `${s}\0`).join(''), 'utf8');
+  return cpioArchive([
+    { path: 'forge/mode', kind: 'file', data: Buffer.from(r.mode) },
+    { path: 'forge/nonce', kind: 'file', data: Buffer.from(r.nonce) },
+    { path: 'forge/cwd', kind: 'file', data: Buffer.from(r.cwd) },
+    { path: 'forge/worktree', kind: 'file', data: Buffer.from(r.worktree ?? '') },
+    { path: 'forge/argv', kind: 'file', data: nul([...Object.entries(r.env).map(([k, v]) => `${k}=${v}`), ...r.argv]) },
+  ]);
+}
+
+/** Pure: reads the status port's content; anything that is not our framed line is no status. */
+export function parseGuestStatus(text: string, nonce: string): { kind: 'exit'; code: number } | { kind: 'fail'; reason: string } | { kind: 'probe' } | null {
+  for (const line of text.split('\n')) {
+    const m = /^forge-status (\S+) (exit (\d+)|fail (.*)|probe ok)$/.exec(line.trim());
+    if (!m || m[1] !== nonce) continue;
+    if (m[3] !== undefined) return { kind: 'exit', code: Number(m[3]) };
+    if (m[4] !== undefined) return { kind: 'fail', reason: m[4] };
+    return { kind: 'probe' };
+  }
+  return null;
+}
