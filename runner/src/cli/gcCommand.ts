@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import Docker from 'dockerode';
 import { collectStaleContainers } from '../cells/staleContainers.js';
+import { runnerStateDir } from '../cells/cellIdentity.js';
+import { collectStaleVmCells } from '../cells/qemu/staleVmCells.js';
 import { resolveRepo } from '../workspace/attemptWorktree.js';
 import { collectStaleWorktrees, type GcItem, processAlive } from '../workspace/staleWorktrees.js';
 
@@ -9,7 +11,7 @@ export function registerGcCommand(program: Command): void {
     .command('gc')
     .description(
       'Remove what crashed runners left behind: attempt worktrees under <repo>/.forge/cells with their forge/attempt/* branches,\n' +
-        'and cell containers (label forge.cell) whose runner process is gone. Worktrees kept for review, runs still in progress\n' +
+        'cell containers (label forge.cell) and qemu cell directories whose runner process is gone. Worktrees kept for review, runs still in progress\n' +
         'and branches without a worktree are left alone.',
     )
     .option('--repo <dir>', 'repository whose .forge/cells to clean', '.')
@@ -27,6 +29,7 @@ export function registerGcCommand(program: Command): void {
       } else {
         notes.push('no Docker Engine answers: containers not checked');
       }
+      items.push(...collectStaleVmCells(runnerStateDir(), dryRun, processAlive));
       if (flags.json) {
         process.stdout.write(JSON.stringify({ dry_run: dryRun, repo, items, notes }, null, 2) + '\n');
         return;

@@ -46,7 +46,7 @@ export function judgeWorktree(e: WorktreeEntry, host: string, isAlive: (pid: num
 }
 
 export interface GcItem {
-  kind: 'worktree' | 'container';
+  kind: 'worktree' | 'container' | 'vm';
   id: string;
   action: 'removed' | 'would remove' | 'left';
   reason: string;

@@ -195,6 +195,7 @@ export class QemuCellProvider implements CellProvider {
     const accel = await this.accelerator(tools);
     const dir = join(this.cacheDir, 'cells', `bare-${randomBytes(4).toString('hex')}`);
     mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'runner.pid'), String(process.pid));
     const nonce = randomBytes(8).toString('hex');
     try {
       const initrd = join(dir, 'initrd');

@@ -131,7 +131,9 @@ export function confinedRootArgs(layout: SandboxLayout, binds: { rw: string[]; r
   for (const d of binds.rw) args.push('--bind', d, d);
   for (const d of binds.ro) args.push('--ro-bind', d, d);
   for (const d of binds.dev ?? []) args.push('--dev-bind', d, d);
-  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session');
+  // No --new-session: the confined process stays in the runner-made process group, so one
+  // group kill ends bwrap and everything under it at once (no tty is involved).
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent');
   return args;
 }
 
