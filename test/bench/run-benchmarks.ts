@@ -5,6 +5,8 @@ import { benchDockerCells } from './dockerCellOverhead.js';
 import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
 import { benchWorktreeCreation } from './worktreeCreation.js';
 import { benchFixIsolation, benchFixScaling } from './fixPipeline.js';
+import { benchQemuCells } from './qemuCellOverhead.js';
+import { findQemuTools } from '../../runner/src/cells/qemu/qemuRuntime.js';
 
 const DOCKER_BENCH_IMAGE = process.env.FORGE_BENCH_IMAGE ?? 'forge-test/busybox:1';
 
@@ -35,6 +37,15 @@ async function main(): Promise<void> {
     suites['fix pipeline scaling'] = { rounds: 3, lines: await benchFixScaling(toolchainImage, 3) };
   } else {
     console.error(`fix pipeline scaling: skipped, no engine or no image ${toolchainImage}`);
+  }
+  const qemuTools = findQemuTools();
+  if ('missing' in qemuTools) {
+    console.error(`qemu cells: skipped, ${qemuTools.missing}`);
+  } else {
+    const qemuRounds = Math.max(5, Math.floor(runs / 6));
+    console.error(`qemu cells: ${qemuRounds} interleaved pairs (each boots a VM)...`);
+    const q = await benchQemuCells(qemuTools, qemuRounds);
+    suites[`qemu cells, accelerator ${q.accelerator}`] = { rounds: qemuRounds, lines: q.lines };
   }
   if (!dockerReady) {
     console.error(`docker cells: skipped, no engine or no image ${DOCKER_BENCH_IMAGE} (scripts/ensure-dockerd.sh, scripts/build-test-images.sh)`);

@@ -6,6 +6,7 @@ import { QemuCellProvider } from '../../../runner/src/cells/providers/qemu.js';
 import { findQemuTools } from '../../../runner/src/cells/qemu/qemuRuntime.js';
 import { makeRepo } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';
+import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
 
 describe('qemu cells run real projects with host toolchains (read-only root over virtiofs)', function () {
   this.timeout(300_000);
@@ -47,6 +48,22 @@ describe('qemu cells run real projects with host toolchains (read-only root over
       const r = await provider.run({ worktree: repo.dir, cmd: 'node --test', timeout_s: 240 });
       assert.equal(r.exit_code, 0, r.output);
       assert.match(r.output, /# pass 1/);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('boots a Docker image as its root (the bake output serves docker and qemu cells)', async function () {
+    const why = await dockerUnavailable(TEST_IMAGES.busybox);
+    requireFeature(this, why === null, why ?? '');
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      const r = await provider.run({ image: TEST_IMAGES.busybox, worktree: repo.dir, cmd: 'test ! -e /usr/bin/node && test ! -e /etc/debian_version && busybox true && echo from-image >> a.txt && echo $PATH' });
+      assert.equal(r.exit_code, 0, r.output);
+      assert.equal(r.image, TEST_IMAGES.busybox);
+      assert.deepEqual(r.diff?.files.map((f) => f.path), ['a.txt']);
+      const again = await provider.run({ image: TEST_IMAGES.busybox, cmd: 'true' });
+      assert.equal(again.exit_code, 0, 'the exported root is cached and reused');
     } finally {
       repo.cleanup();
     }

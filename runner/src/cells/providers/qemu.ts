@@ -15,6 +15,7 @@ import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
+import { imageRoot } from '../qemu/imageRoot.js';
 import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from '../qemu/guestImage.js';
 import { buildQemuArgs } from '../qemu/qemuArgs.js';
 import { type Accelerator, chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, killGroup, listenUnix, type QemuTools, waitForFile } from '../qemu/qemuRuntime.js';
@@ -79,12 +80,12 @@ export class QemuCellProvider implements CellProvider {
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.allow_net !== false) throw new InputError('qemu cells have no network device in this build; drop allow_net or use --provider docker (egress allowlist)');
-    if (spec.image !== '') throw new InputError('qemu cells boot the host root read-only in this build; image roots are not supported yet (drop --image)');
     const tools = this.findTools();
     if ('missing' in tools) throw new InputError(`qemu cells unavailable: ${tools.missing}`);
     const worktree = await resolveCellWorktree(spec);
     const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
-    const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', spec.env);
+    const root = spec.image === '' ? null : await imageRoot(spec.image, this.cacheDir);
+    const cellEnv = buildCellEnvironment(root ? { ...this.env, PATH: root.path } : this.env, CELL_HOME, '/tmp', spec.env);
     const nonce = randomBytes(16).toString('hex');
     const request: GuestRequest = { mode: 'run', nonce, env: cellEnv, argv, cwd: worktree?.top ?? CELL_SCRATCH, worktree: worktree?.top ?? null };
     const requestBytes = requestArchive(request);
@@ -118,7 +119,8 @@ export class QemuCellProvider implements CellProvider {
       const initrd = join(dir, 'initrd');
       writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
       const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
-      children.push(this.startVirtiofsd(tools, '/', shares[0]!.socket, { rw: [sockDir], ro: [] }));
+      // The guest's root: the host's (masked like a host cell's) or the image's, read-only either way.
+      children.push(root ? this.startVirtiofsd(tools, root.dir, shares[0]!.socket, { rw: [sockDir], ro: [root.dir] }) : this.startVirtiofsd(tools, '/', shares[0]!.socket, { rw: [sockDir], ro: [] }));
       if (worktree) {
         shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
         const gitRo = worktree.gitMetadata && existsSync(worktree.gitMetadata) ? [worktree.gitMetadata] : [];
@@ -174,7 +176,7 @@ export class QemuCellProvider implements CellProvider {
       for (const c of children) killGroup(c);
       const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
       return assembleCellResult(
-        { cellId, provider: 'qemu', image: '', durationMs: duration, output: summary, logPath, diff, isolation, labels: spec.labels },
+        { cellId, provider: 'qemu', image: spec.image, durationMs: duration, output: summary, logPath, diff, isolation, labels: spec.labels },
         { code, signal, killReason, oomKills: 0, pidsLimitHits: 0 },
       );
     } finally {
@@ -240,7 +242,7 @@ export class QemuCellProvider implements CellProvider {
       namespaces: ['vm'],
       net: 'none',
       filesystem:
-        'own kernel (microvm); host root read-only over virtiofs with the same paths hidden as host cells (/root, /home, /run, /tmp, secrets), under a private tmpfs overlay; ' +
+        'own kernel (microvm); root read-only over virtiofs (the host root with the same paths hidden as host cells: /root, /home, /run, /tmp, secrets; or an image root), under a private tmpfs overlay; ' +
         'worktree read-write over virtiofs at its path (its .git read-only); no network device',
       masked_paths: this.layout ? [...this.layout.tmpfsMasks, ...this.layout.nullMasks] : [],
       rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
@@ -251,7 +253,7 @@ export class QemuCellProvider implements CellProvider {
         cpu_quota_cores: spec ? Math.max(1, Math.ceil(spec.limits.cpus ?? 1)) : null,
         reason: 'a VM: memory and vCPUs are the machine size; process count and rlimits are not enforced inside the guest',
       },
-      warnings: accel.accel === 'tcg' ? [`TCG (no hardware acceleration): ${accel.reason}`] : [],
+      warnings: [],
     };
   }
 }
