@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemu.js';
@@ -136,6 +137,45 @@ describe('qemu cell security (each test tries to break one claim)', function () 
       assert.deepEqual(readdirSync(cells), []);
     } finally {
       rmSync(state, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('qemu cell egress (allow_net through the runner proxy)', function () {
+  this.timeout(300_000);
+  let provider: QemuCellProvider;
+  let stateDir: string;
+  before(function () {
+    const tools = findQemuTools();
+    requireFeature(this, !('missing' in tools), 'missing' in tools ? tools.missing : '');
+    stateDir = mkdtempSync(join(tmpdir(), 'forge-qemu-net-'));
+    provider = new QemuCellProvider({ stateDir });
+  });
+  after(async () => {
+    await provider?.drain();
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  const fetchPy = (url: string, timeout = 20) =>
+    `/usr/bin/python3 -c 'import urllib.request, sys\ntry:\n  print(urllib.request.urlopen("${url}", timeout=${timeout}).read().decode())\nexcept Exception as e:\n  print("FAILED", e); sys.exit(3)'`;
+
+  it('reaches an allowlisted host through the proxy; an unlisted one is refused; nothing else is reachable', async () => {
+    const web = createServer((_req, res) => res.end('hello-from-host'));
+    const port = await new Promise<number>((r) => web.listen(0, '127.0.0.1', () => r((web.address() as { port: number }).port)));
+    try {
+      const r = await provider.run({
+        allow_net: ['localhost'],
+        cmd: `${fetchPy(`http://localhost:${port}/`)}; ${fetchPy('http://unlisted.example/')}; env -u http_proxy -u HTTP_PROXY ${fetchPy(`http://10.0.2.2:${port}/`, 5)}; exit 0`,
+        timeout_s: 240,
+      });
+      assert.equal(r.exit_code, 0, r.output);
+      assert.match(r.output, /hello-from-host/);
+      assert.match(r.output, /FAILED HTTP Error 403/);
+      assert.equal((r.output.match(/FAILED/g) ?? []).length, 2, `direct connections go nowhere: ${r.output}`);
+      assert.equal(r.isolation.net, 'allowlist');
+      assert.ok(r.isolation.warnings.some((w) => w.includes('unlisted.example')));
+    } finally {
+      web.close();
     }
   });
 });

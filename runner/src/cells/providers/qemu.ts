@@ -17,7 +17,8 @@ import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { imageRoot } from '../qemu/imageRoot.js';
 import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from '../qemu/guestImage.js';
-import { buildQemuArgs } from '../qemu/qemuArgs.js';
+import { buildQemuArgs, GUEST_PROXY } from '../qemu/qemuArgs.js';
+import { EgressProxy } from '../egressProxy.js';
 import { type Accelerator, chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, killGroup, listenUnix, type QemuTools, waitForFile } from '../qemu/qemuRuntime.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
 
@@ -45,6 +46,7 @@ export class QemuCellProvider implements CellProvider {
   private tools: QemuTools | { missing: string } | null = null;
   private accel: Promise<Accelerator> | null = null;
   private layout: SandboxLayout | null = null;
+  private egressState: Promise<{ proxy: EgressProxy; port: number }> | null = null;
 
   constructor(options: QemuCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
@@ -75,25 +77,45 @@ export class QemuCellProvider implements CellProvider {
     };
   }
 
-  async drain(): Promise<void> {}
+  /** The runner's egress proxy for allow_net cells, on the host loopback (qemu forwards to it). */
+  private egress(): Promise<{ proxy: EgressProxy; port: number }> {
+    this.egressState ??= (async () => {
+      const proxy = new EgressProxy('127.0.0.1');
+      return { proxy, port: await proxy.start() };
+    })();
+    this.egressState.catch(() => (this.egressState = null));
+    return this.egressState;
+  }
+
+  async drain(): Promise<void> {
+    const e = this.egressState;
+    this.egressState = null;
+    if (e) await (await e.catch(() => null))?.proxy.close();
+  }
 
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
-    if (spec.allow_net !== false) throw new InputError('qemu cells have no network device in this build; drop allow_net or use --provider docker (egress allowlist)');
     const tools = this.findTools();
     if ('missing' in tools) throw new InputError(`qemu cells unavailable: ${tools.missing}`);
     const worktree = await resolveCellWorktree(spec);
     const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
     const root = spec.image === '' ? null : await imageRoot(spec.image, this.cacheDir);
-    const cellEnv = buildCellEnvironment(root ? { ...this.env, PATH: root.path } : this.env, CELL_HOME, '/tmp', spec.env);
+    const cellId = newCellId();
+    const egress = spec.allow_net === false ? null : await this.egress();
+    const grant = egress && spec.allow_net !== false ? egress.proxy.grant(cellId, spec.allow_net) : null;
+    const proxyUrl = grant ? `http://${cellId}:${grant.token}@${GUEST_PROXY.host}:${GUEST_PROXY.port}` : null;
+    const netEnv: Record<string, string> = proxyUrl ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl } : {};
+    const cellEnv = buildCellEnvironment(root ? { ...this.env, PATH: root.path } : this.env, CELL_HOME, '/tmp', { ...netEnv, ...spec.env });
     const nonce = randomBytes(16).toString('hex');
-    const request: GuestRequest = { mode: 'run', nonce, env: cellEnv, argv, cwd: worktree?.top ?? CELL_SCRATCH, worktree: worktree?.top ?? null };
+    const request: GuestRequest = { mode: 'run', nonce, env: cellEnv, argv, cwd: worktree?.top ?? CELL_SCRATCH, worktree: worktree?.top ?? null, net: Boolean(egress) };
     const requestBytes = requestArchive(request);
-    if (requestBytes.length > MAX_REQUEST_BYTES) throw new InputError(`command and environment are ${requestBytes.length} bytes; qemu cells take at most ${MAX_REQUEST_BYTES}`);
+    if (requestBytes.length > MAX_REQUEST_BYTES) {
+      egress?.proxy.revoke(cellId);
+      throw new InputError(`command and environment are ${requestBytes.length} bytes; qemu cells take at most ${MAX_REQUEST_BYTES}`);
+    }
     const accel = await this.accelerator(tools);
     this.layout ??= probeSandboxLayout(this.env);
 
-    const cellId = newCellId();
     const logDir = join(this.stateDir, 'cells');
     mkdirSync(logDir, { recursive: true });
     const logPath = join(logDir, `${cellId}.log`);
@@ -105,6 +127,7 @@ export class QemuCellProvider implements CellProvider {
     const children: ChildProcess[] = [];
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
     const isolation = this.describeIsolation(accel, spec);
+    if (egress) isolation.net = 'allowlist';
     let killReason: 'timeout' | 'output' | 'cancel' | null = null;
     let qemu: ChildProcess | null = null;
     const terminate = (reason: 'timeout' | 'output' | 'cancel') => {
@@ -145,11 +168,14 @@ export class QemuCellProvider implements CellProvider {
         statusFile: join(dir, 'status'),
         outputSocket: join(dir, 'output.sock'),
         shares,
+        egressProxyPort: egress?.port ?? null,
+        busybox: tools.busybox,
       });
       const started = Date.now();
       // qemu itself is confined too: read-only host view, only this cell's directory writable.
       const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
-      qemu = spawn(tools.bwrap, [...confinedRootArgs(this.layout, { rw: [dir], ro: [tools.kernel.kernel], dev }), '--', tools.qemu, ...args], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+      // With allow_net qemu needs the host loopback (the proxy); the guest still reaches only the proxy.
+      qemu = spawn(tools.bwrap, [...confinedRootArgs(this.layout, { rw: [dir], ro: [tools.kernel.kernel], dev }, Boolean(egress)), '--', tools.qemu, ...args], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
       children.push(qemu);
       let qemuStderr = '';
       qemu.stderr!.on('data', (d: Buffer) => (qemuStderr = (qemuStderr + d.toString()).slice(-2000)));
@@ -172,6 +198,8 @@ export class QemuCellProvider implements CellProvider {
         isolation.warnings.push(why);
         code = 125;
       }
+      const denied = egress ? egress.proxy.revoke(cellId) : [];
+      if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
       const summary = collector.finish();
       for (const c of children) killGroup(c);
       const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
@@ -183,6 +211,7 @@ export class QemuCellProvider implements CellProvider {
       if (timer) clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
       collector.finish();
+      egress?.proxy.revoke(cellId);
       for (const c of children) killGroup(c);
       await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
       output?.server.close();
@@ -243,7 +272,7 @@ export class QemuCellProvider implements CellProvider {
       net: 'none',
       filesystem:
         'own kernel (microvm); root read-only over virtiofs (the host root with the same paths hidden as host cells: /root, /home, /run, /tmp, secrets; or an image root), under a private tmpfs overlay; ' +
-        'worktree read-write over virtiofs at its path (its .git read-only); no network device',
+        'worktree read-write over virtiofs at its path (its .git read-only); no network device unless allow_net (then a user-mode NIC that reaches only the runner egress proxy)',
       masked_paths: this.layout ? [...this.layout.tmpfsMasks, ...this.layout.nullMasks] : [],
       rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {

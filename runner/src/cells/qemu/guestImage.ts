@@ -79,6 +79,8 @@ export interface GuestRequest {
   argv: string[];
   cwd: string;
   worktree: string | null;
+  /** A network device is present (allow_net): configure it. */
+  net?: boolean;
 }
 
 /** Pure: the per-cell archive appended to the base initramfs (the config channel). */
@@ -89,6 +91,7 @@ export function requestArchive(r: GuestRequest): Buffer {
     { path: 'forge/nonce', kind: 'file', data: Buffer.from(r.nonce) },
     { path: 'forge/cwd', kind: 'file', data: Buffer.from(r.cwd) },
     { path: 'forge/worktree', kind: 'file', data: Buffer.from(r.worktree ?? '') },
+    { path: 'forge/net', kind: 'file', data: Buffer.from(r.net ? 'on' : 'off') },
     { path: 'forge/argv', kind: 'file', data: nul([...Object.entries(r.env).map(([k, v]) => `${k}=${v}`), ...r.argv]) },
   ]);
 }

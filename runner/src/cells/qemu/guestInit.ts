@@ -29,6 +29,11 @@ if [ "$MODE" = bare ]; then
   echo "forge-status $NONCE exit $(cat /forge/exit 2>/dev/null || echo 125)" >&3
   poweroff -f
 fi
+ip link set lo up 2>/dev/null
+if [ "$(cat /forge/net)" = on ]; then
+  # slirp's fixed addresses; restrict=on leaves only the forwarded egress proxy reachable.
+  ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 || fail "cannot configure the network"
+fi
 mkdir -p /lower /upper /newroot
 mount -t virtiofs forge-root /lower -o ro || fail "cannot mount the shared root"
 mount -t tmpfs -o mode=0755 tmpfs /upper
@@ -61,6 +66,9 @@ export const GUEST_MODULES = [
   'drivers/virtio/virtio',
   'drivers/virtio/virtio_mmio',
   'drivers/char/virtio_console',
+  'net/core/failover',
+  'drivers/net/net_failover',
+  'drivers/net/virtio_net',
   // Seeds the guest's CRNG at boot; without it getrandom() (e.g. Python's startup) blocks for seconds.
   'drivers/char/hw_random/virtio-rng',
   'fs/fuse/fuse',

@@ -13,7 +13,16 @@ export interface QemuPlan {
   outputSocket: string | null;
   /** virtiofs: tag -> vhost-user socket of its virtiofsd. */
   shares: Array<{ tag: string; socket: string }>;
+  /**
+   * allow_net: a user-mode NIC that can reach nothing (restrict=on) except the runner's
+   * egress proxy, forwarded from GUEST_PROXY inside the guest.
+   */
+  egressProxyPort?: number | null;
+  /** A static busybox on the host: its `nc` carries each forwarded connection to the proxy. */
+  busybox?: string;
 }
+
+export const GUEST_PROXY = { host: '10.0.2.100', port: 3128 } as const;
 
 export const KERNEL_ARGS = [
   'console=ttyS0', 'quiet', 'panic=-1', 'reboot=t', 'pci=off', 'nokaslr', 'no_timer_check',
@@ -36,6 +45,11 @@ export function buildQemuArgs(p: QemuPlan): string[] {
   ];
   for (const s of p.shares) args.push('-chardev', `socket,id=fs-${s.tag},path=${s.socket}`, '-device', `vhost-user-fs-device,chardev=fs-${s.tag},tag=${s.tag}`);
   args.push('-object', 'rng-random,id=rng,filename=/dev/urandom', '-device', 'virtio-rng-device,rng=rng');
+  if (p.egressProxyPort) {
+    // cmd: forwards each guest connection separately (a tcp: chardev would carry only one).
+    const forward = `cmd:${p.busybox ?? '/bin/busybox'} nc 127.0.0.1 ${p.egressProxyPort}`;
+    args.push('-netdev', `user,id=net0,restrict=on,guestfwd=tcp:${GUEST_PROXY.host}:${GUEST_PROXY.port}-${forward}`, '-device', 'virtio-net-device,netdev=net0');
+  }
   args.push('-device', 'virtio-serial-device');
   args.push('-chardev', `file,id=status,path=${p.statusFile}`, '-device', 'virtserialport,chardev=status,name=forge.status');
   if (p.outputSocket) args.push('-chardev', `socket,id=output,path=${p.outputSocket}`, '-device', 'virtserialport,chardev=output,name=forge.output');

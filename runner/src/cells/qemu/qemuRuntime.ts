@@ -122,7 +122,7 @@ export function killGroup(child: ChildProcess): void {
  * same masks as host cells, so a guest sees exactly what a host cell would, and nothing the
  * runner's own files or secrets hold.
  */
-export function confinedRootArgs(layout: SandboxLayout, binds: { rw: string[]; ro: string[]; dev?: string[] }): string[] {
+export function confinedRootArgs(layout: SandboxLayout, binds: { rw: string[]; ro: string[]; dev?: string[] }, shareNet = false): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   for (const dir of layout.tmpfsMasks) args.push('--tmpfs', dir);
   for (const dir of layout.reexposed) args.push('--ro-bind', dir, dir);
@@ -133,7 +133,7 @@ export function confinedRootArgs(layout: SandboxLayout, binds: { rw: string[]; r
   for (const d of binds.dev ?? []) args.push('--dev-bind', d, d);
   // No --new-session: the confined process stays in the runner-made process group, so one
   // group kill ends bwrap and everything under it at once (no tty is involved).
-  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent');
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', ...(shareNet ? [] : ['--unshare-net']), '--die-with-parent');
   return args;
 }
 
