@@ -62,8 +62,9 @@ describe('management: operation ledger and effect service (SQLite on disk, host 
     await apply(req('p1', 'provision'));
     assert.equal((await apply(req('p2', 'provision', 2))).reason, 'invalid_transition');
     assert.equal((await apply(req('x', 'stop', 1, 'nobody'))).reason, 'unknown_instance');
-    const qemu = { ...req('q1', 'provision', 1, 'vm'), payload: { spec: { provider: 'qemu' } } };
-    assert.equal((await apply(qemu)).reason, 'provider_unavailable');
+    const none = new Management(h.store, { get: () => null });
+    const q = req('q1', 'provision', 1, 'vm');
+    assert.equal((await none.apply(q, requestHash(q))).reason, 'provider_unavailable');
   });
 
   it('every ledger transition has its evidence row, written in the same transaction', async () => {

@@ -199,7 +199,9 @@ export class DockerCellProvider implements CellProvider {
       timer = setTimeout(() => terminate('timeout'), spec.timeout_s * 1000);
       if (options.signal?.aborted) onAbort();
       options.signal?.addEventListener('abort', onAbort);
-      const status = (await waited) as { StatusCode: number };
+      // The engine's wait answer can get lost under load (seen once in a bench: the container
+      // had exited, the wait never returned): inspection backs it up, so a cell always ends.
+      const status = await Promise.race([waited as Promise<{ StatusCode: number }>, exitedByInspection(container, () => finished)]);
       const duration = Date.now() - started;
       finished = true;
       await Promise.race([streamEnded, delay(2000)]);
@@ -219,6 +221,7 @@ export class DockerCellProvider implements CellProvider {
       options.signal?.removeEventListener('abort', onAbort);
       collector.finish();
       if (!finished) await kill();
+      finished = true;
       egress?.proxy.revoke(cellId);
       // Removal is not on the result's clock; drain() waits for it.
       this.track(container.remove({ force: true, v: true }));
@@ -259,3 +262,13 @@ export function socketFromDockerHost(host: string | undefined): string | null {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** Resolves once inspection shows the container stopped (polling slowly: the wait call is the fast path). */
+async function exitedByInspection(container: Docker.Container, settled: () => boolean): Promise<{ StatusCode: number }> {
+  for (;;) {
+    await delay(1000);
+    if (settled()) return { StatusCode: -1 }; // the race is over; the value is never read
+    const state = await container.inspect().then((i) => i.State, () => null);
+    if (state && !state.Running && (state.Status === 'exited' || state.Status === 'dead')) return { StatusCode: state.ExitCode };
+  }
+}

@@ -72,7 +72,7 @@ export function baseInitramfs(cacheDir: string, kernel: GuestKernel, busybox: st
 }
 
 export interface GuestRequest {
-  mode: 'run' | 'bare' | 'probe';
+  mode: 'run' | 'bare' | 'probe' | 'instance';
   nonce: string;
   /** Environment (NAME=VALUE) then the argv: busybox `env -i` takes exactly this. */
   env: Record<string, string>;
@@ -81,6 +81,8 @@ export interface GuestRequest {
   worktree: string | null;
   /** A network device is present (allow_net): configure it. */
   net?: boolean;
+  /** instance mode: the readiness probe argv (same environment); empty = ready once started. */
+  readiness?: string[];
 }
 
 /** Pure: the per-cell archive appended to the base initramfs (the config channel). */
@@ -92,6 +94,7 @@ export function requestArchive(r: GuestRequest): Buffer {
     { path: 'forge/cwd', kind: 'file', data: Buffer.from(r.cwd) },
     { path: 'forge/worktree', kind: 'file', data: Buffer.from(r.worktree ?? '') },
     { path: 'forge/net', kind: 'file', data: Buffer.from(r.net ? 'on' : 'off') },
+    { path: 'forge/readiness', kind: 'file', data: r.readiness?.length ? nul([...Object.entries(r.env).map(([k, v]) => `${k}=${v}`), ...r.readiness]) : Buffer.alloc(0) },
     { path: 'forge/argv', kind: 'file', data: nul([...Object.entries(r.env).map(([k, v]) => `${k}=${v}`), ...r.argv]) },
   ]);
 }
@@ -106,4 +109,9 @@ export function parseGuestStatus(text: string, nonce: string): { kind: 'exit'; c
     return { kind: 'probe' };
   }
   return null;
+}
+
+/** Pure: did this boot (nonce) report its instance ready? */
+export function guestReportedReady(text: string, nonce: string): boolean {
+  return text.split('\n').some((l) => l.trim() === `forge-status ${nonce} ready`);
 }

@@ -52,6 +52,23 @@ if [ -n "$WT" ]; then
 fi
 CWD=$(cat /forge/cwd)
 sync
+if [ "$MODE" = instance ]; then
+  # A long-lived instance: start the command, report ready once the readiness probe passes.
+  xargs -0 -x chroot /newroot /.forge/busybox sh -c 'cd "$1" || exit 126; shift; exec /.forge/busybox env -i "$@"' forge "$CWD" < /forge/argv >&4 2>&4 3>&- &
+  CHILD=$!
+  if [ -s /forge/readiness ]; then
+    until xargs -0 -x chroot /newroot /.forge/busybox sh -c 'cd "$1" || exit 126; shift; exec /.forge/busybox env -i "$@"' forge "$CWD" < /forge/readiness >/dev/null 2>&1 3>&- 4>&-; do
+      kill -0 $CHILD 2>/dev/null || break
+      sleep 0.2
+    done
+  fi
+  kill -0 $CHILD 2>/dev/null && echo "forge-status $NONCE ready" >&3
+  wait $CHILD
+  code=$?
+  sync
+  echo "forge-status $NONCE exit $code" >&3
+  poweroff -f
+fi
 xargs -0 -x chroot /newroot /.forge/busybox sh -c 'cd "$1" || exit 126; shift; /.forge/busybox env -i "$@"; echo $? > /.forge/exit' forge "$CWD" < /forge/argv >&4 2>&4 3>&-
 code=$?
 [ -f /newroot/.forge/exit ] && code=$(cat /newroot/.forge/exit)

@@ -1,0 +1,201 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CELL_HOME, CELL_SCRATCH } from '../../cells/bubblewrapArgs.js';
+import { buildCellEnvironment } from '../../cells/cellEnvironment.js';
+import { runnerStateDir } from '../../cells/cellIdentity.js';
+import { baseInitramfs, guestReportedReady, requestArchive } from '../../cells/qemu/guestImage.js';
+import { buildQemuArgs } from '../../cells/qemu/qemuArgs.js';
+import { chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, type QemuTools, waitForFile } from '../../cells/qemu/qemuRuntime.js';
+import { probeSandboxLayout } from '../../cells/sandboxLayout.js';
+import type { Observation } from '../../protocol/instanceCell.js';
+import { capabilityDescriptor } from '../capabilityMatrix.js';
+import { instanceKey } from './hostInstanceProvider.js';
+import type { EffectOutcome, InstanceProvider, InstanceRef, ProbeOutcome } from './instanceProvider.js';
+
+const DEFAULT_COMMAND = ['sleep', 'infinity'];
+const DEFAULT_MEMORY_MIB = 512;
+
+/**
+ * Long-lived micro-VMs: the same kernel, initramfs and read-only host root over virtiofs as
+ * qemu cells, but detached from the runner (they outlive it) and booted in instance mode,
+ * where /init starts the command and reports `ready` on the status port once the spec's
+ * readiness probe passes inside the guest. One directory per incarnation holds its boot
+ * files and pids; the provider's journal records each start and stop it made.
+ */
+export class QemuInstanceProvider implements InstanceProvider {
+  readonly name = 'qemu' as const;
+  private readonly root: string;
+  private readonly cacheDir: string;
+  private tools: QemuTools | { missing: string } | null = null;
+
+  constructor(options: { stateDir?: string } = {}) {
+    const stateDir = options.stateDir ?? runnerStateDir();
+    this.root = join(stateDir, 'instances', 'qemu');
+    this.cacheDir = join(stateDir, 'qemu');
+  }
+
+  capabilities() {
+    return capabilityDescriptor('qemu');
+  }
+
+  async available() {
+    const t = (this.tools ??= findQemuTools());
+    return 'missing' in t ? { ok: false, reason: t.missing } : { ok: true, reason: `qemu microvm (${t.kernel.kernel})` };
+  }
+
+  incarnationDir(instanceId: string, generation: number): string {
+    return join(this.root, instanceKey(instanceId), `g${generation}`);
+  }
+
+  async create(ref: InstanceRef): Promise<EffectOutcome> {
+    const dir = this.incarnationDir(ref.instance_id, ref.generation);
+    mkdirSync(join(dir, '..'), { recursive: true });
+    try {
+      mkdirSync(dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const obs = await this.inspect(ref.instance_id, ref.generation);
+      if (obs.runtime_state !== 'created') return { changed: false, observation: obs };
+    }
+    writeFileSync(join(dir, 'spec.json'), JSON.stringify({ operation_id: ref.operation_id, spec: ref.spec }));
+    await this.boot(dir, ref);
+    return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
+  }
+
+  async start(ref: InstanceRef): Promise<EffectOutcome> {
+    const obs = await this.inspect(ref.instance_id, ref.generation);
+    if (obs.runtime_state === 'running') return { changed: false, observation: obs };
+    if (obs.runtime_state === 'absent' || obs.runtime_state === 'removed') throw new Error(`instance ${ref.instance_id} generation ${ref.generation} has no runtime (${obs.runtime_state}); provision a new generation`);
+    await this.boot(this.incarnationDir(ref.instance_id, ref.generation), ref);
+    return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
+  }
+
+  async stop(ref: InstanceRef): Promise<EffectOutcome> {
+    const dir = this.incarnationDir(ref.instance_id, ref.generation);
+    const changed = this.halt(dir);
+    return { changed, observation: await this.inspect(ref.instance_id, ref.generation) };
+  }
+
+  async destroy(ref: InstanceRef): Promise<EffectOutcome> {
+    const dir = this.incarnationDir(ref.instance_id, ref.generation);
+    if (!existsSync(dir) || existsSync(join(dir, 'destroyed'))) return { changed: false, observation: await this.inspect(ref.instance_id, ref.generation) };
+    this.halt(dir);
+    for (const entry of readdirSync(dir)) if (entry !== 'journal') rmSync(join(dir, entry), { recursive: true, force: true });
+    writeFileSync(join(dir, 'destroyed'), `${ref.operation_id}\n`);
+    return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
+  }
+
+  async inspect(instanceId: string, generation: number): Promise<Observation> {
+    const dir = this.incarnationDir(instanceId, generation);
+    const base = { generation, runtime_id: null as string | null };
+    if (!existsSync(dir)) return { ...base, runtime_state: 'absent' };
+    if (existsSync(join(dir, 'destroyed'))) return { ...base, runtime_state: 'removed' };
+    const pid = livePid(join(dir, 'qemu.pid'), dir);
+    if (pid !== null) return { generation, runtime_state: 'running', runtime_id: `vm:${pid}` };
+    return { ...base, runtime_state: existsSync(join(dir, 'journal')) ? 'exited' : 'created' };
+  }
+
+  async probe(ref: InstanceRef): Promise<ProbeOutcome> {
+    const dir = this.incarnationDir(ref.instance_id, ref.generation);
+    if (livePid(join(dir, 'qemu.pid'), dir) === null) return { ready: false, detail: 'VM not running' };
+    const nonce = readOr(join(dir, 'boot', 'nonce'));
+    const status = readOr(join(dir, 'boot', 'status'));
+    return guestReportedReady(status, nonce) ? { ready: true, detail: 'guest reported ready' } : { ready: false, detail: 'guest has not reported ready' };
+  }
+
+  journal(instanceId: string, generation: number): string[] {
+    return readOr(join(this.incarnationDir(instanceId, generation), 'journal')).split('\n').filter(Boolean);
+  }
+
+  private async boot(dir: string, ref: InstanceRef): Promise<void> {
+    const tools = (this.tools ??= findQemuTools());
+    if ('missing' in tools) throw new Error(`qemu instances unavailable: ${tools.missing}`);
+    const accel = await chooseAccelerator(tools, this.cacheDir);
+    const layout = probeSandboxLayout(process.env);
+    const boot = join(dir, 'boot');
+    rmSync(boot, { recursive: true, force: true });
+    const sock = join(boot, 'sock');
+    mkdirSync(sock, { recursive: true, mode: 0o700 });
+    const nonce = randomBytes(16).toString('hex');
+    writeFileSync(join(boot, 'nonce'), nonce);
+    const env = buildCellEnvironment(process.env, CELL_HOME, '/tmp', { ...ref.spec.env, FORGE_INSTANCE_ID: ref.instance_id, FORGE_INSTANCE_GENERATION: String(ref.generation) });
+    const initrd = join(boot, 'initrd');
+    writeFileSync(
+      initrd,
+      Buffer.concat([
+        readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)),
+        requestArchive({ mode: 'instance', nonce, env, argv: ref.spec.command ?? DEFAULT_COMMAND, cwd: CELL_SCRATCH, worktree: null, readiness: ref.spec.readiness ?? [] }),
+      ]),
+    );
+    // Detached on purpose: an instance outlives the runner that started it (no --die-with-parent).
+    const detachedRoot = (binds: { rw: string[]; ro: string[]; dev?: string[] }) => confinedRootArgs(layout, binds).filter((a) => a !== '--die-with-parent');
+    const vfsSock = join(sock, 'root.sock');
+    const vfs = spawn(tools.bwrap, [...detachedRoot({ rw: [sock], ro: [] }), '--', tools.virtiofsd, `--socket-path=${vfsSock}`, '-o', 'source=/', '-o', 'cache=auto', '-o', 'sandbox=chroot', '-o', 'log_level=err'], { detached: true, stdio: 'ignore' });
+    vfs.unref();
+    writeFileSync(join(dir, 'virtiofsd.pid'), String(vfs.pid));
+    if (!(await waitForFile(vfsSock, 5000, vfs))) throw new Error('virtiofsd did not start');
+    const args = buildQemuArgs({
+      accel: accel.accel,
+      kernel: tools.kernel.kernel,
+      initrd,
+      memoryMib: Math.max(256, ref.spec.memory_mib ?? DEFAULT_MEMORY_MIB),
+      cpus: 1,
+      tscKhz: hostTscKhz(),
+      consoleLog: join(boot, 'console.log'),
+      statusFile: join(boot, 'status'),
+      outputSocket: null,
+      shares: [{ tag: 'forge-root', socket: vfsSock }],
+    });
+    // The command's output port goes to a file here (a long-lived instance has no reader).
+    args.push('-chardev', `file,id=output,path=${join(boot, 'output.log')}`, '-device', 'virtserialport,chardev=output,name=forge.output');
+    const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
+    const qemu = spawn(tools.bwrap, [...detachedRoot({ rw: [boot], ro: [tools.kernel.kernel], dev }), '--', tools.qemu, ...args], { detached: true, stdio: 'ignore' });
+    qemu.unref();
+    writeFileSync(join(dir, 'qemu.pid'), String(qemu.pid));
+    appendFileSync(join(dir, 'journal'), `start ${qemu.pid} ${Date.now()}\n`);
+  }
+
+  /** Stops the VM and its virtiofsd; true when something was running. */
+  private halt(dir: string): boolean {
+    const pid = livePid(join(dir, 'qemu.pid'), dir);
+    for (const f of ['qemu.pid', 'virtiofsd.pid']) {
+      const p = livePid(join(dir, f), dir);
+      if (p !== null) {
+        try {
+          process.kill(-p, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    }
+    if (pid === null) return false;
+    const until = Date.now() + 5000;
+    while (Date.now() < until && livePid(join(dir, 'qemu.pid'), dir) !== null) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    appendFileSync(join(dir, 'journal'), `stop ${pid} ${Date.now()}\n`);
+    return true;
+  }
+}
+
+function readOr(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** The pid in `file` if that process is alive and its command line names `dir`. */
+function livePid(file: string, dir: string): number | null {
+  const pid = Number(readOr(file).trim());
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return cmdline.includes(dir) && state !== 'Z' ? pid : null;
+  } catch {
+    return null;
+  }
+}
