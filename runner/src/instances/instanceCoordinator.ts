@@ -159,6 +159,7 @@ function parseSpec(raw: unknown): InstanceSpec {
   const r = InstanceSpecSchema.safeParse(raw);
   if (!r.success) throw new InputError(describeZodError('instance spec', r.error));
   if (r.data.provider === 'docker' && !r.data.image) throw new InputError('a docker instance needs an image: pass --image or set "image" in the spec');
+  if (r.data.provider === 'qemu' && r.data.allow_net) throw new InputError('qemu instances have no network device in this build; drop allow_net or use a docker instance');
   return r.data;
 }
 

@@ -50,6 +50,7 @@ export class QemuInstanceProvider implements InstanceProvider {
   }
 
   async create(ref: InstanceRef): Promise<EffectOutcome> {
+    if (ref.spec.allow_net) throw new Error('qemu instances have no network device in this build; drop allow_net or use a docker instance');
     const dir = this.incarnationDir(ref.instance_id, ref.generation);
     mkdirSync(join(dir, '..'), { recursive: true });
     try {
