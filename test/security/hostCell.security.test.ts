@@ -10,22 +10,10 @@ import { HostCellProvider } from '../../runner/src/cells/providers/host.js';
 import { captureWorktreeDiff } from '../../runner/src/workspace/captureWorktreeDiff.js';
 import { git, makeRepo } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
+import { processesWith } from '../helpers/processes.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
-/** Live (non-zombie) processes whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const state = /^State:\s+(\S)/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1];
-      if (cmdline.includes(marker) && state !== 'Z') found.push(Number(entry));
-    } catch { /* exited */ }
-  }
-  return found;
-}
 
 describe('host cell security (each test tries to break one claim)', function () {
   this.timeout(180_000);

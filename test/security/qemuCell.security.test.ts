@@ -1,31 +1,17 @@
 // Each test tries to break one claim of the qemu provider from inside the guest.
 import assert from 'node:assert/strict';
+import { requireQemu } from '../helpers/qemu.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemu.js';
-import { findQemuTools } from '../../runner/src/cells/qemu/qemuRuntime.js';
 import { makeRepo } from '../helpers/gitRepo.js';
-import { requireFeature } from '../helpers/requirement.js';
+import { processesWith } from '../helpers/processes.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const state = /^State:\s+(\S)/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1];
-      if (cmdline.includes(marker) && state !== 'Z') found.push(Number(entry));
-    } catch {
-      /* exited */
-    }
-  }
-  return found;
-}
 
 describe('qemu cell security (each test tries to break one claim)', function () {
   this.timeout(300_000);
@@ -33,8 +19,7 @@ describe('qemu cell security (each test tries to break one claim)', function () 
   let stateDir: string;
 
   before(function () {
-    const tools = findQemuTools();
-    requireFeature(this, !('missing' in tools), 'missing' in tools ? tools.missing : '');
+    requireQemu(this);
     stateDir = mkdtempSync(join(tmpdir(), 'forge-qemu-sec-'));
     provider = new QemuCellProvider({ stateDir });
   });
@@ -146,8 +131,7 @@ describe('qemu cell egress (allow_net through the runner proxy)', function () {
   let provider: QemuCellProvider;
   let stateDir: string;
   before(function () {
-    const tools = findQemuTools();
-    requireFeature(this, !('missing' in tools), 'missing' in tools ? tools.missing : '');
+    requireQemu(this);
     stateDir = mkdtempSync(join(tmpdir(), 'forge-qemu-net-'));
     provider = new QemuCellProvider({ stateDir });
   });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
+import { requireQemu } from '../../helpers/qemu.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../../runner/src/cells/providers/qemu.js';
-import { findQemuTools } from '../../../runner/src/cells/qemu/qemuRuntime.js';
 import { makeRepo } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
@@ -13,8 +13,7 @@ describe('qemu cells run real projects with host toolchains (read-only root over
   let provider: QemuCellProvider;
   let stateDir: string;
   before(function () {
-    const tools = findQemuTools();
-    requireFeature(this, !('missing' in tools), 'missing' in tools ? tools.missing : '');
+    requireQemu(this);
     stateDir = mkdtempSync(join(tmpdir(), 'forge-qemu-proj-'));
     provider = new QemuCellProvider({ stateDir });
   });

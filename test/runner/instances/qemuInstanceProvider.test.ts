@@ -1,6 +1,5 @@
-import { findQemuTools } from '../../../runner/src/cells/qemu/qemuRuntime.js';
+import { requireQemu } from '../../helpers/qemu.js';
 import { QemuInstanceProvider } from '../../../runner/src/instances/providers/qemuInstanceProvider.js';
-import { requireFeature } from '../../helpers/requirement.js';
 import { describeInstanceProviderConformance } from './instanceProviderConformance.js';
 
 describeInstanceProviderConformance({
@@ -8,7 +7,6 @@ describeInstanceProviderConformance({
   make: (stateDir) => new QemuInstanceProvider({ stateDir }),
   spec: { provider: 'qemu', memory_mib: 256 },
   require: async (ctx) => {
-    const tools = findQemuTools();
-    requireFeature(ctx, !('missing' in tools), 'missing' in tools ? tools.missing : '');
+    requireQemu(ctx);
   },
 });

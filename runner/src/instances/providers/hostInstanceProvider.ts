@@ -1,13 +1,14 @@
 import { execa } from 'execa';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runnerStateDir } from '../../cells/cellIdentity.js';
 import { buildCellEnvironment } from '../../cells/cellEnvironment.js';
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
 import type { EffectOutcome, InstanceProvider, InstanceRef, ProbeOutcome } from './instanceProvider.js';
+import { isTombstoned, journalLines, livePid, observeIncarnation, tombstone } from './incarnationFiles.js';
 
 /**
  * The supervisor every host instance runs under. It records its own start and stop in the
@@ -90,23 +91,16 @@ export class HostInstanceProvider implements InstanceProvider {
 
   async destroy(ref: InstanceRef): Promise<EffectOutcome> {
     const dir = this.incarnationDir(ref.instance_id, ref.generation);
-    if (!existsSync(dir) || existsSync(join(dir, 'destroyed'))) return { changed: false, observation: await this.inspect(ref.instance_id, ref.generation) };
+    if (isTombstoned(dir)) return { changed: false, observation: await this.inspect(ref.instance_id, ref.generation) };
     const pid = this.livePid(dir);
     if (pid !== null) await terminateGroup(pid);
-    // Keep the journal (the effect record) and a tombstone; drop everything else.
-    for (const entry of readdirSync(dir)) if (entry !== 'journal') rmSync(join(dir, entry), { recursive: true, force: true });
-    writeFileSync(join(dir, 'destroyed'), `${ref.operation_id}\n`);
+    tombstone(dir, ref.operation_id);
     return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
   }
 
   async inspect(instanceId: string, generation: number): Promise<Observation> {
     const dir = this.incarnationDir(instanceId, generation);
-    const base = { generation, runtime_id: null as string | null };
-    if (!existsSync(dir)) return { ...base, runtime_state: 'absent' };
-    if (existsSync(join(dir, 'destroyed'))) return { ...base, runtime_state: 'removed' };
-    const pid = this.livePid(dir);
-    if (pid !== null) return { generation, runtime_state: 'running', runtime_id: `pid:${pid}` };
-    return { ...base, runtime_state: existsSync(join(dir, 'journal')) ? 'exited' : 'created' };
+    return observeIncarnation(dir, generation, this.livePid(dir), 'pid');
   }
 
   async probe(ref: InstanceRef): Promise<ProbeOutcome> {
@@ -120,8 +114,7 @@ export class HostInstanceProvider implements InstanceProvider {
 
   /** Effect journal lines (start/stop/exit) of one incarnation: what really happened. */
   journal(instanceId: string, generation: number): string[] {
-    const file = join(this.incarnationDir(instanceId, generation), 'journal');
-    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+    return journalLines(this.incarnationDir(instanceId, generation));
   }
 
   private environment(dir: string, ref: InstanceRef): Record<string, string> {
@@ -161,21 +154,7 @@ export class HostInstanceProvider implements InstanceProvider {
 
   /** The supervisor's pid if it is alive and really ours (its command line names our dir). */
   private livePid(dir: string): number | null {
-    let pid: number;
-    try {
-      pid = Number(readFileSync(join(dir, 'pid'), 'utf8').trim());
-    } catch {
-      return null;
-    }
-    if (!Number.isInteger(pid) || pid <= 0) return null;
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-      return cmdline.includes(dir) && state !== 'Z' ? pid : null;
-    } catch {
-      return null;
-    }
+    return livePid(join(dir, 'pid'), dir);
   }
 }
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CELL_HOME, CELL_SCRATCH } from '../../cells/bubblewrapArgs.js';
 import { buildCellEnvironment } from '../../cells/cellEnvironment.js';
@@ -12,6 +12,7 @@ import { probeSandboxLayout } from '../../cells/sandboxLayout.js';
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
 import { instanceKey } from './hostInstanceProvider.js';
+import { isTombstoned, journalLines, livePid, observeIncarnation, readOr, tombstone } from './incarnationFiles.js';
 import type { EffectOutcome, InstanceProvider, InstanceRef, ProbeOutcome } from './instanceProvider.js';
 
 const DEFAULT_COMMAND = ['sleep', 'infinity'];
@@ -81,21 +82,15 @@ export class QemuInstanceProvider implements InstanceProvider {
 
   async destroy(ref: InstanceRef): Promise<EffectOutcome> {
     const dir = this.incarnationDir(ref.instance_id, ref.generation);
-    if (!existsSync(dir) || existsSync(join(dir, 'destroyed'))) return { changed: false, observation: await this.inspect(ref.instance_id, ref.generation) };
+    if (isTombstoned(dir)) return { changed: false, observation: await this.inspect(ref.instance_id, ref.generation) };
     this.halt(dir);
-    for (const entry of readdirSync(dir)) if (entry !== 'journal') rmSync(join(dir, entry), { recursive: true, force: true });
-    writeFileSync(join(dir, 'destroyed'), `${ref.operation_id}\n`);
+    tombstone(dir, ref.operation_id);
     return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
   }
 
   async inspect(instanceId: string, generation: number): Promise<Observation> {
     const dir = this.incarnationDir(instanceId, generation);
-    const base = { generation, runtime_id: null as string | null };
-    if (!existsSync(dir)) return { ...base, runtime_state: 'absent' };
-    if (existsSync(join(dir, 'destroyed'))) return { ...base, runtime_state: 'removed' };
-    const pid = livePid(join(dir, 'qemu.pid'), dir);
-    if (pid !== null) return { generation, runtime_state: 'running', runtime_id: `vm:${pid}` };
-    return { ...base, runtime_state: existsSync(join(dir, 'journal')) ? 'exited' : 'created' };
+    return observeIncarnation(dir, generation, livePid(join(dir, 'qemu.pid'), dir), 'vm');
   }
 
   async probe(ref: InstanceRef): Promise<ProbeOutcome> {
@@ -107,7 +102,7 @@ export class QemuInstanceProvider implements InstanceProvider {
   }
 
   journal(instanceId: string, generation: number): string[] {
-    return readOr(join(this.incarnationDir(instanceId, generation), 'journal')).split('\n').filter(Boolean);
+    return journalLines(this.incarnationDir(instanceId, generation));
   }
 
   private async boot(dir: string, ref: InstanceRef): Promise<void> {
@@ -176,27 +171,5 @@ export class QemuInstanceProvider implements InstanceProvider {
     while (Date.now() < until && livePid(join(dir, 'qemu.pid'), dir) !== null) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
     appendFileSync(join(dir, 'journal'), `stop ${pid} ${Date.now()}\n`);
     return true;
-  }
-}
-
-function readOr(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/** The pid in `file` if that process is alive and its command line names `dir`. */
-function livePid(file: string, dir: string): number | null {
-  const pid = Number(readOr(file).trim());
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return cmdline.includes(dir) && state !== 'Z' ? pid : null;
-  } catch {
-    return null;
   }
 }
