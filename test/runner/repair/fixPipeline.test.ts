@@ -10,6 +10,7 @@ import { FixReportSchema } from '../../../runner/src/protocol/fixReport.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
 import { git } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';
+import { requireQemu } from '../../helpers/qemu.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 const SAMPLES = join(process.cwd(), 'samples');
@@ -89,6 +90,21 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       }
     });
   }
+
+  it('js-slug: fixed with every command in a qemu micro-VM (host root read-only, worktree shared)', function () {
+    requireQemu(this);
+    this.timeout(600_000);
+    const repo = sampleRepo('js-slug');
+    try {
+      const r = fix(repo.dir, ['--provider', 'qemu', '--issue-file', issue('js-slug'), '--model', replay('js-slug'), '--attempts', '2']);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.report!.provider, 'qemu');
+      assert.ok(r.report!.winner, 'a winner chosen by tests that ran in VMs');
+      assert.equal(git(repo.dir, 'status', '--porcelain'), '', 'the user tree is untouched');
+    } finally {
+      repo.cleanup();
+    }
+  });
 
   it('--install-cmd runs in a cell on every worktree before the tests; a failing one stops the run', () => {
     const repo = sampleRepo('c-clamp');
