@@ -8,7 +8,7 @@ import { buildCellEnvironment } from '../../cells/cellEnvironment.js';
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
 import type { EffectOutcome, InstanceProvider, InstanceRef, ProbeOutcome } from './instanceProvider.js';
-import { isTombstoned, journalLines, livePid, observeIncarnation, tombstone } from './incarnationFiles.js';
+import { isTombstoned, journalLines, livePid, observeIncarnation, startDecision, tombstone } from './incarnationFiles.js';
 
 /**
  * The supervisor every host instance runs under. It records its own start and stop in the
@@ -75,8 +75,7 @@ export class HostInstanceProvider implements InstanceProvider {
 
   async start(ref: InstanceRef): Promise<EffectOutcome> {
     const obs = await this.inspect(ref.instance_id, ref.generation);
-    if (obs.runtime_state === 'running') return { changed: false, observation: obs };
-    if (obs.runtime_state === 'absent' || obs.runtime_state === 'removed') throw new Error(`instance ${ref.instance_id} generation ${ref.generation} has no runtime (${obs.runtime_state}); provision a new generation`);
+    if (startDecision(obs, ref.instance_id) === 'already_running') return { changed: false, observation: obs };
     await this.launch(this.incarnationDir(ref.instance_id, ref.generation), ref);
     return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
   }

@@ -52,3 +52,15 @@ export function tombstone(dir: string, operationId: string): void {
 export function journalLines(dir: string): string[] {
   return readOr(join(dir, 'journal')).split('\n').filter(Boolean);
 }
+
+/**
+ * Pure: what `start` does for an incarnation observed in `obs`. Running: nothing (no new
+ * effect). Never made or destroyed: refused, a new generation is needed. Otherwise launch.
+ */
+export function startDecision(obs: Observation, instanceId: string): 'already_running' | 'launch' {
+  if (obs.runtime_state === 'running') return 'already_running';
+  if (obs.runtime_state === 'absent' || obs.runtime_state === 'removed') {
+    throw new Error(`instance ${instanceId} generation ${obs.generation} has no runtime (${obs.runtime_state}); provision a new generation`);
+  }
+  return 'launch';
+}

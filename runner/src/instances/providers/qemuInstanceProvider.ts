@@ -12,7 +12,7 @@ import { probeSandboxLayout } from '../../cells/sandboxLayout.js';
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
 import { instanceKey } from './hostInstanceProvider.js';
-import { isTombstoned, journalLines, livePid, observeIncarnation, readOr, tombstone } from './incarnationFiles.js';
+import { isTombstoned, journalLines, livePid, observeIncarnation, startDecision, readOr, tombstone } from './incarnationFiles.js';
 import type { EffectOutcome, InstanceProvider, InstanceRef, ProbeOutcome } from './instanceProvider.js';
 
 const DEFAULT_COMMAND = ['sleep', 'infinity'];
@@ -68,8 +68,7 @@ export class QemuInstanceProvider implements InstanceProvider {
 
   async start(ref: InstanceRef): Promise<EffectOutcome> {
     const obs = await this.inspect(ref.instance_id, ref.generation);
-    if (obs.runtime_state === 'running') return { changed: false, observation: obs };
-    if (obs.runtime_state === 'absent' || obs.runtime_state === 'removed') throw new Error(`instance ${ref.instance_id} generation ${ref.generation} has no runtime (${obs.runtime_state}); provision a new generation`);
+    if (startDecision(obs, ref.instance_id) === 'already_running') return { changed: false, observation: obs };
     await this.boot(this.incarnationDir(ref.instance_id, ref.generation), ref);
     return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
   }
