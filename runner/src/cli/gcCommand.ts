@@ -1,10 +1,5 @@
 import type { Command } from 'commander';
-import Docker from 'dockerode';
-import { collectStaleContainers } from '../cells/staleContainers.js';
-import { runnerStateDir } from '../cells/cellIdentity.js';
-import { collectStaleVmCells } from '../cells/qemu/staleVmCells.js';
-import { resolveRepo } from '../workspace/attemptWorktree.js';
-import { collectStaleWorktrees, type GcItem, processAlive } from '../workspace/staleWorktrees.js';
+import { collectGarbage } from '../cells/garbageCollection.js';
 
 export function registerGcCommand(program: Command): void {
   program
@@ -19,17 +14,7 @@ export function registerGcCommand(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (flags: { repo: string; dryRun?: boolean; json?: boolean }) => {
       const dryRun = flags.dryRun ?? false;
-      const notes: string[] = [];
-      const items: GcItem[] = [];
-      const repo = await resolveRepo(flags.repo);
-      items.push(...(await collectStaleWorktrees(repo, dryRun)));
-      const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-      if (await docker.ping().then(() => true, () => false)) {
-        items.push(...(await collectStaleContainers(docker, dryRun, processAlive)));
-      } else {
-        notes.push('no Docker Engine answers: containers not checked');
-      }
-      items.push(...collectStaleVmCells(runnerStateDir(), dryRun, processAlive));
+      const { repo, items, notes } = await collectGarbage(flags.repo, dryRun);
       if (flags.json) {
         process.stdout.write(JSON.stringify({ dry_run: dryRun, repo, items, notes }, null, 2) + '\n');
         return;

@@ -14,6 +14,7 @@ import {
   PROTOCOL_VERSION,
   VersionEnvelopeSchema,
 } from './instanceCell.js';
+import { ModelReplyRequestSchema, ModelReplySchema, REQUEST_MODEL_REPLY, RPC_FIX_METHODS, RPC_FIX_NOTIFICATIONS } from './rpcFix.js';
 import { InstanceChangedNotificationSchema, NOTIFICATION_INSTANCE_CHANGED, RPC_INSTANCE_METHODS } from './rpcInstances.js';
 
 /**
@@ -29,6 +30,7 @@ export function schemaCatalog(): Record<string, unknown> {
     'fix-report.schema.json': withId('fix-report', z.toJSONSchema(FixReportSchema, { io: 'output' })),
     'instance-cell-v1.schema.json': instanceCellContract(),
     'rpc-instances.schema.json': rpcInstanceMethods(),
+    'rpc-fix.schema.json': rpcFixMethods(),
   };
 }
 
@@ -69,6 +71,26 @@ function rpcInstanceMethods(): Record<string, unknown> {
     description: 'JSON-RPC 2.0 methods (params/result) and notifications of the runner for durable instances.',
     methods,
     notifications: { [NOTIFICATION_INSTANCE_CHANGED]: strip(z.toJSONSchema(InstanceChangedNotificationSchema, { io: 'output' })) },
+  };
+}
+
+/** The JSON-RPC fix, review and cell methods, their notifications, and the one request the runner sends the client. */
+function rpcFixMethods(): Record<string, unknown> {
+  const methods: Record<string, unknown> = {};
+  for (const [name, m] of Object.entries(RPC_FIX_METHODS)) {
+    methods[name] = { params: strip(z.toJSONSchema(m.params, { io: 'input' })), result: strip(z.toJSONSchema(m.result, { io: 'output' })) };
+  }
+  const notifications: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(RPC_FIX_NOTIFICATIONS)) notifications[name] = strip(z.toJSONSchema(s, { io: 'output' }));
+  return {
+    $id: 'https://forge-cells.dev/schemas/rpc-fix.schema.json',
+    title: 'forge-runner serve --stdio: fix, review and cell methods',
+    description: 'JSON-RPC 2.0 methods (params/result), notifications pushed by the runner, and client requests (runner -> client).',
+    methods,
+    notifications,
+    client_requests: {
+      [REQUEST_MODEL_REPLY]: { params: strip(z.toJSONSchema(ModelReplyRequestSchema, { io: 'output' })), result: strip(z.toJSONSchema(ModelReplySchema, { io: 'input' })) },
+    },
   };
 }
 

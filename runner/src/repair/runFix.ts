@@ -51,6 +51,8 @@ export interface FixOptions {
   signal?: AbortSignal;
   /** Continue this run (its runner died): finished attempts are kept, the rest redone. */
   resumeRunId?: string;
+  /** Called once the run is recorded in the store (before the baseline). */
+  onRunCreated?: (runId: string) => void;
 }
 
 export interface FixOutcome {
@@ -81,11 +83,12 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
   const { runId, repo, base, testCmd, temperatures, resumed, installCmd } = opts.resumeRunId
     ? await resumeRun(store, opts.resumeRunId)
     : await startRun(store, opts);
+  opts.onRunCreated?.(runId);
   opts.progress(`run ${runId}: ${resumed ? 'resumed, ' : ''}${temperatures.length} attempt(s) on ${opts.provider.name}${opts.image ? ` (${opts.image})` : ''}, tests: ${testCmd}`);
 
   const cell = async (worktree: string, command: string, purpose: string, attemptIdx: number | null): Promise<CellResult> => {
     const r = await opts.provider.run(
-      { image: opts.image, worktree, cmd: command, timeout_s: opts.cellTimeoutS, labels: { 'forge.run': runId, 'forge.purpose': purpose } },
+      { image: opts.image, worktree, cmd: command, timeout_s: opts.cellTimeoutS, labels: { 'forge.run': runId, 'forge.purpose': purpose, ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }) } },
       opts.signal ? { signal: opts.signal } : {},
     );
     store.recordCell(runId, attemptIdx, purpose, r, command);
@@ -119,6 +122,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       } finally {
         await destroyAttemptWorktree(baselineWt);
       }
+      throwIfCancelled(opts.signal);
       baseline = judgeTestRun(baselineRun.exit_code, baselineRun.output, null);
       baselineReport = parseTestOutput(baselineRun.output);
       store.setBaseline(runId, { verdict: baseline, tests: baselineReport ? [...baselineReport.tests] : [], framework: baselineReport?.framework ?? null });
@@ -143,6 +147,8 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       await destroyAttemptWorktree({ repo, path: join(repo, '.forge', 'cells', `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
       return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell, install);
     });
+
+    throwIfCancelled(opts.signal);
 
     // 3. Selection by real test results.
     const selection = selectWinner(
@@ -222,6 +228,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       duration_ms: Date.now() - started,
     };
     store.finishRun(runId, fixed ? 'fixed' : 'not_fixed', fixed && winnerResult ? winnerResult.index : null, report);
+    if (fixed) store.setReview(runId, appliedTo?.startsWith('working tree') ? 'applied' : 'pending');
     writeOutputs(opts.outDir, report, fixed && selection.winner ? selection.winner.patch : (selection.best?.patch ?? ''));
     opts.progress(fixed ? `fixed: winner ${report.winner!.attempts.join(', ')} (${report.winner!.diff_size} changed lines) on ${winnerBranch}` : 'not fixed: no attempt passed the tests');
     return { report, exitCode: fixed ? 0 : 1 };
@@ -260,14 +267,23 @@ async function runAttempt(
       recordTurn: (turn, reply, results) => store.recordTurn(runId, index, turn, reply, results.map((r) => ({ tool: r.call.name, arguments: r.call.arguments, result: r.result.slice(0, 4000) })), reply.tokens),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
+    throwIfCancelled(opts.signal);
     // The verdict comes from a fresh cell, whatever the model claimed.
     await purgePythonCaches(wt.path);
     const final = await cell(wt.path, testCmd, 'verdict', index);
+    throwIfCancelled(opts.signal);
     result.verdict = judgeTestRun(final.exit_code, final.output, baselineReport);
     result.patch = await captureApplicablePatch(wt.path, base);
     store.finishAttempt(runId, index, { verdict: result.verdict, patch: result.patch, turns: result.outcome.turns, tokens: result.outcome.tokens });
     opts.progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines`);
   } catch (e) {
+    if (opts.signal?.aborted) {
+      // Not recorded as finished: a resumed run redoes this attempt from scratch.
+      if (result.wt) await destroyAttemptWorktree(result.wt).catch(() => undefined);
+      result.wt = null;
+      result.error = 'cancelled';
+      return result;
+    }
     result.error = (e as Error).message.split('\n')[0] ?? 'error';
     store.finishAttempt(runId, index, { error: result.error, turns: result.outcome?.turns ?? 0, tokens: result.outcome?.tokens ?? 0 });
     opts.progress(`attempt ${index}: failed: ${result.error}`);
@@ -383,6 +399,10 @@ function writeOutputs(outDir: string | undefined, report: FixReport, patch: stri
   const step = process.env.GITHUB_STEP_SUMMARY;
   if (step && existsSync(step)) appendFileSync(step, summary + '\n');
   else if (step) writeFileSync(step, summary + '\n');
+}
+
+function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new Error('cancelled');
 }
 
 async function boundedParallel<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {

@@ -1,18 +1,26 @@
 import { createMessageConnection, ErrorCodes, type MessageConnection, ResponseError, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
+import { collectHealth } from '../cells/providerRegistry.js';
+import { collectGarbage } from '../cells/garbageCollection.js';
 import { describeZodError, InputError } from '../protocol/inputError.js';
 import { PROTOCOL_VERSION } from '../protocol/instanceCell.js';
+import { REQUEST_MODEL_REPLY, RPC_FIX_METHODS, type RpcFixMethod } from '../protocol/rpcFix.js';
 import { NOTIFICATION_INSTANCE_CHANGED, RPC_INSTANCE_METHODS, type RpcInstanceMethod } from '../protocol/rpcInstances.js';
 import { instanceHistory, instanceStatus, listInstances } from '../instances/instanceQueries.js';
 import type { InstanceCoordinator } from '../instances/instanceCoordinator.js';
+import { FixService } from './fixService.js';
 import { InstanceService } from './instanceService.js';
+import { cellSnapshot, runSummary } from './runSnapshots.js';
+import { processAlive } from '../workspace/staleWorktrees.js';
 
-type Handler<M extends RpcInstanceMethod> = (params: z.output<(typeof RPC_INSTANCE_METHODS)[M]['params']>) => Promise<z.input<(typeof RPC_INSTANCE_METHODS)[M]['result']>>;
+type MethodTable = Record<string, { params: z.ZodType; result: z.ZodType }>;
+type Handlers<T extends MethodTable> = { [M in keyof T]: (params: z.output<T[M]['params']>) => Promise<z.input<T[M]['result']>> };
 
 export interface RpcServerOptions {
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream;
   coordinator: InstanceCoordinator;
+  stateDir: string;
   version: string;
   log: (line: string) => void;
 }
@@ -22,16 +30,18 @@ export interface RpcServerOptions {
  * schema; bad input is answered InvalidParams with one line and nothing happens; a handler
  * failure is answered InternalError; neither ends the server.
  */
-export function startRpcServer(o: RpcServerOptions): { connection: MessageConnection; service: InstanceService; closed: Promise<void> } {
+export function startRpcServer(o: RpcServerOptions): { connection: MessageConnection; close: () => Promise<void>; closed: Promise<void> } {
   const connection = createMessageConnection(new StreamMessageReader(o.input), new StreamMessageWriter(o.output));
   const c = o.coordinator;
-  const service = new InstanceService(
-    c,
-    (instance_id, state) => void connection.sendNotification(NOTIFICATION_INSTANCE_CHANGED, { instance_id, state }).catch(() => undefined),
-    (id, e) => o.log(`instance ${id}: ${e.message}`),
-  );
+  const notify = (method: string, params: unknown) => void connection.sendNotification(method, params).catch(() => undefined);
+  const instances = new InstanceService(c, (instance_id, state) => notify(NOTIFICATION_INSTANCE_CHANGED, { instance_id, state }), (id, e) => o.log(`instance ${id}: ${e.message}`));
+  const fixes = new FixService(o.stateDir, {
+    notify,
+    askClientModel: (request) => connection.sendRequest(REQUEST_MODEL_REPLY, request),
+    log: o.log,
+  });
 
-  const handlers: { [M in RpcInstanceMethod]: Handler<M> } = {
+  const instanceHandlers: Handlers<typeof RPC_INSTANCE_METHODS> = {
     'runner/hello': async () => ({ version: o.version, protocol_version: PROTOCOL_VERSION, coordinator: c.cells.kind }),
     'instances/list': async () => listInstances(c),
     'instances/status': async ({ instance_id }) => {
@@ -41,12 +51,12 @@ export function startRpcServer(o: RpcServerOptions): { connection: MessageConnec
     'instances/history': async ({ instance_id, limit }) => instanceHistory(c, instance_id, limit),
     'instances/command': async ({ request }) => {
       const reply = await c.submit(request);
-      if (reply.status !== 'rejected') service.kick(request.instance_id);
+      if (reply.status !== 'rejected') instances.kick(request.instance_id);
       return reply;
     },
     'instances/reconcile': async ({ instance_id }) => {
       const r = await c.reconcile(instance_id, { timeoutMs: 60_000 });
-      service.kick(instance_id);
+      instances.kick(instance_id);
       return { classes: r.plan.classes, actions: r.plan.actions, state: r.state.state, settled: r.settled };
     },
     'ledger/show': async ({ operation_id }) => {
@@ -55,23 +65,75 @@ export function startRpcServer(o: RpcServerOptions): { connection: MessageConnec
     },
   };
 
-  for (const method of Object.keys(handlers) as RpcInstanceMethod[]) {
-    const schema = RPC_INSTANCE_METHODS[method].params;
+  const fixHandlers: Handlers<typeof RPC_FIX_METHODS> = {
+    'fix/start': async (p) => fixes.start(p, o.stateDir),
+    'fix/cancel': async ({ run_id }) => ({ cancelled: fixes.cancel(run_id) }),
+    'runs/list': async ({ limit }) => fixes.store.listRuns(limit).map((r) => runSummary(r, processAlive)),
+    'runs/show': async ({ run_id }) => {
+      const snap = fixes.snapshot(run_id);
+      if (!snap) throw new InputError(`no run ${run_id}; see runs/list`);
+      return snap;
+    },
+    'attempts/details': async ({ run_id, index }) => {
+      const snap = fixes.snapshot(run_id);
+      const attempt = snap?.attempts.find((a) => a.index === index);
+      if (!snap || !attempt) throw new InputError(`no attempt ${index} in run ${run_id}; see runs/show`);
+      const row = fixes.store.attempts(run_id).find((a) => a.idx === index)!;
+      const turns = fixes.store.turns(run_id, index).map((t) => {
+        const response = JSON.parse(t.response_json) as { content?: string | null };
+        const results = JSON.parse(t.tool_results_json) as { tool: string; arguments: unknown; result: string }[];
+        return { turn: t.turn_idx, content: response.content ?? null, tokens: t.tokens, tool_calls: results.map((r) => ({ tool: r.tool, arguments: r.arguments, result: r.result })) };
+      });
+      return { run: snap.run, attempt, verdict: row.verdict_json ? JSON.parse(row.verdict_json) : null, turns, cells: snap.cells.filter((cell) => cell.attempt_index === index) };
+    },
+    'cells/log': async ({ run_id, cell_id }) => {
+      const row = fixes.store.cell(run_id, cell_id);
+      if (!row) {
+        const live = fixes.runningCells().find((r) => r.cell_id === cell_id && r.run_id === run_id);
+        if (live) return { cell: live, log: '(the cell is still running; its bounded log arrives when it returns)' };
+        throw new InputError(`no cell ${cell_id} in run ${run_id}; see runs/show`);
+      }
+      return { cell: cellSnapshot(row), log: row.log ?? '(no log was recorded for this cell: it ran before the runner kept logs)' };
+    },
+    'cells/health': async () => collectHealth(),
+    'cells/gc': async ({ repo }) => {
+      const { items, notes } = await collectGarbage(repo, false);
+      return { items: items.map((i) => ({ kind: i.kind, id: i.id, action: i.action, reason: i.reason })), notes };
+    },
+    'review/files': async ({ run_id }) => fixes.reviewFiles(run_id),
+    'review/content': async ({ run_id, path, side }) => fixes.reviewContent(run_id, path, side),
+    'review/apply': async ({ run_id }) => fixes.apply(run_id),
+    'review/discard': async ({ run_id }) => fixes.discard(run_id),
+  };
+
+  register(connection, RPC_INSTANCE_METHODS, instanceHandlers, o.log);
+  register(connection, RPC_FIX_METHODS, fixHandlers, o.log);
+  connection.onError(([error]: [Error, unknown, unknown]) => o.log(`protocol error: ${error.message}`));
+  const closed = new Promise<void>((resolve) => connection.onClose(() => resolve()));
+  connection.listen();
+  void instances.resumeAll().catch((e: Error) => o.log(`resuming instances failed: ${e.message}`));
+  const close = async () => {
+    await fixes.close();
+    await instances.close();
+  };
+  return { connection, close, closed };
+}
+
+function register<T extends MethodTable>(connection: MessageConnection, table: T, handlers: Handlers<T>, log: (line: string) => void): void {
+  for (const method of Object.keys(table) as (keyof T & string)[]) {
+    const schema = table[method]!.params;
     connection.onRequest(method, async (raw: unknown) => {
       const parsed = schema.safeParse(raw ?? {});
       if (!parsed.success) return new ResponseError(ErrorCodes.InvalidParams, describeZodError(`${method} params`, parsed.error));
       try {
-        return await (handlers[method] as Handler<typeof method>)(parsed.data as never);
+        return await handlers[method](parsed.data as never);
       } catch (e) {
         if (e instanceof InputError) return new ResponseError(ErrorCodes.InvalidParams, e.message);
-        o.log(`${method} failed: ${(e as Error).stack ?? e}`);
+        log(`${method} failed: ${(e as Error).stack ?? e}`);
         return new ResponseError(ErrorCodes.InternalError, `${method} failed: ${(e as Error).message.split('\n')[0]}`);
       }
     });
   }
-  connection.onError(([error]: [Error, unknown, unknown]) => o.log(`protocol error: ${error.message}`));
-  const closed = new Promise<void>((resolve) => connection.onClose(() => resolve()));
-  connection.listen();
-  void service.resumeAll().catch((e: Error) => o.log(`resuming instances failed: ${e.message}`));
-  return { connection, service, closed };
 }
+
+export type { RpcFixMethod, RpcInstanceMethod };

@@ -121,6 +121,9 @@ const MIGRATIONS: string[] = [
      attempt INTEGER NOT NULL,
      PRIMARY KEY (instance_id, name)
    );`,
+  // v4: the bounded log of each cell (for the Cells view) and the review decision of a run.
+  `ALTER TABLE cell_executions ADD COLUMN log TEXT;
+   ALTER TABLE runs ADD COLUMN review TEXT;`,
 ];
 
 /**

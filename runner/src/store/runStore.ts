@@ -21,6 +21,32 @@ export interface RunRow {
   report_json: string | null;
   runner_pid: number;
   install_cmd: string | null;
+  review: 'pending' | 'applied' | 'discarded' | null;
+}
+
+export interface CellRow {
+  run_id: string;
+  attempt_idx: number | null;
+  purpose: string;
+  cell_id: string;
+  provider: string;
+  image: string;
+  command: string;
+  exit_code: number;
+  killed_by: string | null;
+  duration_ms: number;
+  created_at: string;
+  log: string | null;
+}
+
+export interface TurnRow {
+  run_id: string;
+  attempt_idx: number;
+  turn_idx: number;
+  response_json: string;
+  tool_results_json: string;
+  tokens: number;
+  created_at: string;
 }
 
 export interface AttemptRow {
@@ -44,7 +70,7 @@ const now = () => new Date().toISOString();
 export class RunStore {
   constructor(private readonly db: Db) {}
 
-  createRun(run: Omit<RunRow, 'created_at' | 'updated_at' | 'status' | 'winner_attempt' | 'baseline_json' | 'report_json'>, temperatures: number[]): void {
+  createRun(run: Omit<RunRow, 'created_at' | 'updated_at' | 'status' | 'winner_attempt' | 'baseline_json' | 'report_json' | 'review'>, temperatures: number[]): void {
     this.db.transaction(() => {
       const t = now();
       this.db
@@ -91,9 +117,34 @@ export class RunStore {
       .run(runId, attemptIdx, turnIdx, JSON.stringify(response), JSON.stringify(toolResults), tokens, now());
   }
 
-  recordCell(runId: string, attemptIdx: number | null, purpose: string, cell: { cell_id: string; provider: string; image: string; exit_code: number; killed_by: string | null; duration_ms: number }, command: string): void {
-    this.db.prepare(`INSERT INTO cell_executions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run(runId, attemptIdx, purpose, cell.cell_id, cell.provider, cell.image, command, cell.exit_code, cell.killed_by, cell.duration_ms, now());
+  recordCell(runId: string, attemptIdx: number | null, purpose: string, cell: { cell_id: string; provider: string; image: string; exit_code: number; killed_by: string | null; duration_ms: number; output?: string }, command: string): void {
+    this.db.prepare(`INSERT INTO cell_executions (run_id, attempt_idx, purpose, cell_id, provider, image, command, exit_code, killed_by, duration_ms, created_at, log)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(runId, attemptIdx, purpose, cell.cell_id, cell.provider, cell.image, command, cell.exit_code, cell.killed_by, cell.duration_ms, now(), cell.output ?? null);
+  }
+
+  cells(runId: string, attemptIdx?: number): CellRow[] {
+    return attemptIdx === undefined
+      ? (this.db.prepare('SELECT * FROM cell_executions WHERE run_id = ? ORDER BY created_at, rowid').all(runId) as CellRow[])
+      : (this.db.prepare('SELECT * FROM cell_executions WHERE run_id = ? AND attempt_idx = ? ORDER BY created_at, rowid').all(runId, attemptIdx) as CellRow[]);
+  }
+
+  cell(runId: string, cellId: string): CellRow | undefined {
+    return this.db.prepare('SELECT * FROM cell_executions WHERE run_id = ? AND cell_id = ?').get(runId, cellId) as CellRow | undefined;
+  }
+
+  turns(runId: string, attemptIdx: number): TurnRow[] {
+    return this.db.prepare('SELECT * FROM model_turns WHERE run_id = ? AND attempt_idx = ? ORDER BY turn_idx').all(runId, attemptIdx) as TurnRow[];
+  }
+
+  /** Turns recorded so far per attempt (an attempt in progress has not written its total yet). */
+  turnCounts(runId: string): Map<number, number> {
+    const rows = this.db.prepare('SELECT attempt_idx, count(*) AS n FROM model_turns WHERE run_id = ? GROUP BY attempt_idx').all(runId) as { attempt_idx: number; n: number }[];
+    return new Map(rows.map((r) => [r.attempt_idx, r.n]));
+  }
+
+  setReview(runId: string, review: 'pending' | 'applied' | 'discarded'): void {
+    this.db.prepare('UPDATE runs SET review = ?, updated_at = ? WHERE id = ?').run(review, now(), runId);
   }
 
   cellCount(runId: string): number {

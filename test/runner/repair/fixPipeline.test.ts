@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SAMPLES, sampleRepo } from '../../helpers/sampleRepo.js';
 import { bakeImage } from '../../../runner/src/images/bakeImage.js';
 import { FixReportSchema } from '../../../runner/src/protocol/fixReport.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
@@ -13,18 +14,6 @@ import { requireFeature } from '../../helpers/requirement.js';
 import { requireQemu } from '../../helpers/qemu.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
-const SAMPLES = join(process.cwd(), 'samples');
-
-/** A sample's repo as a fresh git repository (the tests' copy, like the demo's). */
-function sampleRepo(name: string): { dir: string; cleanup: () => void } {
-  const work = mkdtempSync(join(tmpdir(), 'forge-test-repo-'));
-  cpSync(join(SAMPLES, name, 'repo'), work, { recursive: true });
-  git(work, 'init', '-q', '-b', 'main');
-  git(work, 'add', '-A');
-  git(work, 'commit', '-q', '-m', 'base');
-  return { dir: work, cleanup: () => rmSync(work, { recursive: true, force: true }) };
-}
-
 function fix(repo: string, args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [RUNNER, 'fix', '--repo', repo, '--json', ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { status: r.status, stderr: r.stderr, report: r.stdout ? FixReportSchema.parse(JSON.parse(r.stdout)) : null };

@@ -1,0 +1,206 @@
+import { z } from 'zod';
+import { HealthReportSchema } from './health.js';
+import { VerdictSchema } from './fixReport.js';
+
+/**
+ * JSON-RPC methods of `forge-runner serve --stdio` for Fix Issue in Cells (the extension's
+ * Attempts and Cells views, review and health). State is pushed as notifications carrying
+ * whole snapshots read from the store, so a client never polls and a restarted runner
+ * answers with what the store recorded.
+ */
+const runId = z.string().min(1).max(200).regex(/^[A-Za-z0-9._-]+$/, 'a run id (letters, digits, . _ -)');
+const repoPath = z.string().min(1).max(4096);
+
+export const RunReviewSchema = z.enum(['pending', 'applied', 'discarded']);
+
+export const RunSummarySchema = z.object({
+  run_id: z.string(),
+  status: z.enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted']),
+  created_at: z.string(),
+  updated_at: z.string(),
+  repo: z.string(),
+  base_commit: z.string(),
+  issue_title: z.string().describe('First line of the issue, at most 120 characters.'),
+  test_cmd: z.string(),
+  provider: z.string(),
+  image: z.string(),
+  model: z.string(),
+  attempts: z.number().int(),
+  winner_attempt: z.number().int().nullable(),
+  review: RunReviewSchema.nullable().describe('Only for fixed runs: the winner waits for review, was applied, or was discarded.'),
+  error: z.string().nullable(),
+}).strict();
+
+export const AttemptSnapshotSchema = z.object({
+  index: z.number().int(),
+  attempt_id: z.string(),
+  temperature: z.number(),
+  status: z.enum(['queued', 'running', 'finished', 'failed']),
+  turns: z.number().int(),
+  tokens: z.number().int(),
+  green: z.boolean().nullable(),
+  passed: z.number().int().nullable(),
+  failed: z.number().int().nullable(),
+  diff_size: z.number().int().describe('Changed lines of the attempt patch.'),
+  winner: z.boolean(),
+  error: z.string().nullable(),
+}).strict();
+
+export const CellSnapshotSchema = z.object({
+  cell_id: z.string().describe('Provider cell id; "running:<n>" for a cell that has not returned yet.'),
+  run_id: z.string(),
+  attempt_index: z.number().int().nullable(),
+  purpose: z.string(),
+  provider: z.string(),
+  image: z.string(),
+  command: z.string(),
+  running: z.boolean(),
+  exit_code: z.number().int().nullable(),
+  killed_by: z.string().nullable(),
+  duration_ms: z.number().int().nullable(),
+  started_at: z.string(),
+}).strict();
+
+export const RunSnapshotSchema = z.object({
+  run: RunSummarySchema,
+  attempts: z.array(AttemptSnapshotSchema),
+  cells: z.array(CellSnapshotSchema),
+}).strict();
+
+export const ReviewFileSchema = z.object({
+  path: z.string(),
+  status: z.enum(['added', 'modified', 'deleted']),
+}).strict();
+
+export const ApplyFileOutcomeSchema = z.object({
+  path: z.string(),
+  ok: z.boolean(),
+  reason: z.string().nullable(),
+}).strict();
+
+export const RPC_FIX_METHODS = {
+  'fix/start': {
+    params: z.object({
+      repo: repoPath,
+      issue: z.string().min(1).max(200_000),
+      model: z.string().min(1).max(4096).describe('replay:FILE, openai[:MODEL], anthropic[:MODEL], or client:vscode-lm (the client answers model/reply).'),
+      attempts: z.number().int().min(1).max(64).default(3),
+      provider: z.enum(['host', 'docker', 'qemu']).optional(),
+      image: z.string().max(512).optional(),
+      test_cmd: z.string().min(1).max(4096).optional(),
+      install_cmd: z.string().min(1).max(4096).optional(),
+      temperature: z.number().min(0).max(2).default(0.7),
+      max_turns: z.number().int().min(1).max(500).default(30),
+      timeout_per_attempt_s: z.number().int().min(1).max(86_400).default(900),
+      cell_timeout_s: z.number().int().min(1).max(86_400).default(300),
+      allow_dirty: z.boolean().default(false),
+    }).strict(),
+    result: z.object({ run_id: z.string() }).strict(),
+  },
+  'fix/cancel': {
+    params: z.object({ run_id: runId }).strict(),
+    result: z.object({ cancelled: z.boolean().describe('False when the run is not in progress in this runner.') }).strict(),
+  },
+  'runs/list': {
+    params: z.object({ limit: z.number().int().min(1).max(1000).default(20) }).strict(),
+    result: z.array(RunSummarySchema),
+  },
+  'runs/show': {
+    params: z.object({ run_id: runId }).strict(),
+    result: RunSnapshotSchema,
+  },
+  'attempts/details': {
+    params: z.object({ run_id: runId, index: z.number().int().min(0).max(63) }).strict(),
+    result: z.object({
+      run: RunSummarySchema,
+      attempt: AttemptSnapshotSchema,
+      verdict: VerdictSchema.nullable(),
+      turns: z.array(z.object({
+        turn: z.number().int(),
+        content: z.string().nullable(),
+        tokens: z.number().int(),
+        tool_calls: z.array(z.object({ tool: z.string(), arguments: z.unknown(), result: z.string() }).strict()),
+      }).strict()),
+      cells: z.array(CellSnapshotSchema),
+    }).strict(),
+  },
+  'cells/log': {
+    params: z.object({ run_id: runId, cell_id: z.string().min(1).max(200) }).strict(),
+    result: z.object({ cell: CellSnapshotSchema, log: z.string().describe('The bounded head+tail log the cell returned.') }).strict(),
+  },
+  'cells/health': {
+    params: z.object({}).strict(),
+    result: HealthReportSchema,
+  },
+  'cells/gc': {
+    params: z.object({ repo: repoPath }).strict(),
+    result: z.object({
+      items: z.array(z.object({ kind: z.string(), id: z.string(), action: z.string(), reason: z.string() })),
+      notes: z.array(z.string()),
+    }).strict(),
+  },
+  'review/files': {
+    params: z.object({ run_id: runId }).strict(),
+    result: z.object({ run_id: z.string(), repo: z.string(), base_commit: z.string(), branch: z.string(), files: z.array(ReviewFileSchema) }).strict(),
+  },
+  'review/content': {
+    params: z.object({ run_id: runId, path: z.string().min(1).max(4096), side: z.enum(['base', 'attempt']) }).strict(),
+    result: z.object({
+      content: z.string().nullable().describe('Null when the file does not exist on that side, is binary or too large.'),
+      note: z.string().nullable(),
+    }).strict(),
+  },
+  'review/apply': {
+    params: z.object({ run_id: runId }).strict(),
+    result: z.object({ applied: z.boolean(), repo: z.string(), files: z.array(ApplyFileOutcomeSchema) }).strict(),
+  },
+  'review/discard': {
+    params: z.object({ run_id: runId }).strict(),
+    result: z.object({ removed: z.array(z.string()) }).strict(),
+  },
+} as const;
+
+export type RpcFixMethod = keyof typeof RPC_FIX_METHODS;
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+export type AttemptSnapshot = z.infer<typeof AttemptSnapshotSchema>;
+export type CellSnapshot = z.infer<typeof CellSnapshotSchema>;
+export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;
+export type ReviewFile = z.infer<typeof ReviewFileSchema>;
+export type RpcFixParams<M extends RpcFixMethod> = z.input<(typeof RPC_FIX_METHODS)[M]['params']>;
+export type RpcFixResult<M extends RpcFixMethod> = z.output<(typeof RPC_FIX_METHODS)[M]['result']>;
+
+/** Runner -> client notifications. */
+export const RPC_FIX_NOTIFICATIONS = {
+  'fix/progress': z.object({ run_id: z.string(), line: z.string() }).strict(),
+  'fix/finished': z.object({
+    run_id: z.string(),
+    status: RunSummarySchema.shape.status,
+    error: z.string().nullable().describe('One line when the run could not finish (bad input found late, cancelled, internal).'),
+  }).strict(),
+  'runs/changed': RunSnapshotSchema,
+  'cells/changed': z.object({ running: z.array(CellSnapshotSchema) }).strict(),
+} as const;
+export type RpcFixNotification = keyof typeof RPC_FIX_NOTIFICATIONS;
+
+/**
+ * Runner -> client request, for a model that lives in the client (VS Code's language model
+ * API): the runner's agent loop asks, the extension answers with the model's reply.
+ */
+export const ModelReplyRequestSchema = z.object({
+  attempt_index: z.number().int(),
+  turn_index: z.number().int(),
+  temperature: z.number(),
+  messages: z.array(z.object({
+    role: z.enum(['system', 'user', 'assistant', 'tool']),
+    content: z.string(),
+    tool_call_id: z.string().optional(),
+    tool_calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) })).optional(),
+  })),
+  tools: z.array(z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) })),
+});
+export const ModelReplySchema = z.object({
+  content: z.string().nullable(),
+  tool_calls: z.array(z.object({ id: z.string().min(1).max(200), name: z.string().min(1).max(200), arguments: z.record(z.string(), z.unknown()) })).max(64),
+  tokens: z.number().int().min(0),
+}).strict();
+export const REQUEST_MODEL_REPLY = 'model/reply';

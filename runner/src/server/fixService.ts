@@ -1,0 +1,236 @@
+import { join } from 'node:path';
+import type { CellProvider } from '../cells/provider.js';
+import { createProvider } from '../cells/providerRegistry.js';
+import type { CellSpecInput } from '../protocol/cellSpec.js';
+import { InputError } from '../protocol/inputError.js';
+import type { CellSnapshot, RpcFixNotification, RpcFixResult, RunSnapshot } from '../protocol/rpcFix.js';
+import { ClientModel } from '../repair/models/clientModel.js';
+import { createModel } from '../repair/models/createModel.js';
+import type { RepairModel } from '../repair/models/repairModel.js';
+import { runFix } from '../repair/runFix.js';
+import { openStore } from '../store/openStore.js';
+import { RunStore } from '../store/runStore.js';
+import { applyToWorkspace, discardRun, listReviewFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
+import { processAlive } from '../workspace/staleWorktrees.js';
+import { runSnapshot } from './runSnapshots.js';
+
+export interface FixStartParams {
+  repo: string;
+  issue: string;
+  model: string;
+  attempts: number;
+  provider?: 'host' | 'docker' | 'qemu' | undefined;
+  image?: string | undefined;
+  test_cmd?: string | undefined;
+  install_cmd?: string | undefined;
+  temperature: number;
+  max_turns: number;
+  timeout_per_attempt_s: number;
+  cell_timeout_s: number;
+  allow_dirty: boolean;
+}
+
+export interface FixServiceHooks {
+  notify: (method: RpcFixNotification, params: unknown) => void;
+  /** Asks the client for a model turn (client:vscode-lm). */
+  askClientModel: (request: unknown, signal?: AbortSignal) => Promise<unknown>;
+  log: (line: string) => void;
+}
+
+interface ActiveRun {
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * Fix runs of a long-lived runner: starts them in the background, cancels them, tracks the
+ * cells running right now, and pushes each change as a notification carrying the run's
+ * snapshot from the store (coalesced so a burst of progress is one message).
+ */
+export class FixService {
+  readonly store: RunStore;
+  private readonly active = new Map<string, ActiveRun>();
+  private readonly running = new Map<string, CellSnapshot>();
+  private readonly pendingPush = new Map<string, NodeJS.Timeout>();
+  private cellSeq = 0;
+
+  constructor(stateDir: string, private readonly hooks: FixServiceHooks) {
+    this.store = new RunStore(openStore(join(stateDir, 'forge.db')));
+  }
+
+  /** Resolves with the run id once the run is recorded; bad input rejects with nothing recorded. */
+  async start(p: FixStartParams, stateDir: string): Promise<{ run_id: string }> {
+    const providerName = p.provider ?? (p.image ? 'docker' : 'host');
+    if (providerName === 'docker' && !p.image) throw new InputError('docker cells need an image: set forge.image (or run forge-runner bake and pass its image)');
+    const model = this.createModel(p.model);
+    const provider = this.observe(createProvider(providerName, { prewarm: Math.min(p.attempts, 4) }));
+    const abort = new AbortController();
+    let runId: string | null = null;
+    let created!: (id: string) => void;
+    const recorded = new Promise<string>((resolve) => (created = resolve));
+    const outcome = runFix({
+      repo: p.repo,
+      issue: p.issue,
+      ...(p.test_cmd ? { testCmd: p.test_cmd } : {}),
+      ...(p.install_cmd ? { installCmd: p.install_cmd } : {}),
+      attempts: p.attempts,
+      temperature: p.temperature,
+      provider,
+      image: providerName === 'docker' ? (p.image ?? '') : '',
+      model,
+      maxTurns: p.max_turns,
+      maxTokens: 200_000,
+      timeoutPerAttemptS: p.timeout_per_attempt_s,
+      cellTimeoutS: p.cell_timeout_s,
+      apply: false,
+      allowDirty: p.allow_dirty,
+      allowGreenBaseline: false,
+      stateDir,
+      signal: abort.signal,
+      progress: (line) => {
+        if (!runId) return;
+        this.hooks.notify('fix/progress', { run_id: runId, line });
+        this.schedulePush(runId);
+      },
+      onRunCreated: (id) => {
+        runId = id;
+        created(id);
+      },
+    }).then(() => null, (e: Error) => e);
+    const first = await Promise.race([recorded, outcome.then((e) => ({ early: e }))]);
+    if (typeof first !== 'string') {
+      if (first.early) throw first.early;
+      throw new Error('the run ended before it was recorded');
+    }
+    const id = first;
+    const done = outcome.then((error) => {
+      this.active.delete(id);
+      this.flushPush(id);
+      const status = this.store.getRun(id)?.status ?? 'failed';
+      const message = error ? (abort.signal.aborted ? 'cancelled' : error.message.split('\n')[0] ?? 'error') : null;
+      if (error && !abort.signal.aborted && !(error instanceof InputError)) this.hooks.log(`run ${id} failed: ${error.stack ?? error.message}`);
+      this.hooks.notify('fix/finished', { run_id: id, status, error: message });
+    });
+    this.active.set(id, { abort, done });
+    this.schedulePush(id);
+    return { run_id: id };
+  }
+
+  cancel(runId: string): boolean {
+    const run = this.active.get(runId);
+    if (!run) return false;
+    run.abort.abort();
+    return true;
+  }
+
+  snapshot(runId: string): RunSnapshot | null {
+    return runSnapshot(this.store, runId, [...this.running.values()], processAlive);
+  }
+
+  runningCells(): CellSnapshot[] {
+    return [...this.running.values()];
+  }
+
+  async reviewFiles(runId: string): Promise<RpcFixResult<'review/files'>> {
+    const { run, branch } = this.reviewable(runId);
+    return { run_id: runId, repo: run.repo, base_commit: run.base_commit, branch, files: await listReviewFiles(run.repo, run.base_commit, branch) };
+  }
+
+  async reviewContent(runId: string, path: string, side: 'base' | 'attempt'): Promise<RpcFixResult<'review/content'>> {
+    const { run, branch } = this.reviewable(runId);
+    // Only files the winner changed can be read: a review request is not a way to read the repo.
+    const files = await listReviewFiles(run.repo, run.base_commit, branch);
+    if (!files.some((f) => f.path === path)) throw new InputError(`${path} is not one of the files run ${runId} changed; see review/files`);
+    return readReviewContent(run.repo, side === 'base' ? run.base_commit : branch, path);
+  }
+
+  async apply(runId: string): Promise<RpcFixResult<'review/apply'>> {
+    const { run } = this.reviewable(runId);
+    if (run.review === 'applied') throw new InputError(`run ${runId} was already applied to ${run.repo}`);
+    const winner = this.store.attempts(runId).find((a) => a.idx === run.winner_attempt);
+    const outcome = await applyToWorkspace(run.repo, winner?.patch ?? '');
+    if (outcome.applied) {
+      this.store.setReview(runId, 'applied');
+      this.pushNow(runId);
+    }
+    return { applied: outcome.applied, repo: run.repo, files: outcome.files };
+  }
+
+  async discard(runId: string): Promise<RpcFixResult<'review/discard'>> {
+    const run = this.store.getRun(runId);
+    if (!run) throw new InputError(`no run ${runId}; see runs/list`);
+    if (this.active.has(runId)) throw new InputError(`run ${runId} is still in progress; cancel it first`);
+    const branch = run.winner_attempt === null ? null : winnerBranchName(runId, run.winner_attempt);
+    const removed = await discardRun(run.repo, runId, branch);
+    if (run.status === 'fixed' && run.review !== 'applied') this.store.setReview(runId, 'discarded');
+    this.pushNow(runId);
+    return { removed };
+  }
+
+  /** Cancels every run in progress and waits for them to stop (their cells are killed). */
+  async close(): Promise<void> {
+    for (const r of this.active.values()) r.abort.abort();
+    await Promise.all([...this.active.values()].map((r) => r.done));
+    for (const t of this.pendingPush.values()) clearTimeout(t);
+  }
+
+  private reviewable(runId: string) {
+    const run = this.store.getRun(runId);
+    if (!run) throw new InputError(`no run ${runId}; see runs/list`);
+    if (run.status !== 'fixed' || run.winner_attempt === null) throw new InputError(`run ${runId} has no winner to review (status ${run.status})`);
+    if (run.review === 'discarded') throw new InputError(`run ${runId} was discarded; its winner branch is gone`);
+    return { run, branch: winnerBranchName(runId, run.winner_attempt) };
+  }
+
+  private createModel(spec: string): RepairModel {
+    if (spec === 'client:vscode-lm') return new ClientModel(spec, this.hooks.askClientModel);
+    if (spec.startsWith('client:')) throw new InputError(`unknown client model "${spec}"; the only client model is client:vscode-lm`);
+    return createModel(spec);
+  }
+
+  /** Wraps a provider so the cells it is running show up (and leave) as they happen. */
+  private observe(provider: CellProvider): CellProvider {
+    const run = async (spec: CellSpecInput, options?: Parameters<CellProvider['run']>[1]) => {
+      const key = `running:${++this.cellSeq}`;
+      const labels = spec.labels ?? {};
+      const runId = labels['forge.run'] ?? '';
+      const attempt = labels['forge.attempt'];
+      const cmd = spec.cmd;
+      this.running.set(key, {
+        cell_id: key, run_id: runId, attempt_index: attempt === undefined ? null : Number(attempt), purpose: labels['forge.purpose'] ?? 'cell',
+        provider: provider.name, image: spec.image ?? '', command: Array.isArray(cmd) ? cmd.join(' ') : String(cmd),
+        running: true, exit_code: null, killed_by: null, duration_ms: null, started_at: new Date().toISOString(),
+      });
+      this.cellsChanged(runId);
+      try {
+        return await provider.run(spec, options);
+      } finally {
+        this.running.delete(key);
+        this.cellsChanged(runId);
+      }
+    };
+    return { name: provider.name, health: () => provider.health(), drain: () => provider.drain(), run };
+  }
+
+  private cellsChanged(runId: string): void {
+    this.hooks.notify('cells/changed', { running: this.runningCells() });
+    if (runId) this.schedulePush(runId);
+  }
+
+  private schedulePush(runId: string): void {
+    if (this.pendingPush.has(runId)) return;
+    this.pendingPush.set(runId, setTimeout(() => this.flushPush(runId), 100));
+  }
+
+  private flushPush(runId: string): void {
+    const t = this.pendingPush.get(runId);
+    if (t) clearTimeout(t);
+    this.pendingPush.delete(runId);
+    this.pushNow(runId);
+  }
+
+  private pushNow(runId: string): void {
+    const snap = this.snapshot(runId);
+    if (snap) this.hooks.notify('runs/changed', snap);
+  }
+}

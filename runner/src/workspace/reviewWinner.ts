@@ -1,0 +1,111 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InputError } from '../protocol/inputError.js';
+import { BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree } from './attemptWorktree.js';
+import { hostGit } from './hostGit.js';
+
+export interface ReviewFile {
+  path: string;
+  status: 'added' | 'modified' | 'deleted';
+}
+
+export interface ApplyFileOutcome {
+  path: string;
+  ok: boolean;
+  reason: string | null;
+}
+
+/** Review content is shown in an editor: larger files are named, not loaded. */
+export const REVIEW_CONTENT_LIMIT = 4 * 1024 * 1024;
+
+export const winnerBranchName = (runId: string, winnerIndex: number): string => `${BRANCH_PREFIX}${runId}-a${winnerIndex}`;
+
+async function branchExists(repo: string, branch: string): Promise<boolean> {
+  return (await hostGit(['branch', '--list', '--end-of-options', branch], { cwd: repo })).stdout.trim() !== '';
+}
+
+/** The files the winner changes, base commit vs the winner branch (renames as delete + add). */
+export async function listReviewFiles(repo: string, base: string, branch: string): Promise<ReviewFile[]> {
+  if (!(await branchExists(repo, branch))) throw new InputError(`the winner branch ${branch} is gone (discarded or deleted); nothing to review`);
+  const out = (await hostGit(['diff', '--name-status', '--no-renames', '-z', base, branch, '--'], { cwd: repo })).stdout.split('\0');
+  const files: ReviewFile[] = [];
+  for (let i = 0; i + 1 < out.length; i += 2) {
+    const code = out[i]!;
+    const path = out[i + 1]!;
+    if (!code || !path) continue;
+    files.push({ path, status: code.startsWith('A') ? 'added' : code.startsWith('D') ? 'deleted' : 'modified' });
+  }
+  return files;
+}
+
+/**
+ * One side of a reviewed file, read from git objects (never the working tree, so a symlink
+ * in the repo cannot point the review at a host file). Binary and oversized files are named.
+ */
+export async function readReviewContent(repo: string, rev: string, path: string): Promise<{ content: string | null; note: string | null }> {
+  const spec = `${rev}:${path}`;
+  const type = await hostGit(['cat-file', '-t', spec], { cwd: repo }).then((r) => r.stdout.trim(), () => null);
+  if (type === null) return { content: null, note: 'not present on this side' };
+  if (type !== 'blob') return { content: null, note: `a ${type}, not a file` };
+  const size = Number((await hostGit(['cat-file', '-s', spec], { cwd: repo })).stdout.trim());
+  if (size > REVIEW_CONTENT_LIMIT) return { content: null, note: `${size} bytes: too large to show (limit ${REVIEW_CONTENT_LIMIT})` };
+  const mode = (await hostGit(['ls-tree', rev, '--', path], { cwd: repo })).stdout.split(' ')[0];
+  const raw = (await hostGit(['cat-file', 'blob', spec], { cwd: repo, maxBytes: REVIEW_CONTENT_LIMIT })).stdout;
+  if (mode === '120000') return { content: `symbolic link -> ${raw}`, note: 'symbolic link' };
+  if (raw.slice(0, 8000).includes('\0')) return { content: null, note: `binary file (${size} bytes)` };
+  return { content: raw, note: null };
+}
+
+/**
+ * Applies the winner's patch to the user's working tree all or nothing: every file is
+ * checked first, and when any file would not apply cleanly nothing is written and each
+ * file's outcome is reported.
+ */
+export async function applyToWorkspace(repo: string, patch: string): Promise<{ applied: boolean; files: ApplyFileOutcome[] }> {
+  if (patch.trim() === '') return { applied: true, files: [] };
+  const scratch = mkdtempSync(join(tmpdir(), 'forge-review-'));
+  const file = join(scratch, 'winner.patch');
+  writeFileSync(file, patch);
+  const git = (args: string[]) => hostGit(args, { cwd: repo });
+  try {
+    const paths = (await git(['apply', '--numstat', '-z', file])).stdout.split('\0').filter(Boolean).map((e) => e.split('\t').pop() ?? '').filter(Boolean);
+    const ok = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
+    if (ok) {
+      await git(['apply', '--whitespace=nowarn', file]);
+      return { applied: true, files: paths.map((path) => ({ path, ok: true, reason: null })) };
+    }
+    const files: ApplyFileOutcome[] = [];
+    for (const path of paths) {
+      const err = await git(['apply', '--check', '--whitespace=nowarn', `--include=${path}`, file]).then(() => null, (e: Error) => e.message);
+      files.push({ path, ok: err === null, reason: err === null ? null : conflictReason(err) });
+    }
+    return { applied: false, files };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function conflictReason(gitError: string): string {
+  const m = /error: (.*)$/.exec(gitError);
+  return (m?.[1] ?? gitError).slice(0, 300);
+}
+
+/** Removes the winner branch and any worktree of the run left under .forge/cells. */
+export async function discardRun(repo: string, runId: string, branch: string | null): Promise<string[]> {
+  const removed: string[] = [];
+  const cellsDir = join(repo, CELLS_DIR);
+  if (existsSync(cellsDir)) {
+    for (const name of readdirSync(cellsDir)) {
+      if (!name.startsWith(`${runId}-`)) continue;
+      const wtBranch = `${BRANCH_PREFIX}${name}`;
+      await destroyAttemptWorktree({ repo, path: join(cellsDir, name), branch: wtBranch });
+      removed.push(`worktree ${join(CELLS_DIR, name)}`);
+    }
+  }
+  if (branch && (await branchExists(repo, branch))) {
+    await hostGit(['branch', '-D', '--end-of-options', branch], { cwd: repo });
+    removed.push(`branch ${branch}`);
+  }
+  return removed;
+}

@@ -1,0 +1,191 @@
+import assert from 'node:assert/strict';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { ModelReplyRequestSchema, RPC_FIX_METHODS, RPC_FIX_NOTIFICATIONS, type RunSnapshot } from '../../../runner/src/protocol/rpcFix.js';
+import { git } from '../../helpers/gitRepo.js';
+import { SAMPLES, sampleRepo } from '../../helpers/sampleRepo.js';
+
+const RUNNER = join(process.cwd(), 'dist', 'runner.js');
+const ISSUE = readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8');
+const REPLAY = JSON.parse(readFileSync(join(SAMPLES, 'py-calc', 'replay.json'), 'utf8')) as { attempts: { tool_calls?: { name: string; arguments: unknown }[] }[][] };
+
+type Finished = { run_id: string; status: string; error: string | null };
+
+describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', function () {
+  this.timeout(240_000);
+  let state: string;
+  let child: ChildProcessWithoutNullStreams;
+  let rpc: MessageConnection;
+  let stderr = '';
+  const progress: { run_id: string; line: string }[] = [];
+  const snapshots: RunSnapshot[] = [];
+  const runningSeen: number[] = [];
+  const finished: Finished[] = [];
+  const repos: { cleanup: () => void }[] = [];
+  const call = <M extends keyof typeof RPC_FIX_METHODS>(method: M, params: unknown) =>
+    rpc.sendRequest(method, params).then((r) => RPC_FIX_METHODS[method].result.parse(r) as ReturnType<(typeof RPC_FIX_METHODS)[M]['result']['parse']>);
+  const waitFinished = (runId: string) => waitFor(() => finished.find((f) => f.run_id === runId), 200_000);
+  const repo = (name: string) => {
+    const r = sampleRepo(name);
+    repos.push(r);
+    return r.dir;
+  };
+
+  before(() => {
+    if (!existsSync(RUNNER)) throw new Error('dist/runner.js missing: run npm run build first');
+    state = mkdtempSync(join(tmpdir(), 'forge-rpcfix-'));
+    child = spawn(process.execPath, [RUNNER, 'serve', '--stdio'], { env: { ...process.env, FORGE_STATE_DIR: state, FORGE_CELLD_ENABLED: '' } });
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    rpc = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    rpc.onNotification('fix/progress', (p: unknown) => {
+      progress.push(RPC_FIX_NOTIFICATIONS['fix/progress'].parse(p));
+    });
+    rpc.onNotification('runs/changed', (p: unknown) => {
+      snapshots.push(RPC_FIX_NOTIFICATIONS['runs/changed'].parse(p));
+    });
+    rpc.onNotification('cells/changed', (p: unknown) => {
+      runningSeen.push(RPC_FIX_NOTIFICATIONS['cells/changed'].parse(p).running.length);
+    });
+    rpc.onNotification('fix/finished', (p: unknown) => {
+      finished.push(RPC_FIX_NOTIFICATIONS['fix/finished'].parse(p));
+    });
+    // The client-side model (what VS Code's language model does in the extension): answers from the replay script.
+    rpc.onRequest('model/reply', (raw: unknown): unknown => {
+      const req = ModelReplyRequestSchema.parse(raw);
+      assert.ok(req.tools.some((t) => t.name === 'edit_file'), 'the client is told which tools exist');
+      if (req.attempt_index === 1) {
+        // Hostile model output: a path outside the worktree must be refused by the runner's tools.
+        if (req.turn_index === 0) return { content: null, tool_calls: [{ id: 'x', name: 'read_file', arguments: { path: '../../../../etc/passwd' } }], tokens: 3 };
+        return { content: 'giving up', tool_calls: [], tokens: 1 };
+      }
+      const turn = REPLAY.attempts[0]![req.turn_index];
+      if (!turn?.tool_calls) return { content: 'done', tool_calls: [], tokens: 1 };
+      return { content: null, tool_calls: turn.tool_calls.map((c, i) => ({ id: `c${i}`, name: c.name, arguments: c.arguments })), tokens: 7 };
+    });
+    rpc.listen();
+  });
+  after(async () => {
+    rpc.dispose();
+    child.stdin.end();
+    await new Promise((r) => child.once('exit', r));
+    rmSync(state, { recursive: true, force: true });
+    for (const r of repos) r.cleanup();
+  });
+
+  it('bad fix/start params are refused with one line and nothing is recorded', async () => {
+    await assert.rejects(rpc.sendRequest('fix/start', { repo: '/tmp', issue: 'x', model: 'replay:x', attempts: 0 }), (e: { code: number; message: string }) => e.code === -32602 && /attempts/.test(e.message));
+    await assert.rejects(rpc.sendRequest('fix/start', { repo: '/tmp', model: 'replay:x' }), /issue/);
+    await assert.rejects(rpc.sendRequest('fix/start', { repo: state, issue: 'x', model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}` }), /not a git repository|git/i);
+    await assert.rejects(rpc.sendRequest('fix/start', { repo: repo('py-calc'), issue: 'x', model: 'client:copilot' }), /client:vscode-lm/);
+    await assert.rejects(rpc.sendRequest('review/content', { run_id: '../../x', path: 'a', side: 'base' }), /run_id/);
+    assert.deepEqual(await call('runs/list', {}), []);
+  });
+
+  let runId = '';
+  let dir = '';
+  it('fix/start answers with the run id at once; progress, snapshots and running cells are pushed until it is fixed', async () => {
+    dir = repo('py-calc');
+    const started = await call('fix/start', { repo: dir, issue: ISSUE, model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`, attempts: 4, provider: 'host' });
+    runId = started.run_id;
+    const done = await waitFinished(runId);
+    assert.equal(done.status, 'fixed', stderr);
+    assert.ok(progress.some((p) => p.run_id === runId && /baseline/.test(p.line)));
+    assert.ok(Math.max(...runningSeen) >= 1, 'running cells were pushed');
+    assert.equal(runningSeen.at(-1), 0, 'no cell is left running');
+    const mine = snapshots.filter((s) => s.run.run_id === runId);
+    assert.ok(mine.some((s) => s.attempts.some((a) => a.status === 'running')), 'a snapshot showed an attempt running');
+    assert.ok(mine.some((s) => s.cells.some((c) => c.running)), 'a snapshot showed a running cell');
+    const last = mine.at(-1)!;
+    assert.equal(last.run.status, 'fixed');
+    assert.equal(last.run.review, 'pending');
+  });
+
+  it('runs/show and attempts/details come from the store: verdicts, winner, turns, cells and their logs', async () => {
+    const snap = await call('runs/show', { run_id: runId });
+    assert.equal(snap.attempts.length, 4);
+    const winner = snap.attempts.find((a) => a.winner)!;
+    assert.ok(winner.green && winner.diff_size > 0 && winner.turns > 0);
+    assert.ok(snap.attempts.some((a) => a.green === false), 'the wrong candidate is red');
+    assert.deepEqual([...new Set(snap.cells.map((c) => c.purpose))].sort(), ['baseline', 'ground_truth', 'run_tests', 'verdict'].sort());
+    assert.ok(snap.cells.every((c) => !c.running && c.provider === 'host' && c.exit_code !== null));
+    const baseline = snap.cells.find((c) => c.purpose === 'baseline')!;
+    assert.notEqual(baseline.exit_code, 0);
+    const log = await call('cells/log', { run_id: runId, cell_id: baseline.cell_id });
+    assert.match(log.log, /failed|FAILED|assert/);
+    const details = await call('attempts/details', { run_id: runId, index: winner.index });
+    assert.equal(details.verdict?.green, true);
+    assert.ok(details.turns.some((t) => t.tool_calls.some((c) => c.tool === 'edit_file')));
+    assert.ok(details.cells.length >= 1 && details.cells.every((c) => c.attempt_index === winner.index));
+    await assert.rejects(call('cells/log', { run_id: runId, cell_id: 'nope' }), /no cell nope/);
+    const list = await call('runs/list', { limit: 5 });
+    assert.equal(list[0]?.run_id, runId);
+    assert.match(list[0]!.issue_title, /average/i);
+  });
+
+  it('review: the changed files with both sides; only those files can be read', async () => {
+    const files = await call('review/files', { run_id: runId });
+    assert.deepEqual(files.files, [{ path: 'calc.py', status: 'modified' }]);
+    const base = await call('review/content', { run_id: runId, path: 'calc.py', side: 'base' });
+    const mine = await call('review/content', { run_id: runId, path: 'calc.py', side: 'attempt' });
+    assert.match(base.content!, /len\(values\) \+ 1/);
+    assert.doesNotMatch(mine.content!, /len\(values\) \+ 1/);
+    await assert.rejects(call('review/content', { run_id: runId, path: '../../../etc/passwd', side: 'base' }), /not one of the files/);
+    await assert.rejects(call('review/content', { run_id: runId, path: 'test_calc.py', side: 'attempt' }), /not one of the files/);
+  });
+
+  it('apply writes the winner to the working tree once; discard then removes the winner branch', async () => {
+    const applied = await call('review/apply', { run_id: runId });
+    assert.equal(applied.applied, true);
+    assert.deepEqual(applied.files, [{ path: 'calc.py', ok: true, reason: null }]);
+    assert.doesNotMatch(readFileSync(join(dir, 'calc.py'), 'utf8'), /len\(values\) \+ 1/);
+    await assert.rejects(call('review/apply', { run_id: runId }), /already applied/);
+    assert.equal((await call('runs/show', { run_id: runId })).run.review, 'applied');
+    const discarded = await call('review/discard', { run_id: runId });
+    assert.ok(discarded.removed.some((r) => r.startsWith('branch forge/attempt/')));
+    assert.equal(git(dir, 'branch', '--list', 'forge/attempt/*').trim(), '');
+    assert.equal((await call('runs/show', { run_id: runId })).run.review, 'applied', 'an applied run stays applied');
+  });
+
+  it('a client-side model (model/reply requests) drives attempts; a hostile path from it is refused by the tools', async () => {
+    const d = repo('py-calc');
+    const { run_id } = await call('fix/start', { repo: d, issue: ISSUE, model: 'client:vscode-lm', attempts: 2, provider: 'host' });
+    const done = await waitFinished(run_id);
+    assert.equal(done.status, 'fixed', stderr);
+    const hostile = await call('attempts/details', { run_id, index: 1 });
+    const read = hostile.turns[0]!.tool_calls[0]!;
+    assert.equal(read.tool, 'read_file');
+    assert.match(read.result, /outside|escape|not allowed|refused/i);
+    assert.doesNotMatch(read.result, /root:x:0:0/);
+    await call('review/discard', { run_id });
+    assert.equal(git(d, 'branch', '--list', 'forge/attempt/*').trim(), '');
+  });
+
+  it('fix/cancel kills the run and its cells; the run is left interrupted', async () => {
+    const d = repo('py-calc');
+    const script = join(state, 'slow.json');
+    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }));
+    const { run_id } = await call('fix/start', { repo: d, issue: ISSUE, model: `replay:${script}`, attempts: 1, provider: 'host' });
+    await waitFor(() => snapshots.find((s) => s.run.run_id === run_id && s.cells.some((c) => c.running && c.purpose === 'run_command')), 60_000);
+    const t0 = Date.now();
+    assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: true });
+    const done = await waitFinished(run_id);
+    assert.ok(Date.now() - t0 < 30_000, 'cancel did not wait for the cell');
+    assert.deepEqual([done.status, done.error], ['interrupted', 'cancelled']);
+    assert.equal(runningSeen.at(-1), 0);
+    assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: false });
+    assert.equal(git(d, 'worktree', 'list').trim().split('\n').length, 1, 'no attempt worktree left');
+  });
+});
+
+async function waitFor<T>(f: () => T | undefined | false, ms: number): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
