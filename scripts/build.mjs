@@ -2,7 +2,7 @@
 // loaded by VS Code's extension host (CommonJS, `vscode` provided at runtime); the webview
 // runs in the browser sandbox of a webview panel.
 import { build } from 'esbuild';
-import { chmod } from 'node:fs/promises';
+import { chmod, copyFile, writeFile } from 'node:fs/promises';
 
 const common = { bundle: true, sourcemap: true, logLevel: 'warning', legalComments: 'none' };
 
@@ -42,6 +42,8 @@ await Promise.all([
     target: 'node20',
     format: 'cjs',
     external: ['vscode'],
+    // Loaded on activation: smaller is faster to parse.
+    minify: true,
   }),
   // The InstanceCell Durable Objects worker: runs in workerd and on Celld (celld/wrangler.jsonc).
   build({
@@ -62,6 +64,12 @@ await Promise.all([
     platform: 'browser',
     target: 'es2022',
     format: 'esm',
+    minify: true,
   }),
 ]);
 await chmod('dist/runner.js', 0o755);
+// Icons for the webviews (<vscode-icon> and codicon classes), served from dist/ under the CSP.
+for (const f of ['codicon.css', 'codicon.ttf']) await copyFile(`node_modules/@vscode/codicons/dist/${f}`, `dist/${f}`);
+// The runner's native SQLite module is built for this Node's ABI; the extension picks a Node
+// runtime that matches it (extension/src/runner/nodeRuntime.ts).
+await writeFile('dist/native-abi.json', JSON.stringify({ modules: process.versions.modules, node: process.versions.node.split('.')[0], platform: process.platform, arch: process.arch }) + '\n');

@@ -19,7 +19,8 @@ npm_config_yes=true npm rebuild --loglevel=error node-pty @parcel/watcher @vscod
 mkdir -p node_modules/@vscode/ripgrep/bin
 ln -sf "$(command -v rg)" node_modules/@vscode/ripgrep/bin/rg
 ln -sfn node_modules node_modules.asar
-cd "$dir/node_modules/code-server"
+# argon2 (password auth) is hoisted next to code-server in this install.
+cd "$dir"
 npm rebuild --loglevel=error argon2
 touch "$dir/.forge-ready"
 echo "code-server: $dir"

@@ -1,0 +1,111 @@
+import { readFileSync } from 'node:fs';
+import * as vscode from 'vscode';
+import type { ForgeSettings } from '../settings.js';
+import { fixStartParams, runnerModelSpec } from '../settings.js';
+import type { RunnerConnection } from '../runner/runnerConnection.js';
+import type { NotificationHub } from '../notificationHub.js';
+
+export interface FixFlowDeps {
+  runner: RunnerConnection;
+  hub: NotificationHub;
+  settings: () => ForgeSettings;
+  onLanguageModelFamily: (family: string | null) => void;
+  review: (runId: string) => Promise<void>;
+  apply: (runId: string) => Promise<unknown>;
+  discard: (runId: string) => Promise<unknown>;
+  setRunActive: (runId: string | null) => void;
+}
+
+/** Asks for the issue: typed or pasted text, or a file (issue*.md files in the workspace are offered). */
+async function askIssue(folder: vscode.WorkspaceFolder): Promise<string | undefined> {
+  const found = await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*issue*.{md,txt}'), '**/{node_modules,.git,.forge}/**', 10);
+  type Pick = vscode.QuickPickItem & { action: 'text' | 'file' | 'open'; uri?: vscode.Uri };
+  const items: Pick[] = [
+    { label: '$(edit) Type or paste the issue text', action: 'text' },
+    { label: '$(file) Pick an issue file…', action: 'open' },
+    ...found.map((uri) => ({ label: `$(markdown) ${vscode.workspace.asRelativePath(uri)}`, description: 'issue file', action: 'file' as const, uri })),
+  ];
+  const pick = await vscode.window.showQuickPick(items, { title: 'Forge: Fix Issue in Cells', placeHolder: 'Which issue should the attempts fix?', ignoreFocusOut: true });
+  if (!pick) return undefined;
+  if (pick.action === 'text') {
+    return vscode.window.showInputBox({
+      title: 'Forge: Fix Issue in Cells',
+      prompt: 'The issue: what is wrong and how to see it (a failing test is the oracle)',
+      placeHolder: 'e.g. average() returns the wrong value for [2, 4]',
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() === '' ? 'The issue text is empty' : undefined),
+    });
+  }
+  const uri = pick.uri ?? (await vscode.window.showOpenDialog({ canSelectMany: false, defaultUri: folder.uri, filters: { Issue: ['md', 'txt'], All: ['*'] }, title: 'Issue file' }))?.[0];
+  if (!uri) return undefined;
+  const text = readFileSync(uri.fsPath, 'utf8');
+  if (text.trim() === '') throw new Error(`${uri.fsPath} is empty`);
+  return text;
+}
+
+async function pickFolder(): Promise<vscode.WorkspaceFolder | undefined> {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  if (folders.length <= 1) return folders[0];
+  return vscode.window.showWorkspaceFolderPick({ placeHolder: 'Repository to fix' });
+}
+
+/** "Forge: Fix Issue in Cells": issue, defaults from settings, a cancellable progress notification, then the outcome. */
+export async function fixIssueInCells(deps: FixFlowDeps): Promise<void> {
+  const folder = await pickFolder();
+  if (!folder) {
+    void vscode.window.showErrorMessage('Forge: open the repository to fix as a folder first (File > Open Folder).');
+    return;
+  }
+  const issue = await askIssue(folder);
+  if (issue === undefined) return;
+  const settings = deps.settings();
+  const model = runnerModelSpec(settings.model, folder.uri.fsPath);
+  deps.onLanguageModelFamily(model.lmFamily);
+  const { run_id: runId } = await deps.runner.request('fix/start', fixStartParams(settings, folder.uri.fsPath, issue, model.spec));
+  deps.setRunActive(runId);
+  const finished = await Promise.resolve(vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`, cancellable: true },
+    (progress, token) =>
+      new Promise<{ status: string; error: string | null }>((resolve) => {
+        const subs = [
+          deps.hub.on('fix/progress', (p: { run_id: string; line: string }) => {
+            if (p.run_id === runId) progress.report({ message: p.line });
+          }),
+          deps.hub.on('fix/finished', (p: { run_id: string; status: string; error: string | null }) => {
+            if (p.run_id !== runId) return;
+            for (const s of subs) s.dispose();
+            resolve(p);
+          }),
+        ];
+        token.onCancellationRequested(() => {
+          progress.report({ message: 'cancelling: stopping the cells…' });
+          void deps.runner.request('fix/cancel', { run_id: runId });
+        });
+      }),
+  )).finally(() => deps.setRunActive(null));
+  await announce(deps, runId, finished);
+}
+
+async function announce(deps: FixFlowDeps, runId: string, f: { status: string; error: string | null }): Promise<void> {
+  if (f.status === 'fixed') {
+    const snap = await deps.runner.request('runs/show', { run_id: runId });
+    const w = snap.attempts.find((a) => a.winner);
+    const choice = await vscode.window.showInformationMessage(
+      `Forge: fixed. Attempt ${w?.index ?? '?'} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`,
+      'Review', 'Apply', 'Discard',
+    );
+    if (choice === 'Review') await deps.review(runId);
+    else if (choice === 'Apply') await deps.apply(runId);
+    else if (choice === 'Discard') await deps.discard(runId);
+    return;
+  }
+  if (f.status === 'not_fixed') {
+    void vscode.window.showWarningMessage('Forge: not fixed: no attempt passed the tests. See the Attempts view for each verdict.');
+    return;
+  }
+  if (f.error === 'cancelled') {
+    void vscode.window.showInformationMessage(`Forge: run ${runId} cancelled; its cells were stopped.`);
+    return;
+  }
+  void vscode.window.showErrorMessage(`Forge: the run did not finish: ${f.error ?? f.status}`);
+}

@@ -1,0 +1,49 @@
+import { isAbsolute, resolve } from 'node:path';
+
+/** The forge.* settings as the extension reads them (VS Code's configuration, plain data). */
+export interface ForgeSettings {
+  attempts: number;
+  provider: 'host' | 'docker' | 'qemu';
+  image: string;
+  testCommand: string;
+  model: string;
+  maxTurns: number;
+}
+
+/**
+ * forge.model -> the runner's model spec. `vscode-lm` (optionally `vscode-lm:FAMILY`) is the
+ * editor's language model, called from the extension host; the others run in the runner
+ * (API keys from SecretStorage reach the runner process only). A relative replay file is
+ * resolved against the workspace folder.
+ */
+export function runnerModelSpec(setting: string, workspaceDir: string): { spec: string; lmFamily: string | null } {
+  const s = setting.trim();
+  if (s === '') throw new Error('forge.model is empty: set it to replay:FILE, openai:MODEL, anthropic:MODEL or vscode-lm');
+  if (s === 'vscode-lm' || s.startsWith('vscode-lm:')) return { spec: 'client:vscode-lm', lmFamily: s.slice('vscode-lm:'.length) || null };
+  if (s.startsWith('replay:')) {
+    const file = s.slice('replay:'.length);
+    if (!file) throw new Error('forge.model replay: needs a file, e.g. replay:.forge/replay.json');
+    return { spec: `replay:${isAbsolute(file) ? file : resolve(workspaceDir, file)}`, lmFamily: null };
+  }
+  if (s.startsWith('openai') || s.startsWith('anthropic')) return { spec: s, lmFamily: null };
+  throw new Error(`forge.model "${s}" is not a model: use replay:FILE, openai:MODEL, anthropic:MODEL or vscode-lm`);
+}
+
+export function fixStartParams(settings: ForgeSettings, repo: string, issue: string, modelSpec: string) {
+  return {
+    repo,
+    issue,
+    model: modelSpec,
+    attempts: Math.max(1, Math.min(64, Math.floor(settings.attempts))),
+    provider: settings.provider,
+    ...(settings.image.trim() ? { image: settings.image.trim() } : {}),
+    ...(settings.testCommand.trim() ? { test_cmd: settings.testCommand.trim() } : {}),
+    max_turns: Math.max(1, Math.min(500, Math.floor(settings.maxTurns))),
+  };
+}
+
+/** Secret names in SecretStorage and the environment variable each becomes in the runner process. */
+export const API_KEY_SECRETS = [
+  { secret: 'forge.apiKey.openai', env: 'OPENAI_API_KEY', label: 'OpenAI-compatible endpoint' },
+  { secret: 'forge.apiKey.anthropic', env: 'ANTHROPIC_API_KEY', label: 'Anthropic' },
+] as const;

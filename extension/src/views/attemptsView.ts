@@ -1,0 +1,40 @@
+import * as vscode from 'vscode';
+import type { AttemptSnapshot, RunSummary } from '../../../runner/src/protocol/rpcFix.js';
+import type { ForgeState } from '../forgeState.js';
+import { attemptView, runView } from './presentation.js';
+import { toTreeItem } from './treeItem.js';
+
+export type AttemptsNode = { kind: 'run'; run: RunSummary } | { kind: 'attempt'; runId: string; attempt: AttemptSnapshot };
+
+/** Attempts view: recent runs, each with its attempts (queued / running / green / red / winner). */
+export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNode> {
+  private readonly changed = new vscode.EventEmitter<AttemptsNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  constructor(private readonly state: ForgeState, private readonly loadRun: (runId: string) => void) {
+    state.onChange((what) => {
+      if (what === 'runs') this.changed.fire(undefined);
+    });
+  }
+
+  getChildren(node?: AttemptsNode): AttemptsNode[] {
+    if (!node) return this.state.runs.slice(0, 20).map((run) => ({ kind: 'run', run }));
+    if (node.kind === 'attempt') return [];
+    const snap = this.state.snapshots.get(node.run.run_id);
+    if (!snap) {
+      this.loadRun(node.run.run_id);
+      return [];
+    }
+    return snap.attempts.map((attempt) => ({ kind: 'attempt', runId: node.run.run_id, attempt }));
+  }
+
+  getTreeItem(node: AttemptsNode): vscode.TreeItem {
+    if (node.kind === 'run') {
+      const newest = this.state.runs[0]?.run_id === node.run.run_id;
+      return toTreeItem(runView(node.run), newest ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed, `run:${node.run.run_id}`);
+    }
+    const item = toTreeItem(attemptView(node.attempt), vscode.TreeItemCollapsibleState.None, `attempt:${node.runId}:${node.attempt.index}`);
+    item.command = { command: 'forge.openAttemptDetails', title: 'Open Attempt Details', arguments: [node] };
+    return item;
+  }
+}

@@ -1,0 +1,99 @@
+import type { AttemptSnapshot, CellSnapshot, RunSummary } from '../../../runner/src/protocol/rpcFix.js';
+import type { InstanceRow } from '../forgeState.js';
+
+/** How a tree row looks, decided from data alone (the tree providers turn it into a TreeItem). */
+export interface RowView {
+  label: string;
+  description: string;
+  tooltip: string;
+  icon: string;
+  /** A theme color id for the icon, or null for the default. */
+  color: string | null;
+  contextValue: string;
+}
+
+export function duration(ms: number | null): string {
+  if (ms === null) return '';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export function runView(r: RunSummary): RowView {
+  const state: Record<RunSummary['status'], [string, string | null, string]> = {
+    running: ['sync~spin', null, 'running'],
+    fixed: ['pass-filled', 'testing.iconPassed', r.review === 'pending' ? 'fixed · review' : `fixed · ${r.review ?? ''}`],
+    not_fixed: ['circle-slash', 'testing.iconFailed', 'not fixed'],
+    failed: ['error', 'errorForeground', 'failed'],
+    interrupted: ['debug-pause', 'editorWarning.foreground', 'interrupted'],
+  };
+  const [icon, color, text] = state[r.status];
+  return {
+    label: r.issue_title || r.run_id,
+    description: `${text} · ${r.attempts} on ${r.provider}`,
+    tooltip: [`${r.run_id}: ${r.status}`, `repo ${r.repo} at ${r.base_commit.slice(0, 12)}`, `tests: ${r.test_cmd}`, `model ${r.model}`, r.error ? `error: ${r.error}` : ''].filter(Boolean).join('\n'),
+    icon,
+    color,
+    contextValue: `run.${r.status}${r.status === 'running' ? '' : r.review ? `.${r.review}` : ''}`,
+  };
+}
+
+export function attemptView(a: AttemptSnapshot): RowView {
+  const turns = `${a.turns} ${a.turns === 1 ? 'turn' : 'turns'}`;
+  const size = `${a.diff_size} ${a.diff_size === 1 ? 'line' : 'lines'}`;
+  let state: string;
+  let icon: string;
+  let color: string | null = null;
+  if (a.status === 'queued') [state, icon] = ['queued', 'circle-outline'];
+  else if (a.status === 'running') [state, icon] = ['running', 'sync~spin'];
+  else if (a.status === 'failed') [state, icon, color] = ['error', 'error', 'errorForeground'];
+  else if (a.winner) [state, icon, color] = ['winner', 'star-full', 'charts.yellow'];
+  else if (a.green) [state, icon, color] = ['green', 'pass', 'testing.iconPassed'];
+  else [state, icon, color] = ['red', 'error', 'testing.iconFailed'];
+  const tests = a.passed !== null ? ` · ${a.passed} passed, ${a.failed} failed` : '';
+  return {
+    label: `attempt ${a.index}`,
+    description: a.status === 'queued' ? 'queued' : `${state} · ${turns}${a.status === 'finished' ? ` · ${size}` : ''}`,
+    tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${tests}${a.error ? `\n${a.error}` : ''}`,
+    icon,
+    color,
+    contextValue: a.winner ? 'attempt.winner' : 'attempt',
+  };
+}
+
+export function cellView(c: CellSnapshot): RowView {
+  const where = `${c.provider}${c.image ? ` ${c.image}` : ''}`;
+  const who = c.attempt_index === null ? '' : ` · attempt ${c.attempt_index}`;
+  if (c.running) {
+    return { label: `${c.purpose}${who}`, description: `${where} · running`, tooltip: c.command, icon: 'sync~spin', color: null, contextValue: 'cell.running' };
+  }
+  const ok = c.exit_code === 0;
+  return {
+    label: `${c.purpose}${who}`,
+    description: `${where} · ${duration(c.duration_ms)} · exit ${c.exit_code}${c.killed_by ? ` (${c.killed_by})` : ''}`,
+    tooltip: `${c.command}\n${c.cell_id}`,
+    icon: ok ? 'pass' : 'error',
+    color: ok ? 'testing.iconPassed' : 'testing.iconFailed',
+    contextValue: 'cell',
+  };
+}
+
+export function instanceView(i: InstanceRow): RowView {
+  const state = i.state ?? 'unknown';
+  const icons: Record<string, [string, string | null]> = {
+    ready: ['vm-running', 'testing.iconPassed'],
+    stopped: ['vm-outline', null],
+    failed: ['error', 'errorForeground'],
+    unknown: ['question', 'editorWarning.foreground'],
+    destroyed: ['trash', 'disabledForeground'],
+  };
+  const [icon, color] = icons[state] ?? ['sync~spin', null];
+  return {
+    label: i.instance_id,
+    description: `${state} · gen ${i.generation}${i.provider ? ` · ${i.provider}` : ''}`,
+    tooltip: `desired ${i.desired ?? '-'}, runtime ${i.runtime_state ?? '-'}`,
+    icon,
+    color,
+    contextValue: 'instance',
+  };
+}

@@ -1,0 +1,38 @@
+// `npm run package`: builds, stages exactly what the extension needs (the bundles, the
+// runner, the webview, codicons, and the runner's native SQLite module with its two
+// pure-JS helpers), and packs it with @vscode/vsce. Output: forge-cells-<version>.vsix.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..');
+const stage = join(root, '.tmp', 'vsix-stage');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const out = join(root, `${pkg.name}-${pkg.version}.vsix`);
+
+execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+rmSync(stage, { recursive: true, force: true });
+mkdirSync(stage, { recursive: true });
+
+const copy = (from, to = from) => cpSync(join(root, from), join(stage, to), { recursive: true });
+for (const f of ['runner.js', 'extension.cjs', 'webview.js', 'native-abi.json', 'codicon.css', 'codicon.ttf']) copy(join('dist', f));
+copy('media');
+copy('README.md');
+copy('LICENSE');
+// The runner loads better-sqlite3 at run time (a native addon cannot be bundled).
+const sqlite = 'node_modules/better-sqlite3';
+for (const f of ['package.json', 'LICENSE', 'lib', 'build/Release/better_sqlite3.node']) copy(join(sqlite, f));
+for (const dep of ['bindings', 'file-uri-to-path']) copy(join('node_modules', dep));
+// Its install-time helper (prebuild-install) is not shipped: the binary is already built.
+const sqlitePkgPath = join(stage, sqlite, 'package.json');
+const sqlitePkg = JSON.parse(readFileSync(sqlitePkgPath, 'utf8'));
+delete sqlitePkg.dependencies['prebuild-install'];
+delete sqlitePkg.scripts;
+writeFileSync(sqlitePkgPath, JSON.stringify(sqlitePkg, null, 2) + '\n');
+
+// The published manifest: no scripts or dev tooling; the one runtime module (and its helpers) travel in node_modules.
+const { devDependencies: _d, scripts: _s, allowScripts: _a, mocha: _m, dependencies: _deps, ...manifest } = pkg;
+writeFileSync(join(stage, 'package.json'), JSON.stringify({ ...manifest, private: undefined, dependencies: { 'better-sqlite3': pkg.dependencies['better-sqlite3'] } }, null, 2) + '\n');
+
+execFileSync(process.execPath, [join(root, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--allow-missing-repository', '--skip-license', '--out', out], { cwd: stage, stdio: 'inherit' });
+console.log(`packaged ${out}`);

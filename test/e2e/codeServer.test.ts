@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { requireFeature } from '../helpers/requirement.js';
+import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
+
+/**
+ * The packaged VSIX in a real VS Code: code-server 4.100.3 (VS Code 1.100's workbench and
+ * a Node extension host) driven by Playwright in Debian's Chromium. The replay model stands
+ * in for the LLM; the runner, cells, tests, selection, review and apply are real.
+ * Screenshots of every step land in test-results/e2e/.
+ */
+const CODE_SERVER_DIR = process.env.FORGE_CODE_SERVER_DIR ?? join(homedir(), '.cache', 'forge-cells', 'code-server-4.100.3');
+const ENTRY = join(CODE_SERVER_DIR, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+const CHROMIUM = process.env.FORGE_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = join(process.cwd(), 'test-results', 'e2e');
+const ROOT = process.cwd();
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)', function () {
+  this.timeout(600_000);
+  let work: string;
+  let server: ChildProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let repo: { dir: string; cleanup: () => void };
+  let serverLog = '';
+  let step = 0;
+  const shot = async (name: string) => {
+    step += 1;
+    await page.screenshot({ path: join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`) });
+  };
+
+  before(async function () {
+    requireFeature(this, existsSync(ENTRY), `code-server is not installed at ${CODE_SERVER_DIR} (bash scripts/install-code-server.sh)`);
+    requireFeature(this, existsSync(CHROMIUM), `Chromium is not installed at ${CHROMIUM} (apt-get install chromium)`);
+    rmSync(SHOTS, { recursive: true, force: true });
+    mkdirSync(SHOTS, { recursive: true });
+    work = mkdtempSync(join(tmpdir(), 'forge-e2e-'));
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, stdio: 'pipe' });
+    const vsix = join(ROOT, 'forge-cells-0.1.0.vsix');
+    const userData = join(work, 'user-data');
+    const extensions = join(work, 'extensions');
+    mkdirSync(join(userData, 'User'), { recursive: true });
+    writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
+      'forge.model': `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`,
+      'forge.attempts': 4,
+      'forge.provider': 'host',
+      'workbench.startupEditor': 'none',
+      'workbench.tips.enabled': false,
+      'security.workspace.trust.enabled': false,
+      'extensions.autoCheckUpdates': false,
+      'telemetry.telemetryLevel': 'off',
+      'git.enabled': false,
+    }));
+    const cs = (args: string[]) => execFileSync(process.execPath, [ENTRY, '--extensions-dir', extensions, '--user-data-dir', userData, ...args], { encoding: 'utf8', stdio: 'pipe' });
+    const installed = cs(['--install-extension', vsix]);
+    assert.match(installed, /successfully installed/i);
+    repo = sampleRepo('py-calc');
+    const port = await freePort();
+    server = spawn(process.execPath, [ENTRY, '--extensions-dir', extensions, '--user-data-dir', userData, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
+      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', repo.dir], {
+      env: { ...process.env, FORGE_STATE_DIR: join(work, 'state'), FORGE_CELLD_ENABLED: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    server.stdout!.on('data', (d: Buffer) => (serverLog += d.toString()));
+    server.stderr!.on('data', (d: Buffer) => (serverLog += d.toString()));
+    const url = `http://127.0.0.1:${port}/`;
+    for (let i = 0; ; i++) {
+      if (await fetch(`${url}healthz`).then((r) => r.ok, () => false)) break;
+      if (i > 150) throw new Error(`code-server did not start: ${serverLog.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${url}?folder=${encodeURIComponent(repo.dir)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    if (server?.pid) {
+      try {
+        process.kill(-server.pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+      await new Promise((r) => setTimeout(r, 1500));
+      try {
+        process.kill(-server.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    repo?.cleanup();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  const palette = async (command: string) => {
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor();
+    await input.fill(`>${command}`);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor();
+    await page.keyboard.press('Enter');
+  };
+
+  it('shows cell health in the status bar once the runner is up', async () => {
+    const item = page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ });
+    await item.waitFor({ timeout: 60_000 });
+    assert.match(await item.innerText(), /0 cells · .*host ✓/);
+    await shot('workbench-status-bar');
+  });
+
+  it('runs "Forge: Fix Issue in Cells" from the command palette; the Attempts view shows the winner', async () => {
+    await palette('Forge: Fix Issue in Cells');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Type or paste the issue text' }).waitFor();
+    await shot('issue-source-pick');
+    await page.keyboard.press('Enter');
+    const input = page.locator('.quick-input-widget input');
+    await input.fill(readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8').split('\n').filter(Boolean).join(' '));
+    await page.keyboard.press('Enter');
+    await page.locator('.notifications-toasts', { hasText: /attempt\(s\) in host cells/ }).waitFor({ timeout: 30_000 });
+    await shot('progress-notification');
+    await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
+    const winner = page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /winner/ });
+    await winner.waitFor({ timeout: 240_000 });
+    await page.locator('.notifications-toasts', { hasText: /Forge: fixed/ }).waitFor({ timeout: 60_000 });
+    await shot('attempts-winner');
+    const rows = await page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row').allInnerTexts();
+    assert.ok(rows.some((r) => /attempt \d/.test(r) && /red/.test(r)), `a red attempt is listed: ${rows.join(' | ')}`);
+    const cells = await page.locator('.pane', { hasText: 'Cells' }).locator('.monaco-list-row').allInnerTexts();
+    assert.ok(cells.some((c) => /baseline/.test(c) && /exit [1-9]/.test(c)), `the failing baseline cell is listed: ${cells.join(' | ')}`);
+  });
+
+  it('opens Attempt details in a webview with the verdict and turns', async () => {
+    await page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /winner/ }).click();
+    const frame = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+    const title = frame.locator('[data-testid="attempt-title"]');
+    await title.waitFor({ timeout: 30_000 });
+    assert.match(await title.innerText(), /Attempt \d+\s*winner/);
+    assert.match(await frame.locator('[data-testid="verdict"]').innerText(), /green: \d+ passed, 0 failed/);
+    assert.ok(Number((await frame.locator('[data-testid="turns"]').innerText()).split(' ')[0]) >= 1);
+    await shot('attempt-details');
+  });
+
+  it('reviews the winner as a multi-file diff and applies it from the editor title; the file on disk changes', async () => {
+    const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
+    assert.match(before, /len\(values\) \+ 1/);
+    await palette('Forge: Review Winning Attempt');
+    await page.locator('.multiDiffEditor, .multi-diff-editor, .monaco-diff-editor').first().waitFor({ timeout: 30_000 });
+    await page.locator('.editor-actions a[aria-label*="Apply Winning Attempt"]').waitFor({ timeout: 30_000 });
+    await shot('review-diff');
+    await page.locator('.editor-actions a[aria-label*="Apply Winning Attempt"]').click();
+    await page.locator('.notifications-toasts', { hasText: /Applied the winner/ }).waitFor({ timeout: 30_000 });
+    await shot('applied');
+    const after = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
+    assert.doesNotMatch(after, /len\(values\) \+ 1/);
+    assert.match(after, /sum\(values\) \/ len\(values\)/);
+  });
+
+  it('status bar still reports health and no cells running after the run', async () => {
+    const text = await page.locator('.statusbar-item', { hasText: /cells · / }).first().innerText();
+    assert.match(text, /^\S* ?0 cells · .*host ✓/);
+    await shot('final');
+  });
+});

@@ -1,0 +1,3 @@
+import { register } from 'node:module';
+
+register('./fakeVscodeHooks.mjs', import.meta.url);
