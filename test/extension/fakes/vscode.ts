@@ -113,7 +113,7 @@ export const fake = {
   statusItems: [] as { text: string; tooltip: unknown; backgroundColor: ThemeColor | undefined; command: unknown }[],
   treeViews: new Map<string, { treeDataProvider: unknown }>(),
   contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): unknown }>(),
-  webviews: [] as { title: string; html: string; posted: unknown[] }[],
+  webviews: [] as { title: string; html: string; posted: unknown[]; receive: (m: unknown) => void }[],
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
   reset(): void {
@@ -165,9 +165,9 @@ export const window = {
   withProgress: async <T>(_o: unknown, task: (p: { report(v: unknown): void }, t: { onCancellationRequested(l: () => void): void }) => Promise<T>) =>
     task({ report() {} }, { onCancellationRequested() {} }),
   createWebviewPanel: (_type: string, title: string) => {
-    const record = { title, html: '', posted: [] as unknown[] };
-    fake.webviews.push(record);
     const received = new EventEmitter<unknown>();
+    const record = { title, html: '', posted: [] as unknown[], receive: (m: unknown) => received.fire(m) };
+    fake.webviews.push(record);
     const webview = {
       cspSource: 'vscode-resource:',
       asWebviewUri: (u: Uri) => u,
@@ -182,8 +182,6 @@ export const window = {
         record.posted.push(m);
         return true;
       },
-      /** Test hook: the page says it is ready. */
-      receive: (m: unknown) => received.fire(m),
     };
     return { title, webview, reveal() {}, onDidDispose: () => ({ dispose() {} }), dispose() {} };
   },
@@ -216,7 +214,11 @@ export const workspace = {
   },
   onDidChangeConfiguration: () => ({ dispose() {} }),
   findFiles: async () => [],
-  openTextDocument: async (uri: Uri) => ({ uri }),
+  openedDocuments: [] as Uri[],
+  openTextDocument: async (uri: Uri) => {
+    workspace.openedDocuments.push(uri);
+    return { uri };
+  },
   asRelativePath: (u: Uri) => u.path,
 };
 

@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { activate, deactivate, type ForgeApi } from '../../extension/src/extension.js';
+import type { AttemptsNode } from '../../extension/src/views/attemptsView.js';
+import type { CellSnapshot } from '../../runner/src/protocol/rpcFix.js';
+import { fake, fakeExtensionContext, Uri, workspace } from './fakes/vscode.js';
+import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
+
+type Provider<T> = { getChildren(n?: T): T[]; getTreeItem(n: T): { label: string; description?: string; contextValue?: string; command?: { command: string; arguments?: unknown[] } } };
+
+async function waitFor<T>(f: () => T | undefined | false | null, ms = 30_000, what = 'condition'): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * The extension activated against a fake VS Code API (the user's answers scripted) and the
+ * real bundled runner: Fix Issue in Cells, the views, review, apply, the status bar, the
+ * webview, and a runner crash with restart.
+ */
+describe('extension with a fake VS Code API and the real runner', function () {
+  this.timeout(180_000);
+  let api: ForgeApi;
+  let repo: { dir: string; cleanup: () => void };
+  let state: string;
+  const savedState = process.env.FORGE_STATE_DIR;
+  const command = (id: string, ...args: unknown[]) => {
+    const f = fake.commands.get(id);
+    if (!f) throw new Error(`command ${id} not registered`);
+    return f(...args) as Promise<unknown>;
+  };
+
+  before(async () => {
+    if (!existsSync(join(process.cwd(), 'dist', 'native-abi.json'))) throw new Error('dist/ is missing: run npm run build first');
+    fake.reset();
+    state = mkdtempSync(join(tmpdir(), 'forge-ext-state-'));
+    process.env.FORGE_STATE_DIR = state;
+    repo = sampleRepo('py-calc');
+    fake.workspaceFolders = [{ uri: Uri.file(repo.dir), name: 'py-calc', index: 0 }];
+    fake.config.set('forge.model', `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`);
+    fake.config.set('forge.attempts', 2);
+    fake.config.set('forge.provider', 'host');
+    const t0 = performance.now();
+    api = activate(fakeExtensionContext(process.cwd()) as never);
+    assert.ok(performance.now() - t0 < 1000, 'activation does not wait for the runner');
+    await api.runner.start();
+  });
+  after(async () => {
+    await deactivate();
+    process.env.FORGE_STATE_DIR = savedState;
+    repo.cleanup();
+    rmSync(state, { recursive: true, force: true });
+  });
+
+  it('registers every contributed command and the three views', () => {
+    const pkg = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as { contributes: { commands: { command: string }[]; views: { forge: { id: string }[] } } };
+    assert.deepEqual(pkg.contributes.commands.map((c) => c.command).filter((c) => !fake.commands.has(c)), []);
+    assert.deepEqual([...fake.treeViews.keys()].sort(), pkg.contributes.views.forge.map((v) => v.id).sort());
+  });
+
+  it('the status bar shows cells and provider health once the runner answered', async () => {
+    const item = fake.statusItems[0]!;
+    await waitFor(() => /0 cells · host ✓/.test(item.text), 30_000, 'status text');
+    assert.equal(item.command, 'forge.showCellHealth');
+  });
+
+  it('Fix Issue in Cells: issue typed, run to the winner, review opens as a multi-file diff of read-only documents', async () => {
+    fake.quickPickAnswers.push((items) => items.find((i) => /Type or paste/.test(i.label)));
+    fake.inputAnswers.push('average() divides by n+1; test_average_of_two fails');
+    fake.messageAnswers.push('Review');
+    await command('forge.fixIssue');
+    const fixed = fake.messages.find((m) => /Forge: fixed/.test(m.text));
+    assert.ok(fixed, JSON.stringify(fake.messages));
+    assert.deepEqual(fixed.items, ['Review', 'Apply', 'Discard']);
+    const changes = fake.executed.find((e) => e.command === 'vscode.changes');
+    assert.ok(changes, 'vscode.changes was opened');
+    const resources = changes.args[1] as Uri[][];
+    assert.equal(resources.length, 1);
+    assert.equal(resources[0]![0]!.fsPath, join(repo.dir, 'calc.py'));
+    const docs = fake.contentProviders.get('forge-review')!;
+    assert.match(String(await docs.provideTextDocumentContent(resources[0]![1]!)), /len\(values\) \+ 1/);
+    assert.doesNotMatch(String(await docs.provideTextDocumentContent(resources[0]![2]!)), /len\(values\) \+ 1/);
+    assert.equal(fake.contexts.get('forge.reviewing'), true);
+  });
+
+  it('the Attempts view lists the run and its attempts from pushed snapshots; the Cells view opens bounded logs', async () => {
+    const attempts = fake.treeViews.get('forge.attempts')!.treeDataProvider as Provider<AttemptsNode>;
+    const [runNode] = attempts.getChildren();
+    assert.equal(attempts.getTreeItem(runNode!).contextValue, 'run.fixed.pending');
+    const rows = attempts.getChildren(runNode).map((n) => attempts.getTreeItem(n));
+    assert.deepEqual(rows.map((r) => r.label), ['attempt 0', 'attempt 1']);
+    assert.match(rows[0]!.description!, /^winner · \d+ turns · 2 lines$/);
+    assert.match(rows[1]!.description!, /^red/);
+    const cells = fake.treeViews.get('forge.cells')!.treeDataProvider as Provider<CellSnapshot>;
+    const baseline = cells.getChildren().find((c) => c.purpose === 'baseline')!;
+    const item = cells.getTreeItem(baseline);
+    assert.match(item.description!, /^host · .* · exit 1$/);
+    await command(item.command!.command, ...(item.command!.arguments ?? []));
+    const uri = workspace.openedDocuments.at(-1)!;
+    const log = String(await fake.contentProviders.get('forge-log')!.provideTextDocumentContent(uri));
+    assert.match(log, /^# baseline cell .* exit 1/);
+    assert.match(log, /FAILED|failed/);
+  });
+
+  it('Attempt details open in a webview with a strict CSP and get the attempt once the page is ready', async () => {
+    const attempts = fake.treeViews.get('forge.attempts')!.treeDataProvider as Provider<AttemptsNode>;
+    const winner = attempts.getChildren(attempts.getChildren()[0]).find((n) => n.kind === 'attempt' && n.attempt.winner)!;
+    const item = attempts.getTreeItem(winner);
+    await command(item.command!.command, ...(item.command!.arguments ?? []));
+    const panel = fake.webviews.at(-1)!;
+    assert.match(panel.html, /Content-Security-Policy" content="default-src 'none'; script-src 'nonce-[^']+';/);
+    assert.doesNotMatch(panel.html, /unsafe-eval|https?:\/\//);
+    assert.equal(panel.posted.length, 0, 'nothing is posted before the page says it is ready');
+    panel.receive({ type: 'ready' });
+    const msg = panel.posted[0] as { kind: string; data: { attempt: { winner: boolean }; verdict: { green: boolean }; turns: unknown[]; cells: { log?: string }[] } };
+    assert.equal(msg.kind, 'attempt');
+    assert.deepEqual([msg.data.attempt.winner, msg.data.verdict.green], [true, true]);
+    assert.ok(msg.data.turns.length >= 1 && msg.data.cells.some((c) => (c.log ?? '').length > 0));
+  });
+
+  it('Apply writes the winner to the workspace and ends the review', async () => {
+    await command('forge.applyWinner');
+    assert.ok(fake.messages.some((m) => m.level === 'info' && /Applied the winner to .*calc\.py/.test(m.text)), JSON.stringify(fake.messages.slice(-3)));
+    assert.doesNotMatch(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), /len\(values\) \+ 1/);
+    assert.equal(fake.contexts.get('forge.reviewing'), false);
+    await waitFor(() => api.state.runs[0]?.review === 'applied', 5000, 'review applied in the view state');
+  });
+
+  it('a runner crash is shown once, the runner comes back, and the views show what the store recorded', async () => {
+    const pid = api.runner.pid!;
+    api.state.setRuns([]);
+    process.kill(pid, 'SIGKILL');
+    await waitFor(() => api.runner.state === 'ready' && api.runner.pid !== pid, 20_000, 'restart');
+    await waitFor(() => api.state.runs.length === 1, 10_000, 'runs reloaded');
+    assert.equal(api.state.runs[0]!.review, 'applied');
+    const second = api.runner.pid!;
+    process.kill(second, 'SIGKILL');
+    await waitFor(() => api.runner.state === 'ready' && api.runner.pid !== second, 20_000, 'second restart');
+    const warnings = fake.messages.filter((m) => /the Forge runner killed by SIGKILL/.test(m.text));
+    assert.equal(warnings.length, 1, 'two crashes in a row, one message');
+    assert.deepEqual(warnings[0]!.items, ['Show Log']);
+  });
+});
