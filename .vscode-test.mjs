@@ -1,9 +1,11 @@
-// Extension-host test suite configuration for @vscode/test-cli. Our machines cannot
-// download VS Code, so the real-editor suite runs in code-server (see test/e2e and the
-// README); this file keeps the standard layout for developers who have a desktop VS Code.
+// The extension-host suite in desktop VS Code via @vscode/test-cli + @vscode/test-electron
+// (`npx vscode-test`), where VS Code can be downloaded. CI has no download; there the same
+// suite runs in code-server (test/e2e/extensionHost.test.ts). Build first: npm run build.
 import { defineConfig } from '@vscode/test-cli';
 
 export default defineConfig({
-  files: 'test/extension/**/*.test.js',
-  workspaceFolder: './test/fixtures/workspace',
+  files: 'dist-test/extension-host/suite.cjs',
+  version: '1.100.3',
+  mocha: { ui: 'bdd', timeout: 240000 },
+  env: { FORGE_SAMPLES: new URL('./samples', import.meta.url).pathname },
 });

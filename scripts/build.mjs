@@ -66,6 +66,17 @@ await Promise.all([
     format: 'esm',
     minify: true,
   }),
+  // The extension-host suite (test/extension-host): run by .vscode-test.mjs and, in CI, in code-server.
+  ...['index', 'suite'].map((name) => build({
+    ...common,
+    entryPoints: [`test/extension-host/${name}.ts`],
+    outfile: `dist-test/extension-host/${name}.cjs`,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    external: ['vscode', 'mocha'],
+    sourcemap: false,
+  })),
 ]);
 await chmod('dist/runner.js', 0o755);
 // Icons for the webviews (<vscode-icon> and codicon classes), served from dist/ under the CSP.

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { requireFeature } from '../helpers/requirement.js';
+import type { Browser, Page } from 'playwright-core';
+import { installExtension, launchChromium, prepareUserData, requireCodeServer, type RunningCodeServer, startCodeServer } from '../helpers/codeServer.js';
 import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
 
 /**
@@ -14,31 +13,16 @@ import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
  * in for the LLM; the runner, cells, tests, selection, review and apply are real.
  * Screenshots of every step land in test-results/e2e/.
  */
-const CODE_SERVER_DIR = process.env.FORGE_CODE_SERVER_DIR ?? join(homedir(), '.cache', 'forge-cells', 'code-server-4.100.3');
-const ENTRY = join(CODE_SERVER_DIR, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
-const CHROMIUM = process.env.FORGE_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(process.cwd(), 'test-results', 'e2e');
 const ROOT = process.cwd();
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)', function () {
   this.timeout(600_000);
   let work: string;
-  let server: ChildProcess | undefined;
+  let server: RunningCodeServer | undefined;
   let browser: Browser | undefined;
   let page: Page;
   let repo: { dir: string; cleanup: () => void };
-  let serverLog = '';
   let step = 0;
   const shot = async (name: string) => {
     step += 1;
@@ -46,70 +30,28 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
   };
 
   before(async function () {
-    requireFeature(this, existsSync(ENTRY), `code-server is not installed at ${CODE_SERVER_DIR} (bash scripts/install-code-server.sh)`);
-    requireFeature(this, existsSync(CHROMIUM), `Chromium is not installed at ${CHROMIUM} (apt-get install chromium)`);
+    requireCodeServer(this);
     rmSync(SHOTS, { recursive: true, force: true });
     mkdirSync(SHOTS, { recursive: true });
     work = mkdtempSync(join(tmpdir(), 'forge-e2e-'));
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, stdio: 'pipe' });
-    const vsix = join(ROOT, 'forge-cells-0.1.0.vsix');
-    const userData = join(work, 'user-data');
-    const extensions = join(work, 'extensions');
-    mkdirSync(join(userData, 'User'), { recursive: true });
-    writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
+    const dirs = prepareUserData(work, {
       'forge.model': `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`,
       'forge.attempts': 4,
       'forge.provider': 'host',
-      'workbench.startupEditor': 'none',
-      'workbench.tips.enabled': false,
-      'security.workspace.trust.enabled': false,
-      'extensions.autoCheckUpdates': false,
-      'telemetry.telemetryLevel': 'off',
-      'git.enabled': false,
-    }));
-    const cs = (args: string[]) => execFileSync(process.execPath, [ENTRY, '--extensions-dir', extensions, '--user-data-dir', userData, ...args], { encoding: 'utf8', stdio: 'pipe' });
-    const installed = cs(['--install-extension', vsix]);
-    assert.match(installed, /successfully installed/i);
+    });
+    assert.match(installExtension(dirs, join(ROOT, 'forge-cells-0.1.0.vsix')), /successfully installed/i);
     repo = sampleRepo('py-calc');
-    const port = await freePort();
-    server = spawn(process.execPath, [ENTRY, '--extensions-dir', extensions, '--user-data-dir', userData, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
-      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', repo.dir], {
-      env: { ...process.env, FORGE_STATE_DIR: join(work, 'state'), FORGE_CELLD_ENABLED: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    server.stdout!.on('data', (d: Buffer) => (serverLog += d.toString()));
-    server.stderr!.on('data', (d: Buffer) => (serverLog += d.toString()));
-    const url = `http://127.0.0.1:${port}/`;
-    for (let i = 0; ; i++) {
-      if (await fetch(`${url}healthz`).then((r) => r.ok, () => false)) break;
-      if (i > 150) throw new Error(`code-server did not start: ${serverLog.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
+    server = await startCodeServer(dirs, repo.dir, { FORGE_STATE_DIR: join(work, 'state'), FORGE_CELLD_ENABLED: '' });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${url}?folder=${encodeURIComponent(repo.dir)}`);
+    await page.goto(`${server.url}?folder=${encodeURIComponent(repo.dir)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
   });
 
   after(async () => {
     await browser?.close().catch(() => undefined);
-    if (server?.pid) {
-      try {
-        process.kill(-server.pid, 'SIGTERM');
-      } catch {
-        /* gone */
-      }
-      await new Promise((r) => setTimeout(r, 1500));
-      try {
-        process.kill(-server.pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+    await server?.stop();
     repo?.cleanup();
     if (work) rmSync(work, { recursive: true, force: true });
   });
