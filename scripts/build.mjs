@@ -20,11 +20,30 @@ const stubSsh2 = {
   },
 };
 
+const lazyExtensionDeps = {
+  name: 'lazy-extension-deps',
+  setup(b) {
+    b.onResolve({ filter: /\/lazyDeps\.js$/ }, () => ({ path: './extension-deps.cjs', external: true }));
+  },
+};
+
 await Promise.all([
   build({
     ...common,
-    entryPoints: ['runner/src/cli/main.ts'],
-    outfile: 'dist/runner.js',
+    entryPoints: ['extension/src/runner/lazyDeps.ts'],
+    outfile: 'dist/extension-deps.cjs',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+  }),
+  build({
+    ...common,
+    entryPoints: { runner: 'runner/src/cli/entry.ts' },
+    outdir: 'dist',
+    // Chunks: `serve --stdio` loads its handshake first and the rest in the background.
+    splitting: true,
+    chunkNames: 'runner-chunks/[name]-[hash]',
     platform: 'node',
     target: 'node20',
     format: 'esm',
@@ -32,6 +51,9 @@ await Promise.all([
     plugins: [stubSsh2],
     // Native addon: loaded from node_modules at run time, never bundled.
     external: ['better-sqlite3'],
+    // Half the bytes to read and compile at every start (the extension spawns it on
+    // activation); stack traces map back through dist/runner.js.map with --enable-source-maps.
+    minify: false,
     banner: { js: "#!/usr/bin/env node\nimport { createRequire as __forgeCreateRequire } from 'node:module';\nconst require = __forgeCreateRequire(import.meta.url);" },
   }),
   build({
@@ -42,8 +64,10 @@ await Promise.all([
     target: 'node20',
     format: 'cjs',
     external: ['vscode'],
-    // Loaded on activation: smaller is faster to parse.
+    // Loaded on activation: smaller is faster to parse. The schemas and JSON-RPC transport
+    // come from a second bundle, loaded when the runner starts.
     minify: true,
+    plugins: [lazyExtensionDeps],
   }),
   // The InstanceCell Durable Objects worker: runs in workerd and on Celld (celld/wrangler.jsonc).
   build({

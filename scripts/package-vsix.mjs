@@ -15,7 +15,8 @@ rmSync(stage, { recursive: true, force: true });
 mkdirSync(stage, { recursive: true });
 
 const copy = (from, to = from) => cpSync(join(root, from), join(stage, to), { recursive: true });
-for (const f of ['runner.js', 'extension.cjs', 'webview.js', 'native-abi.json', 'codicon.css', 'codicon.ttf']) copy(join('dist', f));
+for (const f of ['runner.js', 'extension.cjs', 'extension-deps.cjs', 'webview.js', 'native-abi.json', 'codicon.css', 'codicon.ttf']) copy(join('dist', f));
+cpSync(join(root, 'dist', 'runner-chunks'), join(stage, 'dist', 'runner-chunks'), { recursive: true, filter: (f) => !f.endsWith('.map') });
 copy('media');
 copy('README.md');
 copy('LICENSE');

@@ -6,6 +6,7 @@ import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
 import { benchWorktreeCreation } from './worktreeCreation.js';
 import { benchFixIsolation, benchFixScaling } from './fixPipeline.js';
 import { benchQemuCells } from './qemuCellOverhead.js';
+import { benchExtensionStartup } from './extensionStartup.js';
 import { findQemuTools } from '../../runner/src/cells/qemu/qemuRuntime.js';
 
 const DOCKER_BENCH_IMAGE = process.env.FORGE_BENCH_IMAGE ?? 'forge-test/busybox:1';
@@ -16,6 +17,12 @@ const json = process.argv.includes('--json');
 
 async function main(): Promise<void> {
   const suites: Record<string, { rounds: number; lines: BenchLine[] }> = {};
+  if (process.argv.includes('--only-extension')) {
+    suites['extension startup'] = { rounds: 10, lines: await benchExtensionStartup(10) };
+    return report(suites);
+  }
+  console.error('extension startup: activation and runner spawn-to-ready, 10 rounds...');
+  suites['extension startup'] = { rounds: 10, lines: await benchExtensionStartup(10) };
   console.error(`host cell overhead: ${runs} interleaved runs of each variant...`);
   suites['host cell overhead'] = { rounds: runs, lines: await benchHostCellOverhead(runs) };
   console.error('worktree creation: 20,000-file repository...');
@@ -50,6 +57,10 @@ async function main(): Promise<void> {
   if (!dockerReady) {
     console.error(`docker cells: skipped, no engine or no image ${DOCKER_BENCH_IMAGE} (scripts/ensure-dockerd.sh, scripts/build-test-images.sh)`);
   }
+  report(suites);
+}
+
+function report(suites: Record<string, { rounds: number; lines: BenchLine[] }>): void {
   if (json) {
     console.log(JSON.stringify({ runs, suites }, null, 2));
     return;

@@ -1,7 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import { RPC_FIX_METHODS, type RpcFixMethod } from '../../../runner/src/protocol/rpcFix.js';
-import { RPC_INSTANCE_METHODS, type RpcInstanceMethod } from '../../../runner/src/protocol/rpcInstances.js';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
+import type { RPC_FIX_METHODS, RpcFixMethod } from '../../../runner/src/protocol/rpcFix.js';
+import type { RPC_INSTANCE_METHODS, RpcInstanceMethod } from '../../../runner/src/protocol/rpcInstances.js';
 import { decideRestart } from './restartPolicy.js';
 
 export type RunnerState = 'starting' | 'ready' | 'down';
@@ -25,7 +25,9 @@ export interface RunnerEvents {
   log: (line: string) => void;
 }
 
-const METHODS: Methods = { ...RPC_FIX_METHODS, ...RPC_INSTANCE_METHODS };
+// Loaded when the runner starts (a separate bundle): activation stays cheap.
+let deps: Promise<typeof import('./lazyDeps.js')> | null = null;
+const loadDeps = () => (deps ??= import('./lazyDeps.js'));
 
 /**
  * The extension's side of `forge-runner serve --stdio`: spawns it, speaks JSON-RPC, parses
@@ -62,8 +64,8 @@ export class RunnerConnection {
 
   async request<M extends RunnerMethod>(method: M, params: RunnerParams<M>): Promise<RunnerResult<M>> {
     const rpc = await this.start();
-    const raw = await rpc.sendRequest(method, params);
-    return METHODS[method].result.parse(raw) as RunnerResult<M>;
+    const [raw, { METHODS }] = await Promise.all([rpc.sendRequest(method, params), loadDeps()]);
+    return (METHODS as Methods)[method].result.parse(raw) as RunnerResult<M>;
   }
 
   /** Stops the runner for good (deactivate) or before a restart with new settings. */
@@ -107,6 +109,7 @@ export class RunnerConnection {
       this.setState('down', (e as Error).message);
       throw e;
     }
+    const { createMessageConnection, StreamMessageReader, StreamMessageWriter } = await loadDeps();
     const child = spawn(launch.nodePath, [launch.runnerScript, 'serve', '--stdio'], { env: launch.env, cwd: launch.cwd, stdio: 'pipe' });
     this.child = child;
     this.stderrTail = '';

@@ -129,7 +129,3 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT_INTERNAL;
   }
 }
-
-main(process.argv.slice(2)).then((code) => {
-  process.exitCode = code;
-});

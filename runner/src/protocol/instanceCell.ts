@@ -5,7 +5,8 @@ import { z } from 'zod';
  * a Celld-hosted InstanceCell worker. schemas/instance-cell-v1.schema.json is exported from
  * here; changes within v1 must be additive (new optional fields, new enum members).
  */
-export const PROTOCOL_VERSION = 'instance-cell/v1';
+export { PROTOCOL_VERSION } from './protocolVersion.js';
+import { PROTOCOL_VERSION } from './protocolVersion.js';
 
 export const INSTANCE_PROVIDERS = ['host', 'docker', 'qemu'] as const;
 export const LIFECYCLE_ACTIONS = ['provision', 'start', 'stop', 'destroy'] as const;

@@ -1,4 +1,4 @@
-import { createMessageConnection, ErrorCodes, type MessageConnection, ResponseError, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { ErrorCodes, type MessageConnection, ResponseError } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
 import { collectHealth } from '../cells/providerRegistry.js';
 import { collectGarbage } from '../cells/garbageCollection.js';
@@ -17,21 +17,27 @@ type MethodTable = Record<string, { params: z.ZodType; result: z.ZodType }>;
 type Handlers<T extends MethodTable> = { [M in keyof T]: (params: z.output<T[M]['params']>) => Promise<z.input<T[M]['result']>> };
 
 export interface RpcServerOptions {
-  input: NodeJS.ReadableStream;
-  output: NodeJS.WritableStream;
+  connection: MessageConnection;
   coordinator: InstanceCoordinator;
   stateDir: string;
   version: string;
   log: (line: string) => void;
 }
 
+export interface RpcServer {
+  /** Answers one request: params parsed with the method's zod schema first. */
+  dispatch: (method: string, params: unknown) => Promise<unknown>;
+  close: () => Promise<void>;
+}
+
 /**
- * JSON-RPC over stdio (vscode-jsonrpc). Every request's params are parsed with its zod
- * schema; bad input is answered InvalidParams with one line and nothing happens; a handler
- * failure is answered InternalError; neither ends the server.
+ * The runner's JSON-RPC methods over an open connection (serveStdio owns the transport and
+ * the handshake). Every request's params are parsed with its zod schema; bad input is
+ * answered InvalidParams with one line and nothing happens; a handler failure is answered
+ * InternalError; neither ends the server.
  */
-export function startRpcServer(o: RpcServerOptions): { connection: MessageConnection; close: () => Promise<void>; closed: Promise<void> } {
-  const connection = createMessageConnection(new StreamMessageReader(o.input), new StreamMessageWriter(o.output));
+export function attachRpcServer(o: RpcServerOptions): RpcServer {
+  const connection = o.connection;
   const c = o.coordinator;
   const notify = (method: string, params: unknown) => void connection.sendNotification(method, params).catch(() => undefined);
   const instances = new InstanceService(c, (instance_id, state) => notify(NOTIFICATION_INSTANCE_CHANGED, { instance_id, state }), (id, e) => o.log(`instance ${id}: ${e.message}`));
@@ -106,23 +112,26 @@ export function startRpcServer(o: RpcServerOptions): { connection: MessageConnec
     'review/discard': async ({ run_id }) => fixes.discard(run_id),
   };
 
-  register(connection, RPC_INSTANCE_METHODS, instanceHandlers, o.log);
-  register(connection, RPC_FIX_METHODS, fixHandlers, o.log);
-  connection.onError(([error]: [Error, unknown, unknown]) => o.log(`protocol error: ${error.message}`));
-  const closed = new Promise<void>((resolve) => connection.onClose(() => resolve()));
-  connection.listen();
+  const routes = new Map<string, (raw: unknown) => Promise<unknown>>();
+  register(routes, RPC_INSTANCE_METHODS, instanceHandlers, o.log);
+  register(routes, RPC_FIX_METHODS, fixHandlers, o.log);
   void instances.resumeAll().catch((e: Error) => o.log(`resuming instances failed: ${e.message}`));
-  const close = async () => {
-    await fixes.close();
-    await instances.close();
+  return {
+    dispatch: async (method, params) => {
+      const route = routes.get(method);
+      return route ? route(params) : new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${method}; see schemas/rpc-fix.schema.json and schemas/rpc-instances.schema.json`);
+    },
+    close: async () => {
+      await fixes.close();
+      await instances.close();
+    },
   };
-  return { connection, close, closed };
 }
 
-function register<T extends MethodTable>(connection: MessageConnection, table: T, handlers: Handlers<T>, log: (line: string) => void): void {
+function register<T extends MethodTable>(routes: Map<string, (raw: unknown) => Promise<unknown>>, table: T, handlers: Handlers<T>, log: (line: string) => void): void {
   for (const method of Object.keys(table) as (keyof T & string)[]) {
     const schema = table[method]!.params;
-    connection.onRequest(method, async (raw: unknown) => {
+    routes.set(method, async (raw: unknown) => {
       const parsed = schema.safeParse(raw ?? {});
       if (!parsed.success) return new ResponseError(ErrorCodes.InvalidParams, describeZodError(`${method} params`, parsed.error));
       try {

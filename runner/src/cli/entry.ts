@@ -1,0 +1,10 @@
+// dist/runner.js. `serve --stdio` is what the extension spawns on every start: it skips the
+// CLI's command tree and loads the rest of the runner while it answers the handshake.
+const argv = process.argv.slice(2);
+if (argv.length === 2 && argv[0] === 'serve' && argv[1] === '--stdio') {
+  const { serveStdio } = await import('../server/serveStdio.js');
+  process.exitCode = await serveStdio();
+} else {
+  const { main } = await import('./main.js');
+  process.exitCode = await main(argv);
+}
