@@ -133,6 +133,38 @@ describe('extension with a fake VS Code API and the real runner', function () {
     await waitFor(() => api.state.runs[0]?.review === 'applied', 5000, 'review applied in the view state');
   });
 
+  it('Show Cell Health opens a read-only health document', async () => {
+    await command('forge.showCellHealth');
+    const uri = workspace.openedDocuments.at(-1)!;
+    assert.equal(uri.scheme, 'forge-health');
+    const text = String(await fake.contentProviders.get('forge-health')!.provideTextDocumentContent(uri));
+    assert.match(text, /^# Forge cell health/);
+    assert.match(text, /## host: available ✓/);
+  });
+
+  it('the Instances view follows pushed instance changes; details and reconcile work on a row', async () => {
+    const instances = fake.treeViews.get('forge.instances')!.treeDataProvider as Provider<{ instance_id: string }>;
+    await api.runner.request('instances/command', { request: { operation_id: 'ext-p1', instance_id: 'ext-1', generation: 1, action: 'provision', payload: { spec: { provider: 'host', probe_interval_ms: 50 } } } });
+    try {
+      const row = await waitFor(() => instances.getChildren().find((r) => r.instance_id === 'ext-1' && /^ready/.test(instances.getTreeItem(r).description ?? '')), 30_000, 'instance ready in the view');
+      const item = instances.getTreeItem(row);
+      assert.equal(item.contextValue, 'instance');
+      assert.match(item.description!, /^ready · gen 1 · host$/);
+      await command(item.command!.command, ...(item.command!.arguments ?? []));
+      const panel = fake.webviews.at(-1)!;
+      panel.receive({ type: 'ready' });
+      const msg = panel.posted[0] as { kind: string; data: { status: { cell: { state: string } }; history: { event: string }[] } };
+      assert.equal(msg.kind, 'instance');
+      assert.equal(msg.data.status.cell.state, 'ready');
+      assert.ok(msg.data.history.some((e) => e.event === 'enrolled'));
+      await command('forge.reconcileInstance', row);
+      assert.ok(fake.messages.some((m) => /Forge: ext-1 is ready/.test(m.text)), JSON.stringify(fake.messages.slice(-2)));
+    } finally {
+      await api.runner.request('instances/command', { request: { operation_id: 'ext-d1', instance_id: 'ext-1', generation: 1, action: 'destroy' } });
+      await waitFor(() => api.state.instances.find((r) => r.instance_id === 'ext-1' && r.state === 'destroyed'), 30_000, 'instance destroyed');
+    }
+  });
+
   it('a runner crash is shown once, the runner comes back, and the views show what the store recorded', async () => {
     const pid = api.runner.pid!;
     api.state.setRuns([]);

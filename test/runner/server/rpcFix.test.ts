@@ -163,6 +163,16 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.equal(git(d, 'branch', '--list', 'forge/attempt/*').trim(), '');
   });
 
+  it('cells/health reports every provider; cells/gc cleans a repo and says what it left', async () => {
+    const health = await call('cells/health', {});
+    assert.deepEqual(health.providers.map((p) => p.provider).sort(), ['docker', 'host', 'qemu']);
+    assert.equal(health.providers.find((p) => p.provider === 'host')?.available, true);
+    const gc = await call('cells/gc', { repo: dir });
+    assert.ok(Array.isArray(gc.items) && Array.isArray(gc.notes));
+    assert.ok(gc.items.every((i) => i.action === 'left' || i.action === 'removed'), JSON.stringify(gc.items));
+    await assert.rejects(call('cells/gc', { repo: state }), /not a git repository|git/i);
+  });
+
   it('fix/cancel kills the run and its cells; the run is left interrupted', async () => {
     const d = repo('py-calc');
     const script = join(state, 'slow.json');
