@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { activate, deactivate, type ForgeApi } from '../../extension/src/extension.js';
@@ -7,6 +7,7 @@ import type { AttemptsNode } from '../../extension/src/views/attemptsView.js';
 import type { CellSnapshot } from '../../runner/src/protocol/rpcFix.js';
 import { fake, fakeExtensionContext, Uri, workspace } from './fakes/vscode.js';
 import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
+import { git } from '../helpers/gitRepo.js';
 
 type Provider<T> = { getChildren(n?: T): T[]; getTreeItem(n: T): { label: string; description?: string; contextValue?: string; command?: { command: string; arguments?: unknown[] } } };
 
@@ -133,6 +134,29 @@ describe('extension with a fake VS Code API and the real runner', function () {
     await waitFor(() => api.state.runs[0]?.review === 'applied', 5000, 'review applied in the view state');
   });
 
+  it('Cancel in the progress notification cancels the run and its cells', async () => {
+    const script = join(state, 'slow.json');
+    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }));
+    fake.config.set('forge.model', `replay:${script}`);
+    git(repo.dir, 'checkout', '--', 'calc.py'); // the bug back: a failing baseline, a clean tree
+    fake.quickPickAnswers.push((items) => items.find((i) => /Type or paste/.test(i.label)));
+    fake.inputAnswers.push('slow issue');
+    const before = fake.messages.length;
+    const flow = command('forge.fixIssue');
+    await waitFor(() => api.state.running.some((c) => c.purpose === 'run_command'), 60_000, 'the slow cell to run');
+    assert.equal(fake.contexts.get('forge.runActive'), true);
+    const t0 = Date.now();
+    fake.cancelProgress();
+    await flow;
+    assert.ok(Date.now() - t0 < 30_000, 'cancel did not wait for the 120 s cell');
+    assert.ok(fake.messages.slice(before).some((m) => /cancelled; its cells were stopped/.test(m.text)), JSON.stringify(fake.messages.slice(before)));
+    assert.ok(fake.progress.some((l) => /cancelling/.test(l)));
+    await waitFor(() => api.state.running.length === 0, 10_000, 'no cell running');
+    assert.equal(fake.contexts.get('forge.runActive'), false);
+    assert.equal(api.state.runs[0]!.status, 'interrupted');
+    fake.config.set('forge.model', `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`);
+  });
+
   it('Show Cell Health opens a read-only health document', async () => {
     await command('forge.showCellHealth');
     const uri = workspace.openedDocuments.at(-1)!;
@@ -170,8 +194,8 @@ describe('extension with a fake VS Code API and the real runner', function () {
     api.state.setRuns([]);
     process.kill(pid, 'SIGKILL');
     await waitFor(() => api.runner.state === 'ready' && api.runner.pid !== pid, 20_000, 'restart');
-    await waitFor(() => api.state.runs.length === 1, 10_000, 'runs reloaded');
-    assert.equal(api.state.runs[0]!.review, 'applied');
+    await waitFor(() => api.state.runs.length === 2, 10_000, 'runs reloaded');
+    assert.deepEqual(api.state.runs.map((r) => [r.status, r.review]), [['interrupted', null], ['fixed', 'applied']]);
     const second = api.runner.pid!;
     process.kill(second, 'SIGKILL');
     await waitFor(() => api.runner.state === 'ready' && api.runner.pid !== second, 20_000, 'second restart');

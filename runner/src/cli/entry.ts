@@ -3,7 +3,8 @@
 const argv = process.argv.slice(2);
 if (argv.length === 2 && argv[0] === 'serve' && argv[1] === '--stdio') {
   const { serveStdio } = await import('../server/serveStdio.js');
-  process.exitCode = await serveStdio();
+  // Handles (stdin, timers of instance drivers) would keep the process alive after the end.
+  process.exit(await serveStdio());
 } else {
   const { main } = await import('./main.js');
   process.exitCode = await main(argv);

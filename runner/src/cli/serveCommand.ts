@@ -13,6 +13,6 @@ export function registerServeCommand(program: Command): void {
     .option('--stdio', 'use stdin/stdout (the only transport)')
     .action(async (flags: { stdio?: boolean }) => {
       if (!flags.stdio) throw new InputError('serve needs --stdio (the only transport)');
-      process.exitCode = await serveStdio();
+      process.exit(await serveStdio());
     });
 }

@@ -116,7 +116,14 @@ export const fake = {
   webviews: [] as { title: string; html: string; posted: unknown[]; receive: (m: unknown) => void }[],
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
+  progress: [] as string[],
+  cancelListeners: [] as (() => void)[],
+  cancelProgress(): void {
+    for (const l of this.cancelListeners.splice(0)) l();
+  },
   reset(): void {
+    this.progress = [];
+    this.cancelListeners = [];
     this.messages = [];
     this.executed = [];
     this.contexts.clear();
@@ -162,8 +169,9 @@ export const window = {
   showOpenDialog: async () => undefined,
   showWorkspaceFolderPick: async () => fake.workspaceFolders[0],
   showTextDocument: async (doc: unknown) => doc,
-  withProgress: async <T>(_o: unknown, task: (p: { report(v: unknown): void }, t: { onCancellationRequested(l: () => void): void }) => Promise<T>) =>
-    task({ report() {} }, { onCancellationRequested() {} }),
+  /** Progress lines are recorded; fake.cancelProgress() presses the notification's Cancel. */
+  withProgress: async <T>(_o: unknown, task: (p: { report(v: { message?: string }): void }, t: { onCancellationRequested(l: () => void): void }) => Promise<T>) =>
+    task({ report: (v) => void (v.message && fake.progress.push(v.message)) }, { onCancellationRequested: (l) => void fake.cancelListeners.push(l) }),
   createWebviewPanel: (_type: string, title: string) => {
     const received = new EventEmitter<unknown>();
     const record = { title, html: '', posted: [] as unknown[], receive: (m: unknown) => received.fire(m) };

@@ -38,6 +38,8 @@ const MAX_REQUEST_BYTES = 64 * 1024;
  * environment in an initramfs appended per cell, output and exit status on two separate
  * virtio ports. qemu and both virtiofsd run confined by bubblewrap and die with the runner.
  */
+const virtiofsdStderr = new WeakMap<ChildProcess, () => string>();
+
 export class QemuCellProvider implements CellProvider {
   readonly name = 'qemu' as const;
   private readonly env: NodeJS.ProcessEnv;
@@ -150,7 +152,12 @@ export class QemuCellProvider implements CellProvider {
         children.push(this.startVirtiofsd(tools, worktree.top, shares[1]!.socket, { rw: [sockDir, worktree.top], ro: gitRo }));
       }
       for (const [i, s] of shares.entries()) {
-        if (!(await waitForFile(s.socket, 5000, children[i]))) throw new Error(`virtiofsd for ${s.tag} did not start`);
+        if (!(await waitForFile(s.socket, 15_000, children[i]))) {
+          const c = children[i]!;
+          const how = c.exitCode !== null || c.signalCode !== null ? `exited (${c.exitCode ?? c.signalCode})` : 'no socket after 15 s';
+          const said = virtiofsdStderr.get(c)?.().trim().split('\n').at(-1);
+          throw new Error(`virtiofsd for ${s.tag} did not start: ${how}${said ? `: ${said}` : ''}`);
+        }
       }
       output = await listenUnix(join(dir, 'output.sock'), (chunk) => {
         collector.push(chunk);
@@ -259,8 +266,12 @@ export class QemuCellProvider implements CellProvider {
       '-o', 'no_posix_lock',
       '-o', 'log_level=err',
     ];
-    const child = spawn(tools.bwrap, args, { stdio: 'ignore', detached: true });
+    const child = spawn(tools.bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     child.on('error', () => undefined);
+    // Kept for the error when it does not come up: bwrap's or virtiofsd's own last words.
+    let tail = '';
+    child.stderr?.on('data', (d: Buffer) => (tail = (tail + d.toString()).slice(-600)));
+    virtiofsdStderr.set(child, () => tail);
     return child;
   }
 
