@@ -31,7 +31,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
   let api: ForgeApi;
   let repo: { dir: string; cleanup: () => void };
   let state: string;
-  const savedState = process.env.FORGE_STATE_DIR;
+  let savedState: string | undefined;
   const command = (id: string, ...args: unknown[]) => {
     const f = fake.commands.get(id);
     if (!f) throw new Error(`command ${id} not registered`);
@@ -41,6 +41,8 @@ describe('extension with a fake VS Code API and the real runner', function () {
   before(async () => {
     if (!existsSync(join(process.cwd(), 'dist', 'native-abi.json'))) throw new Error('dist/ is missing: run npm run build first');
     fake.reset();
+    // The root hook's state dir, put back afterwards (read here: the hook runs before this, not at module load).
+    savedState = process.env.FORGE_STATE_DIR;
     state = mkdtempSync(join(tmpdir(), 'forge-ext-state-'));
     process.env.FORGE_STATE_DIR = state;
     repo = sampleRepo('py-calc');
@@ -55,7 +57,8 @@ describe('extension with a fake VS Code API and the real runner', function () {
   });
   after(async () => {
     await deactivate();
-    process.env.FORGE_STATE_DIR = savedState;
+    if (savedState === undefined) delete process.env.FORGE_STATE_DIR;
+    else process.env.FORGE_STATE_DIR = savedState;
     repo.cleanup();
     rmSync(state, { recursive: true, force: true });
   });

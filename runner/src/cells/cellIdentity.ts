@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /** Sortable, unique, and safe as a directory or cgroup name. */
 export function newCellId(now = Date.now()): string {
@@ -12,7 +12,8 @@ export function newCellId(now = Date.now()): string {
  * otherwise the XDG state directory.
  */
 export function runnerStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.FORGE_STATE_DIR) return env.FORGE_STATE_DIR;
+  // Absolute, so a cell's sandbox (whose working directory differs) finds the same place.
+  if (env.FORGE_STATE_DIR) return resolve(env.FORGE_STATE_DIR);
   const base = env.XDG_STATE_HOME || join(env.HOME || homedir(), '.local', 'state');
   return join(base, 'forge-cells');
 }
