@@ -206,4 +206,20 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.equal(warnings.length, 1, 'two crashes in a row, one message');
     assert.deepEqual(warnings[0]!.items, ['Show Log']);
   });
+
+  it('Discard from the fixed message asks first, then deletes the winner branch', async () => {
+    fake.quickPickAnswers.push((items) => items.find((i) => /Type or paste/.test(i.label)));
+    fake.inputAnswers.push('average() divides by n+1');
+    fake.messageAnswers.push('Discard', 'Discard');
+    const before = fake.messages.length;
+    await command('forge.fixIssue');
+    const shown = fake.messages.slice(before);
+    const confirm = shown.find((m) => /^Discard the attempts of run/.test(m.text));
+    assert.ok(confirm, JSON.stringify(shown));
+    assert.deepEqual(confirm.items, ['Discard']);
+    assert.ok(shown.some((m) => /discarded run .*branch forge\/attempt\//.test(m.text)), JSON.stringify(shown));
+    const discarded = await waitFor(() => api.state.runs[0]?.review === 'discarded' && api.state.runs[0], 5000, 'review discarded');
+    assert.equal(git(repo.dir, 'branch', '--list', `forge/attempt/${discarded.run_id}-*`).trim(), '', 'its winner branch is gone');
+    assert.notEqual(git(repo.dir, 'branch', '--list', 'forge/attempt/*').trim(), '', 'the applied run keeps its branch');
+  });
 });
