@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ForgeApi } from '../../extension/src/extension.js';
+import { waitFor } from '../helpers/waitFor.js';
 
 /**
  * The extension-host suite: runs inside a real VS Code extension host, against the real
@@ -13,15 +14,6 @@ import type { ForgeApi } from '../../extension/src/extension.js';
  */
 const SAMPLES = process.env.FORGE_SAMPLES ?? join(__dirname, '..', '..', 'samples');
 
-async function waitFor<T>(f: () => T | undefined | false | null, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('Forge Cells in a real extension host', function () {
   this.timeout(240_000);

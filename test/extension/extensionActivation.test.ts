@@ -8,18 +8,10 @@ import type { CellSnapshot } from '../../runner/src/protocol/rpcFix.js';
 import { fake, fakeExtensionContext, Uri, workspace } from './fakes/vscode.js';
 import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
 import { git } from '../helpers/gitRepo.js';
+import { waitFor } from '../helpers/waitFor.js';
 
 type Provider<T> = { getChildren(n?: T): T[]; getTreeItem(n: T): { label: string; description?: string; contextValue?: string; command?: { command: string; arguments?: unknown[] } } };
 
-async function waitFor<T>(f: () => T | undefined | false | null, ms = 30_000, what = 'condition'): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /**
  * The extension activated against a fake VS Code API (the user's answers scripted) and the

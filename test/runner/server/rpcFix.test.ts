@@ -7,6 +7,7 @@ import { createMessageConnection, type MessageConnection, StreamMessageReader, S
 import { ModelReplyRequestSchema, RPC_FIX_METHODS, RPC_FIX_NOTIFICATIONS, type RunSnapshot } from '../../../runner/src/protocol/rpcFix.js';
 import { git } from '../../helpers/gitRepo.js';
 import { SAMPLES, sampleRepo } from '../../helpers/sampleRepo.js';
+import { waitFor } from '../../helpers/waitFor.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 const ISSUE = readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8');
@@ -189,13 +190,3 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.equal(git(d, 'worktree', 'list').trim().split('\n').length, 1, 'no attempt worktree left');
   });
 });
-
-async function waitFor<T>(f: () => T | undefined | false, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { InstanceChangedNotificationSchema, RPC_INSTANCE_METHODS } from '../../../runner/src/protocol/rpcInstances.js';
+import { waitFor } from '../../helpers/waitFor.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
@@ -73,11 +74,3 @@ describe('forge-runner serve --stdio: instance methods over JSON-RPC', function 
     assert.equal(child.exitCode, null, 'still running');
   });
 });
-
-async function waitFor(cond: () => boolean, ms: number): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
