@@ -4,6 +4,7 @@ import Docker from 'dockerode';
 import { benchDockerCells } from './dockerCellOverhead.js';
 import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
 import { benchWorktreeCreation } from './worktreeCreation.js';
+import { benchDiffCapture } from './diffCapture.js';
 import { benchFixIsolation, benchFixScaling } from './fixPipeline.js';
 import { benchQemuCells } from './qemuCellOverhead.js';
 import { benchExtensionStartup } from './extensionStartup.js';
@@ -21,6 +22,10 @@ async function main(): Promise<void> {
     suites['extension startup'] = { rounds: 10, lines: await benchExtensionStartup(10) };
     return report(suites);
   }
+  if (process.argv.includes('--only-diff')) {
+    suites['diff capture'] = { rounds: 10, lines: await benchDiffCapture(20_000, 1_000, 10) };
+    return report(suites);
+  }
   console.error('extension startup: activation and runner spawn-to-ready, 10 rounds...');
   suites['extension startup'] = { rounds: 10, lines: await benchExtensionStartup(10) };
   console.error(`host cell overhead: ${runs} interleaved runs of each variant...`);
@@ -29,6 +34,8 @@ async function main(): Promise<void> {
   // Each checkout of 20,000 files takes seconds: fewer rounds.
   const worktreeRounds = Math.max(5, Math.floor(runs / 8));
   suites['worktree creation'] = { rounds: worktreeRounds, lines: await benchWorktreeCreation(20_000, worktreeRounds) };
+  console.error('diff capture: 20,000-file worktree, 1,000 changed files...');
+  suites['diff capture'] = { rounds: worktreeRounds, lines: await benchDiffCapture(20_000, 1_000, worktreeRounds) };
   const docker = new Docker({ socketPath: '/var/run/docker.sock' });
   const dockerReady = await docker.ping().then(() => docker.getImage(DOCKER_BENCH_IMAGE).inspect()).then(() => true, () => false);
   if (dockerReady) {

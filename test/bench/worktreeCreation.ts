@@ -1,23 +1,14 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAttemptWorktree, destroyAttemptWorktree } from '../../runner/src/workspace/attemptWorktree.js';
 import type { BenchLine } from './hostCellOverhead.js';
+import { makeBenchRepo } from './benchRepo.js';
 import { interleaved, median, pairedRatio, timeAsync } from './measure.js';
 
 /** createAttemptWorktree vs raw `git worktree add -b` on a repository of `files` files. */
 export async function benchWorktreeCreation(files: number, runs: number): Promise<BenchLine[]> {
-  const repo = mkdtempSync(join(tmpdir(), 'forge-bench-repo-'));
+  const { repo, git } = makeBenchRepo('forge-bench-repo-', files);
   try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
-    git('init', '-q', '-b', 'main');
-    for (let d = 0; d < Math.ceil(files / 500); d++) {
-      mkdirSync(join(repo, `dir${d}`));
-      for (let f = 0; f < 500 && d * 500 + f < files; f++) writeFileSync(join(repo, `dir${d}`, `file${f}.txt`), `content ${d}/${f}\n`);
-    }
-    git('add', '-A');
-    git('-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-qm', 'bench');
     let n = 0;
     const samples = await interleaved(
       {

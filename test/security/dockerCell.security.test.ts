@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import Docker from 'dockerode';
-import { chmodSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
+import { chownTree, dedicatedCellUser } from '../../runner/src/cells/cellUser.js';
 import { DockerCellProvider, listForgeContainers } from '../../runner/src/cells/providers/docker.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { makeRepo } from '../helpers/gitRepo.js';
@@ -52,23 +53,27 @@ describe('docker cell security (each test tries to break one claim)', function (
     assert.doesNotMatch(r.output, /SOCKET|docker\.sock/);
   });
 
-  it('runs as the host uid:gid, so files come back owned by the user', async () => {
+  it("runs as the worktree's owner (never root), so files come back owned by them", async () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
-    chmodSync(repo.dir, 0o777);
-    const asUser = new DockerCellProvider({ user: { uid: 4242, gid: 4343 } });
+    const root = process.getuid?.() === 0;
+    // A root runner runs a cell as the owner of the worktree; otherwise as the runner itself.
+    if (root) chownTree(repo.dir, { uid: 4242, gid: 4343 }, ['.git']);
+    const expected = root ? [4242, 4343] : [process.getuid!(), process.getgid!()];
     try {
-      const r = await asUser.run({ image, worktree: repo.dir, cmd: 'id -u; id -g; echo made > made.txt' });
-      assert.equal(r.output, '4242\n4343\n');
+      const r = await provider.run({ image, worktree: repo.dir, cmd: 'id -u; id -g; echo made > made.txt' });
+      assert.equal(r.output, `${expected[0]}\n${expected[1]}\n`);
+      assert.match(r.isolation.user, new RegExp(`^uid ${expected[0]} gid ${expected[1]}`));
       const st = statSync(join(repo.dir, 'made.txt'));
-      assert.deepEqual([st.uid, st.gid], [4242, 4343]);
+      assert.deepEqual([st.uid, st.gid], expected);
     } finally {
-      await asUser.drain();
       repo.cleanup();
     }
   });
 
   it('the worktree .git is read-only inside the cell', async () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
+    // Writable by the cell user, so only the read-only mount stands in the way.
+    if (process.getuid?.() === 0) chownTree(join(repo.dir, '.git'), dedicatedCellUser(process.env));
     try {
       const r = await provider.run({ image, worktree: repo.dir, cmd: 'echo "[core] fsmonitor = touch /tmp/x" >> .git/config; echo rc=$?; echo ok > a.txt' });
       assert.match(r.output, /Read-only file system/);

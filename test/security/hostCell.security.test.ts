@@ -8,7 +8,7 @@ import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
 import { detectCgroupSupport } from '../../runner/src/cells/cgroup.js';
 import { HostCellProvider } from '../../runner/src/cells/providers/host.js';
 import { captureWorktreeDiff } from '../../runner/src/workspace/captureWorktreeDiff.js';
-import { git, makeRepo } from '../helpers/gitRepo.js';
+import { git, makeRepo, worktreeSource } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 import { processesWith } from '../helpers/processes.js';
 
@@ -119,8 +119,17 @@ describe('host cell security (each test tries to break one claim)', function () 
         env: { ...process.env, OPENAI_API_KEY: canary, ...(bubblewrap ? {} : { FORGE_BUBBLEWRAP: 'off' }) },
         encoding: 'utf8',
       }));
-    // Positive control: without the sandbox, the runner's environ is readable through /proc.
-    assert.ok(runCli(false).output.includes(canary), 'control failed: the hunt cannot find the secret even unsandboxed');
+    if (process.getuid?.() === 0) {
+      // Positive control: the hunt finds the secret where it is (run directly, as root).
+      const direct = execFileSync('sh', ['-c', hunt], { env: { ...process.env, OPENAI_API_KEY: canary }, encoding: 'utf8' });
+      assert.ok(direct.includes(canary), 'control failed: the hunt cannot find the secret at all');
+      // A root runner's unsandboxed fallback still runs the command as the unprivileged cell
+      // user, which cannot read the runner's /proc/<pid>/environ.
+      assert.ok(!runCli(false).output.includes(canary), 'the plain-subprocess fallback read the runner environment');
+    } else {
+      // Positive control: without the sandbox, the runner's environ is readable through /proc.
+      assert.ok(runCli(false).output.includes(canary), 'control failed: the hunt cannot find the secret even unsandboxed');
+    }
     const sandboxed = runCli(true);
     assert.equal(sandboxed.isolation.mechanism, 'bubblewrap');
     assert.ok(!sandboxed.output.includes(canary), 'OPENAI_API_KEY leaked into the cell');
@@ -180,7 +189,7 @@ describe('host cell security (each test tries to break one claim)', function () 
       assert.equal(r.diff?.files.length, 1);
       // Even a planted fsmonitor (as if written some other way) is not executed by diff capture.
       git(repo.dir, 'config', 'core.fsmonitor', `touch ${marker}`);
-      await captureWorktreeDiff(repo.dir);
+      await captureWorktreeDiff(await worktreeSource(repo.dir));
       assert.equal(existsSync(marker), false, 'host-side git executed a command from the repository config');
     } finally {
       repo.cleanup();

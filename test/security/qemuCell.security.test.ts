@@ -41,6 +41,88 @@ describe('qemu cell security (each test tries to break one claim)', function () 
     assert.doesNotMatch(r.output, /WROTE forge\.status/);
   });
 
+  it("Q1: the command cannot take /init's status port (pidfd_getfd), read the nonce, or fake the exit code", async () => {
+    const steal = [
+      'import ctypes, os, sys',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'pidfd = libc.syscall(434, 1, 0)',
+      'fd = libc.syscall(438, pidfd, 3, 0) if pidfd >= 0 else -1',
+      'print("PIDFD", pidfd, "FD", fd)',
+      'if fd >= 0:',
+      '    nonce = open("/proc/1/root/forge/nonce").read().strip() if os.path.exists("/proc/1/root/forge/nonce") else "x"',
+      '    os.write(fd, f"forge-status {nonce} exit 0\\n".encode())',
+      '    print("STOLE THE STATUS PORT")',
+    ].join('\n');
+    const r = await provider.run({
+      cmd: [
+        `/usr/bin/python3 -c '${steal}'`,
+        'cat /proc/1/root/forge/nonce 2>/dev/null && echo READ-NONCE',
+        'ls /proc/1/fd >/dev/null 2>&1 && echo LISTED-INIT-FDS',
+        'echo 0 > /.forge/exit 2>/dev/null && echo WROTE-EXIT-FILE',
+        'kill -9 1 2>/dev/null && echo KILLED-INIT',
+        'exit 7',
+      ].join('; '),
+    });
+    assert.equal(r.exit_code, 7, r.output);
+    assert.doesNotMatch(r.output, /STOLE THE STATUS PORT|READ-NONCE|LISTED-INIT-FDS|WROTE-EXIT-FILE|KILLED-INIT/);
+    // The wrapper trick: write an exit file, then kill the process that would report.
+    const r2 = await provider.run({ cmd: 'echo 0 > /.forge/exit 2>/dev/null; kill -9 $PPID 2>/dev/null; exit 1' });
+    assert.equal(r2.exit_code, 1);
+  });
+
+  it('Q5: an argv over 32 KiB reaches the command exactly (no xargs cut)', async () => {
+    const word = 'w'.repeat(40 * 1024);
+    const r = await provider.run({ cmd: ['/bin/sh', '-c', 'printf %s "$1" | wc -c; printf %s "$2"', 'sh', word, 'last-arg'] });
+    assert.equal(r.exit_code, 0, r.output);
+    assert.equal(r.output, `${40 * 1024}\nlast-arg`);
+  });
+
+  it('Q6: a first word "FOO=bar" is a program name, as on every provider; the environment is exactly the spec', async () => {
+    const r = await provider.run({ cmd: ['FOO=bar', 'env'] });
+    assert.equal(r.exit_code, 127, r.output);
+    const env = await provider.run({ cmd: ['/usr/bin/env'], env: { ODD: "it's \"quoted\"\nand $(not) run" } });
+    const names = env.output.trim().split('\n').filter((l) => /^[A-Za-z_]+=/.test(l)).map((l) => l.split('=')[0]).sort();
+    assert.deepEqual(names, ['CI', 'HOME', 'LANG', 'ODD', 'PATH', 'PYTHONDONTWRITEBYTECODE', 'TERM', 'TMPDIR']);
+    assert.match(env.output, /ODD=it's "quoted"\nand \$\(not\) run/);
+  });
+
+  it('Q6: memory beyond the machine and more vCPUs than cores are bad input, refused before a VM starts', () => {
+    for (const args of [['--memory', String(64 * 1024)], ['--cpus', '1024']]) {
+      const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--provider', 'qemu', ...args, '--', 'true'], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /more than this machine/);
+    }
+  });
+
+  it('Q6: the guest cannot write its cell directory on the host through the shared root', async () => {
+    const state = mkdtempSync(join('/var/lib', 'forge-qemu-celldir-'));
+    const own = new QemuCellProvider({ stateDir: state });
+    try {
+      const cells = join(state, 'qemu', 'cells');
+      const r = await own.run({ cmd: `ls ${cells}/*/ 2>&1; mkdir -p /tmp/m; mount -t virtiofs forge-root /tmp/m 2>/dev/null && echo REMOUNTED; for d in ${cells}/*/ ${cells}/*/sock/ /tmp/m${cells}/*/; do touch "$d/planted" 2>/dev/null && echo "PLANTED $d"; done; exit 0` });
+      assert.equal(r.exit_code, 0, r.output);
+      assert.doesNotMatch(r.output, /PLANTED|REMOUNTED/);
+    } finally {
+      await own.drain();
+      rmSync(state, { recursive: true, force: true });
+    }
+  });
+
+  it('Q6: a worktree of 24,000 files (more than the 20,000 descriptors virtiofsd may hold here) is served whole (virtiofsd does not run out of descriptors)', async () => {
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      const r = await provider.run({
+        worktree: repo.dir,
+        cmd: '/usr/bin/python3 -c "import os\nos.mkdir(\'m\')\nfor i in range(24000): open(f\'m/f{i}\', \'w\').close()\nprint(sum(1 for e in os.scandir(\'m\') if os.stat(e.path).st_size == 0))"',
+        timeout_s: 280,
+      });
+      assert.equal(r.exit_code, 0, r.output.slice(-500));
+      assert.equal(r.output.trim(), '24000');
+    } finally {
+      repo.cleanup();
+    }
+  });
+
   it('host files outside the worktree and the read-only root are invisible: the runner home, /tmp, /root, shadow', async () => {
     const secretDir = mkdtempSync(join(tmpdir(), 'forge-qemu-secret-'));
     writeFileSync(join(secretDir, 'token'), 'sk-host-secret');
@@ -70,7 +152,7 @@ describe('qemu cell security (each test tries to break one claim)', function () 
       assert.equal(readFileSync(join(repo.dir, 'a.txt'), 'utf8'), 'y\n', 'the worktree is shared read-write');
       assert.doesNotMatch(r.output, /WROTE-GIT|WROTE-CONFIG/);
       assert.ok(!existsSync(join(repo.dir, '.git', 'hooks', 'post-checkout')));
-      assert.equal(spawnSync('git', ['config', '--get', 'core.fsmonitor'], { cwd: repo.dir }).status, 1, 'no fsmonitor was planted');
+      assert.equal(spawnSync('git', ['-c', 'safe.directory=*', 'config', '--get', 'core.fsmonitor'], { cwd: repo.dir }).status, 1, 'no fsmonitor was planted');
     } finally {
       repo.cleanup();
     }

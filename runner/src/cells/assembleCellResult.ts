@@ -21,6 +21,7 @@ export interface CellFacts {
   output: BoundedOutputSummary;
   logPath: string;
   diff: CellResult['diff'];
+  neutralized: CellResult['neutralized'];
   isolation: IsolationReport;
   labels: Record<string, string>;
 }
@@ -50,6 +51,7 @@ export function assembleCellResult(facts: CellFacts, end: CellEnding): CellResul
     output_bytes: facts.output.totalBytes,
     full_output_path: facts.logPath,
     diff: facts.diff,
+    neutralized: facts.neutralized,
     isolation: facts.isolation,
     labels: facts.labels,
   };

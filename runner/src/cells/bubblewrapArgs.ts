@@ -13,6 +13,17 @@ export interface BubblewrapPlan {
   /** The cell's whole environment: bwrap clears its own and sets exactly this. */
   env: Record<string, string>;
   argv: string[];
+  /**
+   * A root runner's cells: bwrap mounts with root's rights (so it can reach worktrees under
+   * /root), then the command runs as this unprivileged user via setpriv, with no capabilities
+   * and no_new_privs. Null: bwrap runs as the runner's own (unprivileged) user in a user namespace.
+   */
+  dropTo?: { uid: number; gid: number; setpriv: string } | null;
+}
+
+/** Pure: argv prefix that switches to an unprivileged user for good (no capabilities, no setuid gains). */
+export function setprivArgs(to: { uid: number; gid: number; setpriv: string }): string[] {
+  return [to.setpriv, `--reuid=${to.uid}`, `--regid=${to.gid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--'];
 }
 
 /**
@@ -22,28 +33,49 @@ export interface BubblewrapPlan {
  */
 export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  for (const dir of plan.layout.tmpfsMasks) args.push('--tmpfs', dir);
+  // /tmp stays world-writable like a real one: the command may run as a user other than bwrap's.
+  for (const dir of plan.layout.tmpfsMasks) args.push(...(dir === '/tmp' ? ['--perms', '1777'] : []), '--tmpfs', dir);
   for (const dir of plan.layout.reexposed) args.push('--ro-bind', dir, dir);
   // After the re-exposed toolchain dirs, so credential files inside them stay hidden.
   for (const file of plan.layout.nullMasks) args.push('--ro-bind', '/dev/null', file);
-  if (!plan.layout.tmpfsMasks.includes('/tmp')) args.push('--tmpfs', '/tmp');
-  args.push('--dir', CELL_HOME);
+  if (!plan.layout.tmpfsMasks.includes('/tmp')) args.push('--perms', '1777', '--tmpfs', '/tmp');
+  args.push('--perms', '0777', '--dir', CELL_HOME);
   let workdir = CELL_SCRATCH;
   if (plan.worktree) {
+    // bwrap makes missing parents of a mount point 0700: the cell user could not reach a
+    // worktree below a hidden directory (/tmp/repo/.forge/cells/x). Make them traversable.
+    for (const dir of ancestorsBelowMasks(plan.worktree, plan.layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', dir);
     args.push('--bind', plan.worktree, plan.worktree);
     // The host runs git on this worktree after the cell: a writable .git would let the cell
     // plant hooks or core.fsmonitor commands that the host would then execute.
     if (plan.gitMetadata) args.push('--ro-bind', plan.gitMetadata, plan.gitMetadata);
     workdir = plan.worktree;
   } else {
-    args.push('--dir', CELL_SCRATCH);
+    args.push('--perms', '0777', '--dir', CELL_SCRATCH);
   }
   args.push('--chdir', workdir);
-  args.push('--unshare-all');
-  if (plan.shareNet) args.push('--share-net');
+  if (plan.dropTo) {
+    // No user namespace: its single-uid map would leave no unprivileged uid to switch to.
+    args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try');
+    if (!plan.shareNet) args.push('--unshare-net');
+  } else {
+    args.push('--unshare-all');
+    if (plan.shareNet) args.push('--share-net');
+  }
   args.push('--hostname', 'forge-cell', '--die-with-parent', '--new-session', '--cap-drop', 'ALL');
+  // Only what bwrap needs to enter a worktree only its owner may (a 0700 directory) and setpriv
+  // needs to switch users; the switch to an unprivileged uid clears them all.
+  if (plan.dropTo) args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_DAC_READ_SEARCH');
   args.push('--clearenv');
   for (const [name, value] of Object.entries(plan.env)) args.push('--setenv', name, value);
-  args.push('--', ...plan.argv);
+  args.push('--', ...(plan.dropTo ? setprivArgs(plan.dropTo) : []), ...plan.argv);
   return args;
+}
+
+/** Pure: the directories between the deepest tmpfs mask above `path` and `path` itself. */
+export function ancestorsBelowMasks(path: string, masks: string[]): string[] {
+  const mask = masks.filter((m) => path.startsWith(m.endsWith('/') ? m : `${m}/`)).sort((a, b) => b.length - a.length)[0];
+  if (!mask) return [];
+  const parts = path.slice(mask.length + 1).split('/').filter(Boolean);
+  return parts.slice(0, -1).map((_, i) => `${mask}/${parts.slice(0, i + 1).join('/')}`);
 }

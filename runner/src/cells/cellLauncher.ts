@@ -12,6 +12,9 @@ import type { CellCgroup } from './cgroup.js';
 export const LAUNCHER_SCRIPT = [
   'exec 2>&1',
   'for f in "$@"; do printf "%s" "$$" > "$f" || exit 125; done',
+  // Only 0, 1 and 2 reach the cell: any other descriptor the runner inherited (a shell's
+  // `251>>file`) would let the command write to a host file.
+  'for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null; done',
   "mapfile -d '' -t req || exit 125",
   // EOF with no request: the runner let this launcher go unused.
   '[ "${#req[@]}" -gt 0 ] || exit 0',

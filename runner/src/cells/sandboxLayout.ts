@@ -1,5 +1,6 @@
 import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import { isAbsolute, join, relative, sep } from 'node:path';
+import { isInside } from '../workspace/pathInside.js';
 
 /**
  * What a bubblewrap cell sees besides the read-only root: directories hidden behind empty
@@ -52,10 +53,7 @@ export function planSandboxLayout(facts: {
   return { tmpfsMasks: masks, nullMasks, reexposed: [...reexposed].sort() };
 }
 
-export function isInside(path: string, dir: string): boolean {
-  const rel = relative(dir, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-}
+export { isInside };
 
 /** The I/O around planSandboxLayout. */
 export function probeSandboxLayout(env: NodeJS.ProcessEnv): SandboxLayout {

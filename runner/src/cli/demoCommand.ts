@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
-import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InputError } from '../protocol/inputError.js';
+import { runGit } from '../workspace/safeGit.js';
 import { fixFromFlags } from './fixCommand.js';
 
 /** samples/ ships next to dist/ (and next to runner/ in a checkout): found by walking up. */
@@ -33,10 +33,11 @@ export function registerDemoCommand(program: Command): void {
         const work = mkdtempSync(join(tmpdir(), `forge-demo-${name}-`));
         const repo = join(work, 'repo');
         cpSync(join(samples, name, 'repo'), repo, { recursive: true });
-        const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 'Forge Demo', GIT_AUTHOR_EMAIL: 'demo@forge.local', GIT_COMMITTER_NAME: 'Forge Demo', GIT_COMMITTER_EMAIL: 'demo@forge.local' } });
-        git('init', '-q', '-b', 'main');
-        git('add', '-A');
-        git('commit', '-q', '-m', `${name}: code with a bug`);
+        const identity = { GIT_AUTHOR_NAME: 'Forge Demo', GIT_AUTHOR_EMAIL: 'demo@forge.local', GIT_COMMITTER_NAME: 'Forge Demo', GIT_COMMITTER_EMAIL: 'demo@forge.local' };
+        const git = (...args: string[]) => runGit({ cwd: repo }, args, { env: identity });
+        await git('init', '-q', '-b', 'main');
+        await git('add', '-A');
+        await git('commit', '-q', '-m', `${name}: code with a bug`);
         const replay = join(samples, name, 'replay.json');
         const attempts = (JSON.parse(readFileSync(replay, 'utf8')) as { attempts: unknown[] }).attempts.length;
         process.stdout.write(`\n== ${name}: ${readFileSync(join(samples, name, 'issue.md'), 'utf8').trim()}\n`);

@@ -3,6 +3,16 @@ import type { HealthReport } from '../protocol/health.js';
 
 const MiB = 1024 * 1024;
 
+/**
+ * Pure: text from a cell made safe for a terminal: control characters other than newline and
+ * tab are shown as \xNN, so escape sequences the command printed (or put in file names)
+ * cannot retitle, recolour or rewrite the user's terminal.
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** Pure: the human summary of a cell (the JSON form is the CellResult itself). */
 export function formatCellResult(r: CellResult): string {
   const lines: string[] = [];
@@ -11,15 +21,19 @@ export function formatCellResult(r: CellResult): string {
   if (r.killed_by && r.killed_by !== 'signal') lines.push(`  exit code ${r.exit_code}${r.signal ? ` (${r.signal})` : ''}`);
   if (r.limits_hit.length > 0) lines.push(`  limits hit: ${r.limits_hit.join(', ')}`);
   lines.push(`--- output (${r.output_bytes} bytes${r.output_truncated ? ', head and tail shown' : ''}) ---`);
-  if (r.output.length > 0) lines.push(r.output.endsWith('\n') ? r.output.slice(0, -1) : r.output);
+  if (r.output.length > 0) lines.push(printable(r.output.endsWith('\n') ? r.output.slice(0, -1) : r.output));
   if (r.diff) {
     const binary = r.diff.files.filter((f) => f.binary).length;
-    lines.push(`--- diff: ${r.diff.files.length} file(s)${binary ? `, ${binary} binary` : ''}${r.diff.truncated ? ', patch truncated' : ''} ---`);
-    for (const f of r.diff.files) lines.push(`  ${f.status.padEnd(12)} ${f.path}${f.binary ? ' (binary)' : ''}`);
-    for (const o of r.diff.omitted) lines.push(`  omitted      ${o.path}: ${o.reason}`);
+    const listed = r.diff.files_total > r.diff.files.length ? `${r.diff.files_total} file(s), first ${r.diff.files.length} listed` : `${r.diff.files.length} file(s)`;
+    lines.push(`--- diff: ${listed}${binary ? `, ${binary} binary` : ''}${r.diff.truncated ? ', patch truncated' : ''} ---`);
+    for (const f of r.diff.files) lines.push(`  ${f.status.padEnd(12)} ${printable(f.path)}${f.binary ? ' (binary)' : ''}`);
+    for (const o of r.diff.omitted) lines.push(`  omitted      ${printable(o.path)}: ${o.reason}`);
+    if (r.diff.incomplete) lines.push(`  INCOMPLETE   ${r.diff.incomplete}`);
   }
+  for (const n of r.neutralized) lines.push(`neutralized: ${printable(n.path)} (${n.found}: ${n.action})`);
   lines.push(`full log: ${r.full_output_path}`);
   lines.push(`isolation: ${describeIsolation(r.isolation)}`);
+  lines.push(`runs as: ${r.isolation.user}`);
   return lines.join('\n') + '\n';
 }
 

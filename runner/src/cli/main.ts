@@ -11,7 +11,7 @@ import { registerInstanceCommands } from './instanceCommand.js';
 import { registerQualifyCommand } from './qualifyCommand.js';
 import { registerServeCommand } from './serveCommand.js';
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
-import { formatCellResult, formatHealth } from './formatCellResult.js';
+import { formatCellResult, formatHealth, printable } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
 
 declare const FORGE_VERSION: string | undefined;
@@ -55,7 +55,7 @@ function buildProgram(): Command {
         const result = await provider.run(spec, { signal: abort.signal });
         if (flags.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
         else process.stdout.write(formatCellResult(result));
-        for (const w of result.isolation.warnings) process.stderr.write(`forge-runner: warning: ${w}\n`);
+        for (const w of result.isolation.warnings) process.stderr.write(`forge-runner: warning: ${printable(w)}\n`);
         process.exitCode = abort.signal.aborted ? EXIT_INTERRUPTED : EXIT_OK;
       } finally {
         await provider.drain();
@@ -91,7 +91,7 @@ function buildProgram(): Command {
     .action(async (file: string, flags: { provider: string }) => {
       let raw: unknown;
       try {
-        raw = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'));
+        raw = JSON.parse(file === '-' ? await readStdin(MAX_SPEC_BYTES) : readFileSync(file, 'utf8'));
       } catch (e) {
         throw new InputError(`cannot read a CellSpec from ${file}: ${(e as Error).message.split('\n')[0]}`);
       }
@@ -105,6 +105,23 @@ function buildProgram(): Command {
     });
 
   return program;
+}
+
+const MAX_SPEC_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Standard input to its end, whatever kind of descriptor it is: a slow or non-blocking pipe
+ * (where a synchronous read fails with EAGAIN), a file, a terminal.
+ */
+async function readStdin(maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of process.stdin) {
+    total += (chunk as Buffer).length;
+    if (total > maxBytes) throw new Error(`more than ${maxBytes} bytes on standard input`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function main(argv: string[]): Promise<number> {

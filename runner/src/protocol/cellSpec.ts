@@ -41,15 +41,26 @@ export const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
 
 const noNul = (s: string) => !s.includes('\0');
 
+/**
+ * Linux refuses to exec a program with one argument or environment entry over 128 KiB
+ * (MAX_ARG_STRLEN), or with all of them over ARG_MAX: such a spec is bad input, said up front,
+ * not a failure inside the cell. The total keeps room for the sandbox's own arguments.
+ */
+export const MAX_EXEC_STRING_BYTES = 128 * 1024 - 1;
+export const MAX_EXEC_TOTAL_BYTES = 1024 * 1024;
+const execString = (s: string) => Buffer.byteLength(s) <= MAX_EXEC_STRING_BYTES;
+
 export const CellSpecSchema = z
   .object({
     image: z.string().max(512).default('')
       .describe('Provider-specific image (Docker image, VM image). Empty for the host provider.'),
     cmd: z
       .union([
-        z.string().refine((s) => s.trim().length > 0 && noNul(s), { message: 'command must not be empty' })
+        z.string().refine((s) => s.trim().length > 0, { message: 'command must not be empty' }).refine(noNul, { message: 'command must not contain NUL bytes' })
+          .refine(execString, { message: `command is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one program argument may be (Linux MAX_ARG_STRLEN); put it in a script file` })
           .describe('A shell command line, run with /bin/sh -c.'),
-        z.array(z.string().refine(noNul, { message: 'argv entries must not contain NUL bytes' })).min(1)
+        z.array(z.string().refine(noNul, { message: 'argv entries must not contain NUL bytes' })
+          .refine(execString, { message: `argv entry is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one program argument may be (Linux MAX_ARG_STRLEN)` })).min(1)
           .refine((a) => (a[0] ?? '').length > 0, { message: 'argv[0] must not be empty' })
           .describe('An argv vector, executed directly without a shell.'),
       ])
@@ -68,7 +79,17 @@ export const CellSpecSchema = z
     labels: z.record(z.string().max(128), z.string().max(1024)).default({})
       .describe('Free-form labels recorded with the cell (e.g. run and attempt ids).'),
   })
-  .strict();
+  .strict()
+  .superRefine((spec, ctx) => {
+    for (const [name, value] of Object.entries(spec.env)) {
+      if (Buffer.byteLength(`${name}=${value}`) > MAX_EXEC_STRING_BYTES) {
+        ctx.addIssue({ code: 'custom', path: ['env', name], message: `is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one environment entry may be (Linux MAX_ARG_STRLEN)` });
+      }
+    }
+    const words = typeof spec.cmd === 'string' ? [spec.cmd] : spec.cmd;
+    const total = [...words, ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`)].reduce((n, w) => n + Buffer.byteLength(w) + 1, 0);
+    if (total > MAX_EXEC_TOTAL_BYTES) ctx.addIssue({ code: 'custom', path: ['cmd'], message: `command and environment are ${total} bytes together; a cell takes at most ${MAX_EXEC_TOTAL_BYTES} (Linux ARG_MAX, with room for the sandbox)` });
+  });
 
 export type CellSpecInput = z.input<typeof CellSpecSchema>;
 export type CellSpec = z.output<typeof CellSpecSchema>;

@@ -28,6 +28,7 @@ export const IsolationReportSchema = z
     namespaces: z.array(z.string()),
     net: z.enum(['none', 'host', 'allowlist']),
     filesystem: z.string().describe('What the command can see and write.'),
+    user: z.string().describe('Who the command runs as, e.g. "uid 65532 (the dedicated cell user: the runner is root)".'),
     masked_paths: z.array(z.string()),
     rlimits: RlimitReportSchema,
     cgroup: CgroupReportSchema,

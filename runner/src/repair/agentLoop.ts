@@ -2,7 +2,7 @@ import type { CellResult } from '../protocol/cellResult.js';
 import type { ChatMessage, ModelReply, RepairModel, ToolCall } from './models/repairModel.js';
 import { TOOL_NAMES } from './models/replayScript.js';
 import { editFile, listFiles, readFile, searchFiles, writeFile } from './tools/fileTools.js';
-import { ToolError } from './tools/worktreePath.js';
+import { ToolError } from './tools/toolError.js';
 
 export interface AgentBudget {
   maxTurns: number;

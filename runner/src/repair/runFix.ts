@@ -12,10 +12,12 @@ import { openStore } from '../store/openStore.js';
 import { type AttemptRow, RunStore } from '../store/runStore.js';
 import { applyPatch } from '../workspace/applyPatch.js';
 import {
-  type AttemptWorktree, commitAttempt, createAttemptWorktree, destroyAttemptWorktree, resolveRepo,
+  type AttemptWorktree, commitAttempt, createAttemptWorktree, destroyAttemptWorktree, locateAttemptWorktree, locateRepository,
 } from '../workspace/attemptWorktree.js';
+import { applyPatchFile } from '../workspace/applyPatch.js';
 import { captureApplicablePatch } from '../workspace/captureWorktreeDiff.js';
-import { hostGit } from '../workspace/hostGit.js';
+import { repoTarget, resolveCommit, userExcludesFile } from '../workspace/repoLocation.js';
+import { runGit } from '../workspace/safeGit.js';
 import { type AgentOutcome, runAgentLoop } from './agentLoop.js';
 import type { RepairModel } from './models/repairModel.js';
 import { patchSize, selectWinner } from './selectWinner.js';
@@ -141,7 +143,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       const previous = done.get(i);
       if (previous) {
         opts.progress(`attempt ${i}: finished before the interruption, kept`);
-        return keptAttempt(repo, previous);
+        return keptAttempt(repo, base, previous);
       }
       // A killed runner may have left this attempt's worktree and branch behind.
       await destroyAttemptWorktree({ repo, path: join(repo, '.forge', 'cells', `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
@@ -161,7 +163,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       opts.progress(`ground truth: applying ${selection.winner.attempts[0]}'s diff to a fresh checkout`);
       const gtWt = await createAttemptWorktree(repo, base, `${runId}-truth`);
       try {
-        const applied = await applyPatch(gtWt.path, selection.winner.patch);
+        const applied = await applyPatch(gtWt, selection.winner.patch);
         let verdict: Verdict | null = null;
         if (applied.applied) {
           await install(gtWt.path, null);
@@ -182,7 +184,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     const winnerResult = selection.winner ? results.find((r) => r.attemptId === selection.winner!.attempts[0]) : undefined;
     if (fixed && winnerResult && !winnerResult.wt) {
       const rebuilt = await createAttemptWorktree(repo, base, winnerResult.attemptId);
-      await applyPatch(rebuilt.path, winnerResult.patch);
+      await applyPatch(rebuilt, winnerResult.patch);
       winnerResult.wt = rebuilt;
     }
     for (const r of results) {
@@ -196,7 +198,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       }
     }
     if (fixed && winnerBranch && opts.branch) {
-      await hostGit(['branch', '--end-of-options', opts.branch, winnerBranch], { cwd: repo });
+      await runGit(repoTarget(await locateRepository(repo)), ['branch', '--end-of-options', opts.branch, winnerBranch]);
       appliedTo = `branch ${opts.branch}`;
     }
     if (fixed && selection.winner && opts.apply) {
@@ -273,7 +275,9 @@ async function runAttempt(
     const final = await cell(wt.path, testCmd, 'verdict', index);
     throwIfCancelled(opts.signal);
     result.verdict = judgeTestRun(final.exit_code, final.output, baselineReport);
-    result.patch = await captureApplicablePatch(wt.path, base);
+    const change = await captureApplicablePatch({ location: wt.location, base });
+    if (change.incomplete) throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
+    result.patch = change.patch;
     store.finishAttempt(runId, index, { verdict: result.verdict, patch: result.patch, turns: result.outcome.turns, tokens: result.outcome.tokens });
     opts.progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines`);
   } catch (e) {
@@ -292,15 +296,17 @@ async function runAttempt(
 }
 
 async function startRun(store: RunStore, opts: FixOptions) {
-  const repo = await resolveRepo(opts.repo);
+  const loc = await locateRepository(opts.repo);
+  const repo = loc.top;
   if (!Number.isInteger(opts.attempts) || opts.attempts < 1 || opts.attempts > 64) throw new InputError(`--attempts ${opts.attempts}: expected a whole number from 1 to 64`);
-  const dirty = (await hostGit(['status', '--porcelain', '--untracked-files=all'], { cwd: repo })).stdout.split('\n').filter(Boolean);
+  const excludes = userExcludesFile();
+  const status = await runGit(repoTarget(loc, excludes ? [`core.excludesFile=${excludes}`] : []), ['status', '--porcelain', '--untracked-files=all']);
+  const dirty = status.text.split('\n').filter(Boolean);
   if (dirty.length > 0 && !opts.allowDirty) {
     throw new InputError(`${repo} has uncommitted changes (${dirty.length} path(s), e.g. "${dirty[0]!.slice(3)}"); commit or stash them, or pass --allow-dirty`);
   }
-  const base = (await hostGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repo }).catch(() => {
-    throw new InputError(`${repo} has no commit yet; commit the code to fix first`);
-  })).stdout.trim();
+  const base = await resolveCommit(loc, 'HEAD');
+  if (!base) throw new InputError(`${repo} has no commit yet; commit the code to fix first`);
   const testCmd = opts.testCmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
   if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
   const runId = `run-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
@@ -331,13 +337,14 @@ function parseStoredBaseline(json: string | null): { baseline: Verdict; report: 
 }
 
 /** An attempt that finished before the interruption: its verdict and patch come from the store. */
-function keptAttempt(repo: string, a: AttemptRow): AttemptResult {
+async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<AttemptResult> {
   const path = join(repo, '.forge', 'cells', a.attempt_id);
+  const location = existsSync(path) ? await locateAttemptWorktree(repo, path) : null;
   return {
     index: a.idx,
     attemptId: a.attempt_id,
     temperature: a.temperature,
-    wt: existsSync(path) ? { repo, attemptId: a.attempt_id, path, branch: `forge/attempt/${a.attempt_id}`, baseCommit: '', included: [] } : null,
+    wt: location ? { repo, attemptId: a.attempt_id, path, branch: `forge/attempt/${a.attempt_id}`, baseCommit: base, included: [], location } : null,
     outcome: { turns: a.turns, tokens: a.tokens, stop: 'finish', summary: null },
     verdict: a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
     patch: a.patch ?? '',
@@ -360,32 +367,38 @@ function attemptReport(r: AttemptResult): AttemptReport {
   };
 }
 
-/** Stale .pyc files are a known source of wrong verdicts: none survive into a verdict cell. */
+/**
+ * Stale .pyc files are a known source of wrong verdicts: none survive into a verdict cell.
+ * The tree is a cell's work: links are not followed and the walk is bounded.
+ */
 async function purgePythonCaches(tree: string): Promise<void> {
-  const walk = (dir: string) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
+  let budget = 200_000;
+  const stack = [tree];
+  while (stack.length > 0 && budget > 0) {
+    const dir = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (--budget <= 0) break;
       if (!e.isDirectory() || e.name === '.git' || e.name === 'node_modules') continue;
       const p = join(dir, e.name);
       if (e.name === '__pycache__') rmSync(p, { recursive: true, force: true });
-      else walk(p);
+      else stack.push(p);
     }
-  };
-  walk(tree);
+  }
 }
 
 /** Applies cleanly or not at all: the user's tree is never left half-changed. */
 async function applyToUserTree(repo: string, patch: string): Promise<boolean> {
-  const dir = join(repo, '.forge');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'winner.patch');
-  writeFileSync(file, patch);
-  try {
-    await hostGit(['apply', '--check', '--whitespace=nowarn', file], { cwd: repo });
-  } catch {
-    return false;
-  }
-  await hostGit(['apply', '--whitespace=nowarn', file], { cwd: repo });
-  return true;
+  return applyPatchFile(await locateRepository(repo), patch, async (git, file) => {
+    const fits = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
+    if (fits) await git(['apply', '--whitespace=nowarn', file]);
+    return fits;
+  });
 }
 
 function writeOutputs(outDir: string | undefined, report: FixReport, patch: string): void {

@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hostGit } from './hostGit.js';
+import { handOverToCellUser } from '../cells/cellUser.js';
+import { type RepoLocation, resolveCommit } from './repoLocation.js';
+import { type GitOutput, nulRecords, runGit, withGitView } from './safeGit.js';
 
 export interface ApplyOutcome {
   applied: boolean;
@@ -13,38 +15,57 @@ export interface ApplyOutcome {
   mode: 'clean' | 'three-way' | 'conflicts';
 }
 
+type ViewGit = (args: string[]) => Promise<GitOutput>;
+
 /**
- * Applies a patch (from captureApplicablePatch) to a git work tree: cleanly when the
- * preimage matches, else with a 3-way merge against the blobs the patch names, reporting
- * conflicts file by file. The target must be a tree the runner owns (its index is used).
+ * Runs `work` with a patch in a runner-owned file and git pointed at `loc`'s work tree
+ * through a view (no filters, merge drivers or attributes from the tree: the patch's bytes
+ * land as they are). `head` defaults to the tree's HEAD.
  */
-export async function applyPatch(tree: string, patch: string): Promise<ApplyOutcome> {
-  if (patch.trim() === '') return { applied: true, files: [], conflicts: [], mode: 'clean' };
+export async function applyPatchFile<T>(loc: RepoLocation, patch: string, work: (git: ViewGit, file: string) => Promise<T>, head?: string): Promise<T> {
+  const base = head ?? (await resolveCommit(loc, 'HEAD'));
+  if (!base) throw new Error(`${loc.top} has no commit to apply a patch on`);
   const scratch = mkdtempSync(join(tmpdir(), 'forge-apply-'));
   const file = join(scratch, 'change.patch');
   writeFileSync(file, patch);
-  const git = (args: string[]) => hostGit(args, { cwd: tree });
   try {
-    const files = (await git(['apply', '--numstat', '-z', file])).stdout
-      .split('\0')
-      .filter(Boolean)
-      .map((entry) => entry.split('\t').pop() ?? '')
-      .filter(Boolean);
-    try {
-      await git(['apply', '--check', '--whitespace=nowarn', file]);
-      await git(['apply', '--whitespace=nowarn', file]);
-      return { applied: true, files, conflicts: [], mode: 'clean' };
-    } catch {
-      // Preimage differs: fall through to a 3-way merge.
-    }
-    try {
-      await git(['apply', '--3way', '--whitespace=nowarn', file]);
-      return { applied: true, files, conflicts: [], mode: 'three-way' };
-    } catch {
-      const unmerged = (await git(['diff', '--name-only', '--diff-filter=U', '-z'])).stdout.split('\0').filter(Boolean);
-      return { applied: false, files, conflicts: unmerged.length > 0 ? unmerged : files, mode: 'conflicts' };
-    }
+    return await withGitView(
+      { objectsDir: loc.objectsDir, head: base, workTree: loc.top, indexFrom: loc.indexFile, objectFormat: loc.objectFormat },
+      (view) => work((args) => runGit(view, args), file),
+    );
   } finally {
     rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Applies a patch (from captureApplicablePatch) to an attempt worktree the runner owns:
+ * cleanly when the preimage matches, else with a 3-way merge against the blobs the patch
+ * names, reporting conflicts file by file. New files go to the cell user like the rest.
+ */
+export async function applyPatch(wt: { location: RepoLocation; baseCommit: string }, patch: string): Promise<ApplyOutcome> {
+  if (patch.trim() === '') return { applied: true, files: [], conflicts: [], mode: 'clean' };
+  try {
+    return await applyPatchFile(wt.location, patch, async (git, file) => {
+      const files = nulRecords((await git(['apply', '--numstat', '-z', file])).text)
+        .map((entry) => entry.split('\t').pop() ?? '')
+        .filter(Boolean);
+      try {
+        await git(['apply', '--check', '--whitespace=nowarn', file]);
+        await git(['apply', '--whitespace=nowarn', file]);
+        return { applied: true, files, conflicts: [], mode: 'clean' as const };
+      } catch {
+        // Preimage differs: fall through to a 3-way merge.
+      }
+      try {
+        await git(['apply', '--3way', '--whitespace=nowarn', file]);
+        return { applied: true, files, conflicts: [], mode: 'three-way' as const };
+      } catch {
+        const unmerged = nulRecords((await git(['diff', '--name-only', '--diff-filter=U', '-z'])).text);
+        return { applied: false, files, conflicts: unmerged.length > 0 ? unmerged : files, mode: 'conflicts' as const };
+      }
+    }, wt.baseCommit);
+  } finally {
+    handOverToCellUser(wt.location.top);
   }
 }

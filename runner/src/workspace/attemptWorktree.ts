@@ -1,8 +1,12 @@
-import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
+import { appendFileSync, chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
+import { dirname, join, resolve } from 'node:path';
+import { handOverToCellUser } from '../cells/cellUser.js';
 import { InputError } from '../protocol/inputError.js';
+import { commitWorktreeChanges } from './captureWorktreeDiff.js';
+import { isInside } from './pathInside.js';
+import { discoverRepository, type RepoLocation, repoTarget, resolveCommit } from './repoLocation.js';
+import { nulRecords, runGit } from './safeGit.js';
 
 /** Where attempt worktrees live inside the user's repository, and the branch prefix. */
 export const FORGE_DIR = '.forge';
@@ -22,102 +26,132 @@ export interface AttemptWorktree {
   baseCommit: string;
   /** Untracked files copied in from .forgeinclude. */
   included: string[];
+  /**
+   * The worktree's git data, resolved when the runner created it (before any cell ran):
+   * every later git call uses this, never the `.git` file in the tree.
+   */
+  location: RepoLocation;
 }
 
-/**
- * Hooks are switched off: `git worktree add` would otherwise run the user's post-checkout
- * hook (husky, lfs...) for every attempt. simple-git guards hooksPath as unsafe because it
- * can point at code; /dev/null points at none.
- */
-function git(dir: string): SimpleGit {
-  return simpleGit({ baseDir: dir, config: ['core.hooksPath=/dev/null'], unsafe: { allowUnsafeHooksPath: true } });
+const repositories = new Map<string, RepoLocation>();
+
+/** The user's repository containing `dir` (its own checkout: trusted), or InputError. */
+export async function locateRepository(dir: string): Promise<RepoLocation> {
+  const abs = resolve(dir);
+  const known = repositories.get(abs);
+  if (known) return known;
+  if (!existsSync(abs)) throw new InputError(`repository ${dir} does not exist; pass --repo with a git repository`);
+  const loc = await discoverRepository(abs);
+  if (!loc) throw new InputError(`${dir} is not inside a git repository; run "git init" there or pass another --repo`);
+  repositories.set(abs, loc);
+  return loc;
 }
 
 /** Resolves the top of the user's repository, or throws InputError. */
 export async function resolveRepo(repo: string): Promise<string> {
-  const dir = resolve(repo);
-  if (!existsSync(dir)) throw new InputError(`repository ${repo} does not exist; pass --repo with a git repository`);
-  try {
-    const top = (await git(dir).revparse(['--show-toplevel'])).trim();
-    return top;
-  } catch {
-    throw new InputError(`${repo} is not inside a git repository; run "git init" there or pass another --repo`);
-  }
+  return (await locateRepository(repo)).top;
 }
 
 /**
  * A git worktree at <repo>/.forge/cells/<attemptId> on branch forge/attempt/<attemptId>,
  * checked out at baseRef. The user's working tree, index and stash are not touched; .forge/
  * is excluded through the repository's info/exclude (the user's .gitignore stays as it is).
+ * Hooks do not run (a post-checkout hook would run for every attempt). When the runner is
+ * root the tree is handed to the unprivileged cell user, who runs every command in it.
  */
 export async function createAttemptWorktree(repo: string, baseRef: string, attemptId: string): Promise<AttemptWorktree> {
   if (!ATTEMPT_ID.test(attemptId)) {
     throw new InputError(`attempt id "${attemptId}" must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
   }
-  const top = await resolveRepo(repo);
-  const g = git(top);
-  let baseCommit: string;
-  try {
-    baseCommit = (await g.revparse(['--verify', '--end-of-options', `${baseRef}^{commit}`])).trim();
-  } catch {
-    throw new InputError(`base ref "${baseRef}" is not a commit in ${top}; pass an existing branch, tag or commit`);
-  }
+  const loc = await locateRepository(repo);
+  const top = loc.top;
+  const baseCommit = await resolveCommit(loc, baseRef);
+  if (!baseCommit) throw new InputError(`base ref "${baseRef}" is not a commit in ${top}; pass an existing branch, tag or commit`);
   const path = join(top, CELLS_DIR, attemptId);
   const branch = BRANCH_PREFIX + attemptId;
   if (existsSync(path)) throw new InputError(`attempt ${attemptId} already has a worktree at ${path}; destroy it first or pick another id`);
-  if ((await g.raw(['branch', '--list', branch])).trim() !== '') {
+  if (await branchExists(loc, branch)) {
     throw new InputError(`branch ${branch} already exists; delete it (git branch -D ${branch}) or pick another attempt id`);
   }
-  await excludeForgeDir(g, top);
+  excludeForgeDir(loc);
   mkdirSync(dirname(path), { recursive: true });
-  await g.raw(['worktree', 'add', '--quiet', '--lock', '--reason', `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`, '-b', branch, path, baseCommit]);
-  const included = await copyForgeIncludes(top, path);
-  return { repo: top, attemptId, path, branch, baseCommit, included };
+  await runGit(repoTarget(loc), ['worktree', 'add', '--quiet', '--lock', '--reason', `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`, '-b', branch, path, baseCommit]);
+  const location = await discoverRepository(path);
+  if (!location || location.top !== path) throw new Error(`git worktree add did not create a work tree at ${path}`);
+  const included = await copyForgeIncludes(loc, path);
+  handOverToCellUser(path);
+  // Stat information for every checked-out file (taken now, while the content is the base):
+  // later diff captures then hash only what a cell changed.
+  await runGit(repoTarget(location), ['update-index', '-q', '--refresh'], { okExitCodes: [1] }).catch(() => undefined);
+  return { repo: top, attemptId, path, branch, baseCommit, included, location };
 }
 
-/** Removes the worktree; deletes its branch unless keepBranch (the branch then stays for review). */
+/**
+ * Removes the worktree; deletes its branch unless keepBranch (the branch then stays for
+ * review). The tree is removed by the runner itself, not by `git worktree remove`, which
+ * reads the tree's `.git` file and refuses when a cell or tool broke it: a hostile tree must
+ * not be able to make cleanup fail.
+ */
 export async function destroyAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 'path' | 'branch'>, opts: { keepBranch?: boolean } = {}): Promise<void> {
-  const g = git(wt.repo);
-  if (existsSync(wt.path)) {
-    // A locked worktree needs --force twice to be removed.
-    await g.raw(['worktree', 'remove', '--force', '--force', wt.path]);
-  } else {
-    await g.raw(['worktree', 'prune']);
+  const loc = await locateRepository(wt.repo);
+  const cells = join(loc.top, CELLS_DIR);
+  if (!isInside(resolve(wt.path), cells) || resolve(wt.path) === cells) throw new Error(`refusing to remove ${wt.path}: attempt worktrees live under ${cells}`);
+  await runGit(repoTarget(loc), ['worktree', 'unlock', wt.path]).catch(() => undefined);
+  removeTree(wt.path);
+  await runGit(repoTarget(loc), ['worktree', 'prune']);
+  if (!opts.keepBranch && (await branchExists(loc, wt.branch))) {
+    await runGit(repoTarget(loc), ['branch', '-D', '--end-of-options', wt.branch]);
   }
-  if (!opts.keepBranch && (await g.raw(['branch', '--list', wt.branch])).trim() !== '') {
-    await g.raw(['branch', '-D', wt.branch]);
+}
+
+/** Removes a tree a cell may have made hard to remove (directories without write permission). */
+function removeTree(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    const stack = [path];
+    while (stack.length > 0) {
+      const dir = stack.pop()!;
+      try {
+        chmodSync(dir, 0o700);
+        for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) stack.push(join(dir, e.name));
+      } catch { /* not ours to fix */ }
+    }
+    rmSync(path, { recursive: true, force: true });
   }
 }
 
 /**
- * Records the attempt's work as one commit on its branch (in the attempt's own index; the
- * user's is untouched), so the branch carries the change for review. Returns the commit.
+ * Records the attempt's work as one commit on its branch: exactly the change set its diff
+ * shows, taken through the runner's own git view of the tree. Returns the commit.
  */
-export async function commitAttempt(wt: Pick<AttemptWorktree, 'path'>, message: string): Promise<string> {
-  const g = git(wt.path);
-  await g.raw(['add', '-A']);
-  await g.raw(['-c', 'user.name=Forge', '-c', 'user.email=forge@localhost', 'commit', '--quiet', '--allow-empty', '--no-verify', '-m', message]);
-  return (await g.revparse(['HEAD'])).trim();
+export async function commitAttempt(wt: Pick<AttemptWorktree, 'repo' | 'branch' | 'baseCommit' | 'location'>, message: string): Promise<string> {
+  const { commit, incomplete } = await commitWorktreeChanges({ location: wt.location, base: wt.baseCommit }, message);
+  if (incomplete) throw new Error(`the attempt's change could not be recorded completely: ${incomplete}`);
+  const loc = await locateRepository(wt.repo);
+  await runGit(repoTarget(loc), ['update-ref', '-m', 'forge: attempt', `refs/heads/${wt.branch}`, commit]);
+  return commit;
 }
 
 /** Marks a worktree as kept for review: gc leaves it alone. */
 export async function keepAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 'path'>): Promise<void> {
-  const g = git(wt.repo);
-  await g.raw(['worktree', 'unlock', wt.path]).catch(() => undefined);
-  await g.raw(['worktree', 'lock', '--reason', LOCK_KEEP, wt.path]);
+  const target = repoTarget(await locateRepository(wt.repo));
+  await runGit(target, ['worktree', 'unlock', wt.path]).catch(() => undefined);
+  await runGit(target, ['worktree', 'lock', '--reason', LOCK_KEEP, wt.path]);
 }
 
 /** Excludes .forge/ through info/exclude when `dir` is the top of a git repository. */
 export async function excludeForgeDirIfRepo(dir: string): Promise<void> {
-  const g = git(dir);
-  const top = await g.revparse(['--show-toplevel']).then((t) => t.trim(), () => null);
-  if (top) await excludeForgeDir(g, top);
+  const loc = await discoverRepository(resolve(dir));
+  if (loc) excludeForgeDir(loc);
 }
 
-async function excludeForgeDir(g: SimpleGit, top: string): Promise<void> {
-  let common = (await g.revparse(['--git-common-dir'])).trim();
-  if (!isAbsolute(common)) common = join(top, common);
-  const exclude = join(common, 'info', 'exclude');
+async function branchExists(loc: RepoLocation, branch: string): Promise<boolean> {
+  return (await runGit(repoTarget(loc), ['branch', '--list', '--end-of-options', branch])).text.trim() !== '';
+}
+
+function excludeForgeDir(loc: RepoLocation): void {
+  const exclude = join(loc.commonDir, 'info', 'exclude');
   const line = `/${FORGE_DIR}/`;
   const current = existsSync(exclude) ? readFileSync(exclude, 'utf8') : '';
   if (current.split('\n').some((l) => l.trim() === line)) return;
@@ -138,15 +172,16 @@ export function parseForgeInclude(text: string): string[] {
  * Copies the untracked (typically gitignored) files the user listed in .forgeinclude into the
  * worktree. Without a .forgeinclude nothing untracked is copied. Symlinks are copied as links.
  */
-async function copyForgeIncludes(top: string, worktree: string): Promise<string[]> {
-  const listFile = join(top, '.forgeinclude');
+async function copyForgeIncludes(loc: RepoLocation, worktree: string): Promise<string[]> {
+  const listFile = join(loc.top, '.forgeinclude');
   if (!existsSync(listFile)) return [];
   const specs = parseForgeInclude(readFileSync(listFile, 'utf8'));
   if (specs.length === 0) return [];
-  const out = await git(top).raw(['ls-files', '-z', '--others', '--', ...specs, `:(exclude)${FORGE_DIR}/`]);
-  const files = out.split('\0').filter(Boolean);
+  // The user's own list on the user's own checkout: its glob magic is meant.
+  const out = await runGit(repoTarget(loc), ['ls-files', '-z', '--others', '--', ...specs, `:(exclude)${FORGE_DIR}/`], { env: { GIT_LITERAL_PATHSPECS: '0' } });
+  const files = nulRecords(out.text);
   for (const rel of files) {
-    const src = join(top, rel);
+    const src = join(loc.top, rel);
     const dst = join(worktree, rel);
     mkdirSync(dirname(dst), { recursive: true });
     const st = lstatSync(src);
@@ -154,4 +189,31 @@ async function copyForgeIncludes(top: string, worktree: string): Promise<string[
     else if (st.isFile()) copyFileSync(src, dst);
   }
   return files;
+}
+
+/**
+ * The git data of an existing attempt worktree, found from the repository's side (each
+ * admin directory names its worktree in `gitdir`), never from the tree a cell wrote.
+ */
+export async function locateAttemptWorktree(repo: string, path: string): Promise<RepoLocation | null> {
+  const loc = await locateRepository(repo);
+  const admin = join(loc.commonDir, 'worktrees');
+  let names: string[];
+  try {
+    names = readdirSync(admin);
+  } catch {
+    return null;
+  }
+  for (const name of names) {
+    let target: string;
+    try {
+      target = readFileSync(join(admin, name, 'gitdir'), 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (target !== join(path, '.git')) continue;
+    const gitDir = join(admin, name);
+    return { ...loc, top: path, gitDir, indexFile: join(gitDir, 'index'), gitEntry: join(path, '.git') };
+  }
+  return null;
 }

@@ -1,137 +1,266 @@
-import { lstatSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorktreeDiff } from '../protocol/cellResult.js';
-import { hostGit } from './hostGit.js';
+import { translateIgnoreRules } from './baseIgnoreRules.js';
+import type { RepoLocation } from './repoLocation.js';
+import { GitDeadlineError, type GitView, nulRecords, runGit, withGitView } from './safeGit.js';
 
+/**
+ * Diff capture runs on the host after every cell, on a tree the cell wrote: it is bounded in
+ * time (a deadline), in work (untracked files listed, bytes hashed) and in what it returns
+ * (patch bytes, listed files). When a bound cuts it short the result says so.
+ */
 export interface DiffCaps {
-  /** Most bytes of patch text returned. */
+  /** Most bytes of review patch text returned. */
   patchBytes: number;
   /** Untracked files larger than this are named in `omitted`, not diffed. */
   untrackedFileBytes: number;
-  /** Files larger than this are diffed as binary (named, not dumped). */
+  /** Changed tracked files larger than this are named in `omitted`, not hashed or diffed. */
+  changedFileBytes: number;
+  /** Files larger than this are diffed as binary (named, not dumped) in the review patch. */
   textFileBytes: number;
-  /** Most file entries listed. */
+  /** Most bytes of changed content hashed in one capture; files past it are omitted. */
+  hashBytes: number;
+  /** Most untracked files looked at; past it the capture is marked incomplete. */
+  maxUntracked: number;
+  /** Most file entries listed in `files`. */
   maxFiles: number;
+  /** Wall-clock budget of one capture. */
+  deadlineMs: number;
 }
 
 export const DEFAULT_DIFF_CAPS: DiffCaps = {
   patchBytes: 1024 * 1024,
   untrackedFileBytes: 8 * 1024 * 1024,
+  changedFileBytes: 64 * 1024 * 1024,
   textFileBytes: 1024 * 1024,
+  hashBytes: 512 * 1024 * 1024,
+  maxUntracked: 20_000,
   maxFiles: 2000,
+  deadlineMs: 60_000,
 };
+
+/** Largest patch captured for applying elsewhere. */
+export const MAX_APPLY_PATCH_BYTES = 64 * 1024 * 1024;
+
+/** What a capture needs: where the tree's git data is (resolved before any cell ran) and the base. */
+export interface WorktreeSource {
+  location: Pick<RepoLocation, 'top' | 'objectsDir' | 'indexFile' | 'objectFormat' | 'commonDir'>;
+  /** The commit the tree is compared with. */
+  base: string;
+}
 
 const STATUS: Record<string, WorktreeDiff['files'][number]['status']> = {
   A: 'added', M: 'modified', D: 'deleted', R: 'renamed', C: 'added', T: 'type-changed',
 };
 
-/**
- * Diff of a work tree against its HEAD, untracked files included, without touching the
- * user's index: a throwaway index holds HEAD plus intent-to-add entries for untracked files.
- */
-export async function captureWorktreeDiff(worktree: string, caps: DiffCaps = DEFAULT_DIFF_CAPS, base = 'HEAD'): Promise<WorktreeDiff> {
-  return withScratchIndex(worktree, base, async (git) => {
-    const untracked = await git(['ls-files', '-z', '--others', '--exclude-standard'], 64 * 1024 * 1024);
-    const omitted: WorktreeDiff['omitted'] = [];
-    const include: string[] = [];
-    for (const path of untracked.stdout.split('\0').filter(Boolean)) {
-      const reason = untrackedExclusion(worktree, path, caps);
-      if (reason) omitted.push({ path, reason });
-      else include.push(path);
-    }
-    if (include.length > 0) {
-      await git(['add', '--intent-to-add', '--pathspec-from-file=-', '--pathspec-file-nul'], undefined, include.join('\0') + '\0');
-    }
-    const diffArgs = ['-c', `core.bigFileThreshold=${caps.textFileBytes}`, 'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=all', '-M'];
-    const patch = await git([...diffArgs], caps.patchBytes);
-    const names = await git([...diffArgs, '--name-status', '-z'], 8 * 1024 * 1024);
-    const numstat = await git([...diffArgs, '--numstat', '-z'], 8 * 1024 * 1024);
-    const binary = parseBinaryPaths(numstat.stdout);
-    const files = parseNameStatus(names.stdout).slice(0, caps.maxFiles).map((f) => ({ ...f, binary: binary.has(f.path) }));
-    return { patch: patch.stdout, truncated: patch.truncated, bytes: patch.bytes, files, omitted };
-  });
+/** Options every diff of the tree shares: literal, no external programs, no submodules. */
+const DIFF_OPTIONS = ['--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=all'];
+
+interface PreparedChanges {
+  view: GitView;
+  base: string;
+  deadline: number;
+  omitted: WorktreeDiff['omitted'];
+  incomplete: string | null;
 }
 
-type ScratchGit = (args: string[], maxBytes?: number, input?: string) => ReturnType<typeof hostGit>;
-
-/**
- * Runs `work` with git pointed at a throwaway index holding `base`: diffs against it see
- * the work tree's real state without the user's index ever being read or written.
- */
-async function withScratchIndex<T>(worktree: string, base: string, work: (git: ScratchGit) => Promise<T>): Promise<T> {
-  const scratch = mkdtempSync(join(tmpdir(), 'forge-diff-'));
-  const env = { GIT_INDEX_FILE: join(scratch, 'index') };
-  const git: ScratchGit = (args, maxBytes, input) =>
-    hostGit(args, { cwd: worktree, env, ...(maxBytes !== undefined ? { maxBytes } : {}), ...(input !== undefined ? { input } : {}) });
+/** Review diff of a tree against its base: tracked and untracked files, bounded. */
+export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<WorktreeDiff> {
   try {
-    await git(['read-tree', base]);
-    return await work(git);
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
+    return await withPreparedChanges(src, caps, async (c) => {
+      const opts = { deadline: c.deadline, lowPriority: true };
+      const target = { ...c.view, config: [...(c.view.config ?? []), `core.bigFileThreshold=${caps.textFileBytes}`] };
+      const meta = await runGit(target, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
+      const patch = await runGit(target, ['diff', ...DIFF_OPTIONS, '-M', c.base, '--'], { ...opts, maxBytes: caps.patchBytes });
+      const all = parseRawNumstat(meta.text);
+      const files = all.slice(0, caps.maxFiles);
+      let incomplete = c.incomplete;
+      if (meta.truncated) incomplete ??= 'the list of changed files is larger than 32 MiB';
+      return { patch: patch.text, truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, incomplete };
+    });
+  } catch (e) {
+    return failedCapture(e);
   }
 }
 
-/** Largest patch captured for applying elsewhere. */
-export const MAX_APPLY_PATCH_BYTES = 64 * 1024 * 1024;
-
 /**
- * The full-fidelity patch of a work tree against `base` (binary contents included,
- * untracked files included), for applying to another tree. Throws when it exceeds the cap.
+ * The full-fidelity patch of a tree against its base (binary contents included, untracked
+ * files included) for applying to another tree, with what it leaves out.
  */
-export async function captureApplicablePatch(worktree: string, base: string): Promise<string> {
-  return withScratchIndex(worktree, base, async (git) => {
-    const untracked = await git(['ls-files', '-z', '--others', '--exclude-standard'], 64 * 1024 * 1024);
-    const include = untracked.stdout.split('\0').filter((p) => p && !p.endsWith('/'));
-    if (include.length > 0) {
-      await git(['add', '--intent-to-add', '--pathspec-from-file=-', '--pathspec-file-nul'], undefined, include.join('\0') + '\0');
-    }
-    const patch = await git(['diff', '--binary', '--full-index', '--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=all', '-M'], MAX_APPLY_PATCH_BYTES);
-    if (patch.truncated) throw new Error(`the patch of ${worktree} is larger than ${MAX_APPLY_PATCH_BYTES} bytes`);
-    return patch.stdout;
+export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<{ patch: string; omitted: WorktreeDiff['omitted']; incomplete: string | null }> {
+  return withPreparedChanges(src, caps, async (c) => {
+    const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], { deadline: c.deadline, maxBytes: MAX_APPLY_PATCH_BYTES, lowPriority: true });
+    const incomplete = patch.truncated ? `the patch is larger than ${MAX_APPLY_PATCH_BYTES} bytes` : c.incomplete;
+    return { patch: patch.text, omitted: c.omitted, incomplete };
   });
 }
 
-function untrackedExclusion(worktree: string, path: string, caps: DiffCaps): string | null {
-  // A directory entry here is a nested repository: diffing it would run git inside a tree the cell wrote.
-  if (path.endsWith('/')) return 'nested git repository';
+/**
+ * Records the tree's change set (exactly what captureApplicablePatch would carry) as one
+ * commit on top of the base, written to the repository's objects. The work tree and the
+ * repository's refs are not touched; the caller points a branch at the commit.
+ */
+export async function commitWorktreeChanges(src: WorktreeSource, message: string, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<{ commit: string; incomplete: string | null }> {
+  return withPreparedChanges(src, caps, async (c) => {
+    const opts = { deadline: c.deadline, lowPriority: true };
+    const changed = nulRecords((await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--no-renames', '--name-only', '-z', c.base, '--'], opts)).text);
+    if (changed.length > 0) await runGit(c.view, ['update-index', '--add', '--remove', '-z', '--stdin'], { ...opts, input: changed.join('\0') + '\0' });
+    const tree = (await runGit(c.view, ['write-tree'], opts)).text.trim();
+    const identity = { GIT_AUTHOR_NAME: 'Forge', GIT_AUTHOR_EMAIL: 'forge@localhost', GIT_COMMITTER_NAME: 'Forge', GIT_COMMITTER_EMAIL: 'forge@localhost' };
+    const commit = (await runGit(c.view, ['commit-tree', tree, '-p', c.base], { ...opts, input: message, env: identity })).text.trim();
+    return { commit, incomplete: c.incomplete };
+  });
+}
+
+/**
+ * Sets up a runner-owned view of the tree whose scratch index holds the base plus every
+ * change that fits the caps: stat-dirty tracked files (too-large ones marked unchanged and
+ * named) and untracked files not ignored by the base's rules (as intent-to-add entries).
+ */
+async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work: (c: PreparedChanges) => Promise<T>): Promise<T> {
+  const deadline = Date.now() + caps.deadlineMs;
+  const { top } = src.location;
+  const exclude = await baseIgnoreRulesFor(src, deadline);
+  return withGitView(
+    { objectsDir: src.location.objectsDir, head: src.base, workTree: top, indexFrom: src.location.indexFile, objectFormat: src.location.objectFormat, exclude },
+    async (view) => {
+      const opts = { deadline, lowPriority: true };
+      const omitted: WorktreeDiff['omitted'] = [];
+      let incomplete: string | null = null;
+      let hashed = 0;
+      const budget = (path: string, size: number, limit: number, what: string): boolean => {
+        if (size > limit) {
+          omitted.push({ path, reason: `${what} larger than ${limit} bytes (${size})` });
+          return false;
+        }
+        if (hashed + size > caps.hashBytes) {
+          omitted.push({ path, reason: `past the ${caps.hashBytes}-byte budget of content hashed per capture` });
+          incomplete ??= `more than ${caps.hashBytes} bytes of changed content`;
+          return false;
+        }
+        hashed += size;
+        return true;
+      };
+
+      // Tracked files whose stat changed (no content is read for this).
+      const dirty = nulRecords((await runGit(view, ['diff-files', '--name-only', '-z'], { ...opts, maxBytes: 64 * 1024 * 1024 })).text);
+      const skip: string[] = [];
+      for (const path of dirty) {
+        const st = lstatOrNull(join(top, path));
+        if (st?.isFile() && !budget(path, st.size, caps.changedFileBytes, 'changed file')) skip.push(path);
+      }
+      if (skip.length > 0) await runGit(view, ['update-index', '--assume-unchanged', '-z', '--stdin'], { ...opts, input: skip.join('\0') + '\0' });
+
+      // Untracked files, listed with the base's ignore rules only.
+      const listing = await runGit(view, ['ls-files', '-z', '--others', `--exclude-from=${view.excludeFile}`], { ...opts, maxRecords: caps.maxUntracked + 1, maxBytes: 256 * 1024 * 1024 });
+      let untracked = nulRecords(listing.text);
+      if (listing.truncated) {
+        untracked = untracked.slice(0, caps.maxUntracked);
+        incomplete ??= `more than ${caps.maxUntracked} untracked files; only the first ${caps.maxUntracked} were looked at`;
+      }
+      const include: string[] = [];
+      for (const path of untracked) {
+        // A directory entry is a nested repository: its content is not this tree's.
+        if (path.endsWith('/')) {
+          omitted.push({ path, reason: 'nested git repository' });
+          continue;
+        }
+        const st = lstatOrNull(join(top, path));
+        if (!st) omitted.push({ path, reason: 'vanished while diffing' });
+        else if (st.isSymbolicLink()) include.push(path);
+        else if (!st.isFile()) omitted.push({ path, reason: 'not a regular file' });
+        else if (budget(path, st.size, caps.untrackedFileBytes, 'untracked file')) include.push(path);
+      }
+      if (include.length > 0) {
+        await runGit(view, ['add', '--intent-to-add', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { ...opts, input: include.join('\0') + '\0' });
+      }
+      // Records the stat of unchanged files once, so the diffs below hash only real changes.
+      await runGit(view, ['update-index', '-q', '--refresh'], { ...opts, okExitCodes: [1] });
+      return work({ view, base: src.base, deadline, omitted, incomplete });
+    },
+  );
+}
+
+function failedCapture(e: unknown): WorktreeDiff {
+  const why = e instanceof GitDeadlineError ? 'diff capture stopped at its deadline' : `diff capture failed: ${(e as Error).message.split('\n')[0]}`;
+  return { patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], incomplete: why };
+}
+
+function lstatOrNull(path: string) {
   try {
-    const st = lstatSync(join(worktree, path));
-    if (st.isFile() && st.size > caps.untrackedFileBytes) return `larger than ${caps.untrackedFileBytes} bytes (${st.size})`;
-    if (!st.isFile() && !st.isSymbolicLink()) return 'not a regular file';
+    return lstatSync(path);
   } catch {
-    return 'vanished while diffing';
+    return null;
   }
-  return null;
 }
 
-/** Pure: `git diff --name-status -z` output -> entries (renames name the new path). */
-export function parseNameStatus(text: string): { path: string; status: WorktreeDiff['files'][number]['status'] }[] {
-  const parts = text.split('\0');
-  const out: { path: string; status: WorktreeDiff['files'][number]['status'] }[] = [];
-  for (let i = 0; i < parts.length; ) {
-    const code = parts[i++];
-    if (!code) continue;
-    const letter = code[0] ?? '';
-    if (letter === 'R' || letter === 'C') {
-      i++; // old path
-      const path = parts[i++];
-      if (path !== undefined) out.push({ path, status: STATUS[letter] ?? 'modified' });
-    } else {
-      const path = parts[i++];
-      if (path !== undefined) out.push({ path, status: STATUS[letter] ?? 'modified' });
+const ignoreRulesCache = new Map<string, string>();
+
+/** The base commit's .gitignore files and the repository's info/exclude, as one exclude file. */
+async function baseIgnoreRulesFor(src: WorktreeSource, deadline: number): Promise<string> {
+  const key = `${src.location.objectsDir}\0${src.base}`;
+  const cached = ignoreRulesCache.get(key);
+  if (cached !== undefined) return cached;
+  const target = { gitDir: src.location.commonDir, objectsDir: src.location.objectsDir };
+  const tree = nulRecords((await runGit(target, ['ls-tree', '-r', '-z', '--full-tree', src.base], { deadline })).text);
+  const blobs: { dir: string; sha: string }[] = [];
+  for (const entry of tree) {
+    const m = /^\d+ blob (\S+)\t(.*)$/s.exec(entry);
+    if (!m) continue;
+    const path = m[2]!;
+    if (path === '.gitignore' || path.endsWith('/.gitignore')) blobs.push({ dir: path.slice(0, -'.gitignore'.length).replace(/\/$/, ''), sha: m[1]! });
+  }
+  const contents = blobs.length === 0 ? [] : parseCatFileBatch((await runGit(target, ['cat-file', '--batch'], { deadline, input: blobs.map((b) => b.sha).join('\n') + '\n', maxBytes: 64 * 1024 * 1024 })).stdout);
+  const files = blobs.map((b, i) => ({ dir: b.dir, text: (contents[i] ?? '').slice(0, 1024 * 1024) }));
+  let infoExclude = '';
+  try {
+    infoExclude = readFileSync(join(src.location.commonDir, 'info', 'exclude'), 'utf8').slice(0, 1024 * 1024);
+  } catch {
+    infoExclude = '';
+  }
+  const rules = translateIgnoreRules(files, infoExclude);
+  if (ignoreRulesCache.size > 64) ignoreRulesCache.delete(ignoreRulesCache.keys().next().value!);
+  ignoreRulesCache.set(key, rules);
+  return rules;
+}
+
+/** Pure: `git cat-file --batch` output -> the contents, in request order. */
+export function parseCatFileBatch(out: Buffer): string[] {
+  const contents: string[] = [];
+  let at = 0;
+  while (at < out.length) {
+    const nl = out.indexOf(0x0a, at);
+    if (nl === -1) break;
+    const header = out.subarray(at, nl).toString('utf8');
+    const m = /^\S+ \S+ (\d+)$/.exec(header);
+    if (!m) {
+      contents.push(''); // "<sha> missing"
+      at = nl + 1;
+      continue;
     }
+    const size = Number(m[1]);
+    contents.push(out.subarray(nl + 1, nl + 1 + size).toString('utf8'));
+    at = nl + 1 + size + 1;
   }
-  return out;
+  return contents;
 }
 
-/** Pure: `git diff --numstat -z` -> paths git treated as binary ("-\t-\t"). */
-export function parseBinaryPaths(text: string): Set<string> {
+/** Pure: `git diff --raw --numstat -z` output -> file entries (renames name the new path). */
+export function parseRawNumstat(text: string): WorktreeDiff['files'] {
   const parts = text.split('\0');
+  const files: WorktreeDiff['files'] = [];
   const binary = new Set<string>();
   for (let i = 0; i < parts.length; ) {
-    const head = parts[i++];
-    if (!head) continue;
+    const head = parts[i++] ?? '';
+    if (head === '') continue;
+    if (head.startsWith(':')) {
+      const letter = head.split(' ')[4]?.[0] ?? 'M';
+      if (letter === 'R' || letter === 'C') i++; // old path
+      const path = parts[i++];
+      if (path !== undefined) files.push({ path, status: STATUS[letter] ?? 'modified', binary: false });
+      continue;
+    }
     const m = /^(-|\d+)\t(-|\d+)\t(.*)$/s.exec(head);
     if (!m) continue;
     let path = m[3] ?? '';
@@ -141,5 +270,5 @@ export function parseBinaryPaths(text: string): Set<string> {
     }
     if (m[1] === '-' && m[2] === '-') binary.add(path);
   }
-  return binary;
+  return files.map((f) => ({ ...f, binary: binary.has(f.path) }));
 }

@@ -1,14 +1,20 @@
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
-import { hostGit } from './hostGit.js';
+import type { WorktreeSource } from './captureWorktreeDiff.js';
+import { assertGitDataOutsideTree, discoverRepository, resolveCommit } from './repoLocation.js';
 
-export interface WorktreeInfo {
-  /** Real path of the top of the work tree. */
+/**
+ * The worktree a cell mounts, resolved before the cell runs. Everything the host does after
+ * the cell (diff capture, git) uses these paths, never what the tree says then.
+ */
+export interface CellWorktree {
+  /** Real path of the directory mounted read-write. */
   top: string;
-  /** `.git` directory or file at the top (mounted read-only in cells). */
-  gitMetadata: string;
-  head: string;
+  /** `<top>/.git` (file or directory), mounted read-only in every mode; null when absent. */
+  gitEntry: string | null;
+  /** Where the diff is taken from; null when no diff is wanted. */
+  source: WorktreeSource | null;
 }
 
 /** Checks that a path is an existing directory; throws InputError otherwise. */
@@ -18,33 +24,44 @@ export function requireDirectory(path: string): string {
   return realpathSync(path);
 }
 
-/** Resolves the top of a git work tree and its HEAD commit, or throws InputError. */
-export async function inspectWorktree(path: string): Promise<WorktreeInfo> {
-  const dir = requireDirectory(path);
-  let top: string;
-  let head: string;
-  try {
-    const out = await hostGit(['rev-parse', '--show-toplevel'], { cwd: dir });
-    top = realpathSync(out.stdout.trim());
-  } catch {
-    throw new InputError(`worktree ${path} is not a git work tree; run "git init" there or pass --no-diff`);
+/**
+ * Resolves a cell's worktree: any directory, or a git work tree top (with its HEAD as the
+ * diff base) when a diff is wanted. Whenever the directory has a `.git`, its git data must lie
+ * outside what the cell can write (`.git` itself is mounted read-only), diff or not.
+ * `refuse` vets the location (system paths, masked paths) and returns why it is refused.
+ * Throws InputError before anything runs.
+ */
+export async function resolveCellWorktree(
+  spec: { worktree?: string | undefined; capture_diff: boolean },
+  refuse: (top: string) => string | null = () => null,
+): Promise<CellWorktree | null> {
+  if (spec.worktree === undefined) return null;
+  const top = requireDirectory(spec.worktree);
+  const refused = refuse(top);
+  if (refused) throw new InputError(`${refused}; pass a project directory with --worktree`);
+  const gitEntry = join(top, '.git');
+  const hasGit = lstatOrNull(gitEntry) !== null;
+  if (!spec.capture_diff && !hasGit) return { top, gitEntry: null, source: null };
+  const loc = await discoverRepository(top);
+  if (!loc) {
+    if (!spec.capture_diff) throw new InputError(`${gitEntry} is not usable git data; remove it or repair the repository`);
+    throw new InputError(`worktree ${spec.worktree} is not a git work tree; run "git init" there or pass --no-diff`);
   }
-  if (top !== dir) {
-    throw new InputError(`worktree ${path} is inside the git work tree ${top}; pass its top (--worktree ${top})`);
+  if (loc.top !== top) {
+    if (!spec.capture_diff && !hasGit) return { top, gitEntry: null, source: null };
+    throw new InputError(`worktree ${spec.worktree} is inside the git work tree ${loc.top}; pass its top (--worktree ${loc.top})`);
   }
-  try {
-    head = (await hostGit(['rev-parse', '--verify', 'HEAD^{commit}'], { cwd: dir })).stdout.trim();
-  } catch {
-    throw new InputError(`worktree ${path} has no commit yet; commit once so a diff has a base, or pass --no-diff`);
-  }
-  return { top, gitMetadata: join(top, '.git'), head };
+  assertGitDataOutsideTree(loc);
+  if (!spec.capture_diff) return { top, gitEntry, source: null };
+  const head = await resolveCommit(loc, 'HEAD');
+  if (!head) throw new InputError(`worktree ${spec.worktree} has no commit yet; commit once so a diff has a base, or pass --no-diff`);
+  return { top, gitEntry, source: { location: loc, base: head } };
 }
 
-/**
- * The worktree a cell mounts: a git work tree (with its HEAD) when a diff is wanted, any
- * directory otherwise, or none. Throws InputError before anything runs.
- */
-export async function resolveCellWorktree(spec: { worktree?: string | undefined; capture_diff: boolean }): Promise<{ top: string; gitMetadata: string | null } | null> {
-  if (spec.worktree === undefined) return null;
-  return spec.capture_diff ? inspectWorktree(spec.worktree) : { top: requireDirectory(spec.worktree), gitMetadata: null };
+function lstatOrNull(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
 }

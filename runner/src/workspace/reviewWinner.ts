@@ -1,9 +1,15 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
-import { BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree } from './attemptWorktree.js';
-import { hostGit } from './hostGit.js';
+import { applyPatchFile } from './applyPatch.js';
+import { BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree, locateRepository } from './attemptWorktree.js';
+import { repoTarget } from './repoLocation.js';
+import { type GitCallOptions, type GitOutput, runGit } from './safeGit.js';
+
+/** Git on the user's repository (objects and refs only here: never its working tree's content). */
+async function userGit(repo: string, args: string[], opts: GitCallOptions = {}): Promise<GitOutput> {
+  return runGit(repoTarget(await locateRepository(repo)), args, opts);
+}
 
 export interface ReviewFile {
   path: string;
@@ -22,13 +28,13 @@ export const REVIEW_CONTENT_LIMIT = 4 * 1024 * 1024;
 export const winnerBranchName = (runId: string, winnerIndex: number): string => `${BRANCH_PREFIX}${runId}-a${winnerIndex}`;
 
 async function branchExists(repo: string, branch: string): Promise<boolean> {
-  return (await hostGit(['branch', '--list', '--end-of-options', branch], { cwd: repo })).stdout.trim() !== '';
+  return (await userGit(repo, ['branch', '--list', '--end-of-options', branch])).text.trim() !== '';
 }
 
 /** The files the winner changes, base commit vs the winner branch (renames as delete + add). */
 export async function listReviewFiles(repo: string, base: string, branch: string): Promise<ReviewFile[]> {
   if (!(await branchExists(repo, branch))) throw new InputError(`the winner branch ${branch} is gone (discarded or deleted); nothing to review`);
-  const out = (await hostGit(['diff', '--name-status', '--no-renames', '-z', base, branch, '--'], { cwd: repo })).stdout.split('\0');
+  const out = (await userGit(repo, ['diff', '--no-ext-diff', '--no-textconv', '--name-status', '--no-renames', '-z', base, branch, '--'])).text.split('\0');
   const files: ReviewFile[] = [];
   for (let i = 0; i + 1 < out.length; i += 2) {
     const code = out[i]!;
@@ -45,13 +51,13 @@ export async function listReviewFiles(repo: string, base: string, branch: string
  */
 export async function readReviewContent(repo: string, rev: string, path: string): Promise<{ content: string | null; note: string | null }> {
   const spec = `${rev}:${path}`;
-  const type = await hostGit(['cat-file', '-t', spec], { cwd: repo }).then((r) => r.stdout.trim(), () => null);
+  const type = await userGit(repo, ['cat-file', '-t', spec]).then((r) => r.text.trim(), () => null);
   if (type === null) return { content: null, note: 'not present on this side' };
   if (type !== 'blob') return { content: null, note: `a ${type}, not a file` };
-  const size = Number((await hostGit(['cat-file', '-s', spec], { cwd: repo })).stdout.trim());
+  const size = Number((await userGit(repo, ['cat-file', '-s', spec])).text.trim());
   if (size > REVIEW_CONTENT_LIMIT) return { content: null, note: `${size} bytes: too large to show (limit ${REVIEW_CONTENT_LIMIT})` };
-  const mode = (await hostGit(['ls-tree', rev, '--', path], { cwd: repo })).stdout.split(' ')[0];
-  const raw = (await hostGit(['cat-file', 'blob', spec], { cwd: repo, maxBytes: REVIEW_CONTENT_LIMIT })).stdout;
+  const mode = (await userGit(repo, ['ls-tree', rev, '--', path])).text.split(' ')[0];
+  const raw = (await userGit(repo, ['cat-file', 'blob', spec], { maxBytes: REVIEW_CONTENT_LIMIT })).text;
   if (mode === '120000') return { content: `symbolic link -> ${raw}`, note: 'symbolic link' };
   if (raw.slice(0, 8000).includes('\0')) return { content: null, note: `binary file (${size} bytes)` };
   return { content: raw, note: null };
@@ -64,12 +70,9 @@ export async function readReviewContent(repo: string, rev: string, path: string)
  */
 export async function applyToWorkspace(repo: string, patch: string): Promise<{ applied: boolean; files: ApplyFileOutcome[] }> {
   if (patch.trim() === '') return { applied: true, files: [] };
-  const scratch = mkdtempSync(join(tmpdir(), 'forge-review-'));
-  const file = join(scratch, 'winner.patch');
-  writeFileSync(file, patch);
-  const git = (args: string[]) => hostGit(args, { cwd: repo });
-  try {
-    const paths = (await git(['apply', '--numstat', '-z', file])).stdout.split('\0').filter(Boolean).map((e) => e.split('\t').pop() ?? '').filter(Boolean);
+  const loc = await locateRepository(repo);
+  return applyPatchFile(loc, patch, async (git, file) => {
+    const paths = (await git(['apply', '--numstat', '-z', file])).text.split('\0').filter(Boolean).map((e) => e.split('\t').pop() ?? '').filter(Boolean);
     const ok = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
     if (ok) {
       await git(['apply', '--whitespace=nowarn', file]);
@@ -81,9 +84,7 @@ export async function applyToWorkspace(repo: string, patch: string): Promise<{ a
       files.push({ path, ok: err === null, reason: err === null ? null : conflictReason(err) });
     }
     return { applied: false, files };
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  });
 }
 
 function conflictReason(gitError: string): string {
@@ -104,7 +105,7 @@ export async function discardRun(repo: string, runId: string, branch: string | n
     }
   }
   if (branch && (await branchExists(repo, branch))) {
-    await hostGit(['branch', '-D', '--end-of-options', branch], { cwd: repo });
+    await userGit(repo, ['branch', '-D', '--end-of-options', branch]);
     removed.push(`branch ${branch}`);
   }
   return removed;

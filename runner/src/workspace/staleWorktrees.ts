@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, relative, sep } from 'node:path';
-import { simpleGit } from 'simple-git';
-import { BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree, LOCK_KEEP, LOCK_OWNER_PREFIX } from './attemptWorktree.js';
+import { BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree, locateRepository, LOCK_KEEP, LOCK_OWNER_PREFIX } from './attemptWorktree.js';
+import { repoTarget } from './repoLocation.js';
+import { runGit } from './safeGit.js';
 
 export interface WorktreeEntry {
   path: string;
@@ -58,7 +59,7 @@ export function processAlive(pid: number): boolean {
 
 /** Finds (and unless dryRun removes) attempt worktrees and branches left behind by crashed runners. */
 export async function collectStaleWorktrees(repoTop: string, dryRun: boolean): Promise<GcItem[]> {
-  const out = await simpleGit({ baseDir: repoTop }).raw(['worktree', 'list', '--porcelain']);
+  const out = (await runGit(repoTarget(await locateRepository(repoTop)), ['worktree', 'list', '--porcelain'])).text;
   const cellsDir = join(repoTop, CELLS_DIR);
   const items: GcItem[] = [];
   for (const e of parseWorktreeList(out)) {

@@ -23,10 +23,18 @@ describe('qemu cell planning (pure)', () => {
     assert.match(listed.stdout, /odd name\.txt$/m);
   });
 
-  it('the request travels NUL-separated: environment first, then argv, words intact', () => {
-    const a = requestArchive({ mode: 'run', nonce: 'n1', env: { A: 'x y', B: '$(z)' }, argv: ['/bin/sh', '-c', 'echo "a b"; exit 3'], cwd: '/w', worktree: '/w', net: false }).toString('latin1');
-    assert.ok(a.includes('A=x y\0B=$(z)\0/bin/sh\0-c\0echo "a b"; exit 3\0'));
+  it('the request travels as a script of quoted words: environment, then the exact argv', () => {
+    const a = requestArchive({ mode: 'run', nonce: 'n1', env: { A: 'x y', B: "$(z)'" }, argv: ['/bin/sh', '-c', 'echo "a b"; exit 3'], cwd: '/w', worktree: '/w', net: false, user: { uid: 65532, gid: 65532 } }).toString('latin1');
+    const script = [
+      "cd -- '/w' || exit 126",
+      'unset PWD OLDPWD SHLVL PATH',
+      "export A='x y'",
+      "export B='$(z)'\\'''",
+      `exec -- '/bin/sh' '-c' 'echo "a b"; exit 3'`,
+    ].join('\n');
+    assert.ok(a.includes(script), a);
     assert.ok(a.includes('forge/net'));
+    assert.ok(a.includes('65532 65532\n'));
   });
 
   it('only a line with our nonce counts as a status', () => {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { editFile, listFiles, readFile, searchFiles, writeFile } from '../../../runner/src/repair/tools/fileTools.js';
-import { resolveInWorktree, ToolError } from '../../../runner/src/repair/tools/worktreePath.js';
+import { ToolError } from '../../../runner/src/repair/tools/toolError.js';
+import { WorktreeFiles } from '../../../runner/src/repair/tools/worktreeFiles.js';
 import { scratchDir } from '../../helpers/gitRepo.js';
 
 describe('agent file tools', () => {
@@ -22,10 +23,10 @@ describe('agent file tools', () => {
 
   it('refuses paths that leave the worktree, with a message for the model', () => {
     const refused = ['../../etc/passwd', '/etc/passwd', join(outside.dir, 'secret'), 'a/../../x', '', '.git/config', 'sub/.git/hooks/x', 'x\0y'];
-    for (const p of refused) assert.throws(() => resolveInWorktree(wt.dir, p), ToolError, p);
+    for (const p of refused) assert.throws(() => new WorktreeFiles(wt.dir).resolve(p, { followFinal: true, createDirs: false }), ToolError, p);
     assert.throws(() => readFile(wt.dir, { path: '../../etc/passwd' }), /outside the repository/);
     assert.throws(() => writeFile(wt.dir, { path: '/tmp/forge-evil', content: 'x' }), /outside the repository/);
-    assert.throws(() => resolveInWorktree(wt.dir, 42), /non-empty string/);
+    assert.throws(() => new WorktreeFiles(wt.dir).read(42, 10), /non-empty string/);
   });
 
   it('refuses symlinks that lead out, for reading and for writing through them', () => {
@@ -38,7 +39,7 @@ describe('agent file tools', () => {
   });
 
   it('accepts absolute paths inside the worktree', () => {
-    assert.equal(resolveInWorktree(wt.dir, join(wt.dir, 'calc.py')), join(wt.dir, 'calc.py'));
+    assert.match(readFile(wt.dir, { path: join(wt.dir, 'calc.py'), start_line: 1, end_line: 1 }), /^1: def add/);
   });
 
   it('edit_file needs old_string to match exactly once', () => {

@@ -77,13 +77,13 @@ describe('attempt worktrees', function () {
     writeFileSync(join(a.path, 'new.txt'), 'added\n');
     writeFileSync(join(a.path, 'logo.bin'), Buffer.from([9, 8, 7, 0]));
     writeFileSync(join(b.path, 'a.txt'), 'something else\n');
-    const diff = await captureWorktreeDiff(a.path, undefined, a.baseCommit);
+    const diff = await captureWorktreeDiff({ location: a.location, base: a.baseCommit });
     assert.deepEqual(diff.files.map((f) => f.path).sort(), ['a.txt', 'logo.bin', 'new.txt']);
-    const patch = await captureApplicablePatch(a.path, a.baseCommit);
+    const { patch } = await captureApplicablePatch({ location: a.location, base: a.baseCommit });
     await destroyAttemptWorktree(b);
     // Ground truth: a fresh worktree on the base commit gets exactly the winner's content.
     const check = await createAttemptWorktree(repo.dir, a.baseCommit, 'check');
-    const outcome = await applyPatch(check.path, patch);
+    const outcome = await applyPatch(check, patch);
     assert.deepEqual({ applied: outcome.applied, conflicts: outcome.conflicts }, { applied: true, conflicts: [] });
     for (const f of ['a.txt', 'new.txt', 'logo.bin']) assert.deepEqual(readFileSync(join(check.path, f)), readFileSync(join(a.path, f)), f);
     assert.equal(existsSync(b.path), false);
@@ -95,12 +95,12 @@ describe('attempt worktrees', function () {
   it('applies with a 3-way merge when the target moved on, and reports conflicts by file', async () => {
     const wt = await createAttemptWorktree(repo.dir, 'HEAD', 'm1');
     writeFileSync(join(wt.path, 'a.txt'), 'one\ntwo\nthree\nfour\n');
-    const patch = await captureApplicablePatch(wt.path, wt.baseCommit);
+    const { patch } = await captureApplicablePatch({ location: wt.location, base: wt.baseCommit });
     // The target changed a different line: the 3-way merge resolves it.
     const moved = await createAttemptWorktree(repo.dir, 'HEAD', 'm2');
     writeFileSync(join(moved.path, 'a.txt'), 'ONE\ntwo\nthree\n');
     git(moved.path, 'commit', '-qam', 'moved on');
-    const merged = await applyPatch(moved.path, patch);
+    const merged = await applyPatch(moved, patch);
     assert.equal(merged.applied, true);
     assert.equal(merged.mode, 'three-way');
     assert.equal(readFileSync(join(moved.path, 'a.txt'), 'utf8'), 'ONE\ntwo\nthree\nfour\n');
@@ -108,7 +108,7 @@ describe('attempt worktrees', function () {
     const clash = await createAttemptWorktree(repo.dir, 'HEAD', 'm3');
     writeFileSync(join(clash.path, 'a.txt'), 'one\ntwo\nTHREE!\n');
     git(clash.path, 'commit', '-qam', 'clash');
-    const conflicted = await applyPatch(clash.path, patch);
+    const conflicted = await applyPatch(clash, patch);
     assert.equal(conflicted.applied, false);
     assert.deepEqual(conflicted.conflicts, ['a.txt']);
     for (const w of [wt, moved, clash]) await destroyAttemptWorktree(w);

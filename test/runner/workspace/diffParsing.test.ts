@@ -1,18 +1,29 @@
 import assert from 'node:assert/strict';
-import { parseBinaryPaths, parseNameStatus } from '../../../runner/src/workspace/captureWorktreeDiff.js';
+import { parseCatFileBatch, parseRawNumstat } from '../../../runner/src/workspace/captureWorktreeDiff.js';
 
 describe('git diff output parsers', () => {
-  it('parses -z name-status, renames naming the new path', () => {
-    assert.deepEqual(parseNameStatus('M\0a.txt\0R100\0old name.txt\0new name.txt\0A\0x\ny\0D\0gone\0'), [
-      { path: 'a.txt', status: 'modified' },
-      { path: 'new name.txt', status: 'renamed' },
-      { path: 'x\ny', status: 'added' },
-      { path: 'gone', status: 'deleted' },
+  it('parses -z raw + numstat: statuses, renames naming the new path, binary files', () => {
+    const raw = [
+      ':100644 100644 aaa bbb M', 'a.txt',
+      ':100644 100644 ccc ccc R100', 'old name.txt', 'new name.txt',
+      ':000000 100644 000 ddd A', 'x\ny',
+      ':100644 000000 eee 000 D', 'gone',
+      ':000000 100644 000 fff A', 'img.bin',
+      ':100644 100644 ggg ggg R090', 'old.bin', 'new.bin',
+    ];
+    const numstat = ['1\t0\ta.txt', '0\t0\t', 'old name.txt', 'new name.txt', '1\t0\tx\ny', '0\t1\tgone', '-\t-\timg.bin', '-\t-\t', 'old.bin', 'new.bin'];
+    assert.deepEqual(parseRawNumstat([...raw, ...numstat].join('\0') + '\0'), [
+      { path: 'a.txt', status: 'modified', binary: false },
+      { path: 'new name.txt', status: 'renamed', binary: false },
+      { path: 'x\ny', status: 'added', binary: false },
+      { path: 'gone', status: 'deleted', binary: false },
+      { path: 'img.bin', status: 'added', binary: true },
+      { path: 'new.bin', status: 'renamed', binary: true },
     ]);
   });
 
-  it('finds binary paths in -z numstat, including renamed binaries', () => {
-    const out = '1\t0\ta.txt\0-\t-\timg.bin\0-\t-\t\0old.bin\0new.bin\0';
-    assert.deepEqual([...parseBinaryPaths(out)], ['img.bin', 'new.bin']);
+  it('parses cat-file --batch output, missing objects as empty', () => {
+    const out = Buffer.from('s1 blob 3\nab\n\ns2 missing\ns3 blob 0\n\n');
+    assert.deepEqual(parseCatFileBatch(out), ['ab\n', '', '']);
   });
 });

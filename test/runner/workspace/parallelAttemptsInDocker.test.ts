@@ -39,13 +39,13 @@ describe('two attempts in parallel in docker cells', function () {
       assert.equal(existsSync(loser.path), false);
       assert.doesNotMatch(git(repo.dir, 'branch', '--list'), /forge\/attempt\/l1/);
 
-      const patch = await captureApplicablePatch(winner.path, winner.baseCommit);
+      const { patch } = await captureApplicablePatch({ location: winner.location, base: winner.baseCommit });
       const commit = await commitAttempt(winner, 'forge: attempt w1');
       assert.equal(git(repo.dir, 'rev-parse', 'forge/attempt/w1').trim(), commit);
       assert.equal(git(repo.dir, 'show', 'forge/attempt/w1:greet.sh'), 'echo hello\n');
 
       const clean = await createAttemptWorktree(repo.dir, winner.baseCommit, 'clean');
-      const applied = await applyPatch(clean.path, patch);
+      const applied = await applyPatch(clean, patch);
       assert.equal(applied.applied, true);
       const truth = await provider.run({ image: TEST_IMAGES.busybox, worktree: clean.path, cmd: 'sh test.sh' });
       assert.equal(truth.output, 'PASS\n');

@@ -8,10 +8,10 @@ import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
-import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
-import { resolveCellWorktree } from '../../workspace/inspectWorktree.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
+import { type CellUser, describeCellUser } from '../cellUser.js';
+import { collectAfterCell, prepareCellWorktree } from '../cellWorktree.js';
 import { buildContainerSpec, LABEL_CELL } from '../dockerContainerSpec.js';
 import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../egressNetwork.js';
 import { EgressProxy } from '../egressProxy.js';
@@ -24,8 +24,6 @@ export interface DockerCellProviderOptions {
   socketPath?: string;
   stateDir?: string;
   env?: NodeJS.ProcessEnv;
-  /** The uid:gid cells run as; default the runner's own, so files come back owned by the user. */
-  user?: { uid: number; gid: number };
 }
 
 interface EgressState {
@@ -44,18 +42,18 @@ export class DockerCellProvider implements CellProvider {
   readonly name = 'docker' as const;
   private readonly docker: Docker;
   private readonly env: NodeJS.ProcessEnv;
+  private readonly stateDir: string;
   private readonly logDir: string;
   private readonly cleanups = new Set<Promise<void>>();
   private hardLimits: HardLimits | null = null;
   private egressState: Promise<EgressState> | null = null;
-  private readonly user: { uid: number; gid: number };
 
   constructor(options: DockerCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
     const socketPath = options.socketPath ?? socketFromDockerHost(this.env.DOCKER_HOST) ?? '/var/run/docker.sock';
     this.docker = new Docker({ socketPath });
-    this.logDir = join(options.stateDir ?? runnerStateDir(this.env), 'cells');
-    this.user = options.user ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    this.stateDir = options.stateDir ?? runnerStateDir(this.env);
+    this.logDir = join(this.stateDir, 'cells');
   }
 
   async drain(): Promise<void> {
@@ -97,7 +95,7 @@ export class DockerCellProvider implements CellProvider {
         provider: 'docker',
         available: true,
         reason: `Docker Engine ${version.Version} (API ${version.ApiVersion}) answers`,
-        isolation: this.describeIsolation(cgroupVersion, 'none', null),
+        isolation: this.describeIsolation(cgroupVersion, 'none', null, null),
         details: {
           engine: String(version.Version),
           api: String(version.ApiVersion),
@@ -120,7 +118,7 @@ export class DockerCellProvider implements CellProvider {
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.image === '') throw new InputError('the docker provider needs an image; pass --image IMG (see forge-runner bake)');
-    const worktree = await resolveCellWorktree(spec);
+    const { worktree, user } = await prepareCellWorktree(spec, this.env, this.stateDir);
     let imageConfig: { Env?: string[] } | undefined;
     try {
       imageConfig = (await this.docker.getImage(spec.image).inspect()).Config as { Env?: string[] };
@@ -150,17 +148,18 @@ export class DockerCellProvider implements CellProvider {
     const proxyUrl = egress && grant ? `http://${cellId}:${grant.token}@${egress.network.gateway}:${egress.port}` : null;
     const createOptions = buildContainerSpec(spec, {
       cellId,
-      worktree,
+      worktree: worktree ? { top: worktree.top, gitMetadata: worktree.gitEntry } : null,
       imagePath,
-      uid: this.user.uid,
-      gid: this.user.gid,
+      uid: user.uid,
+      gid: user.gid,
       runnerPid: process.pid,
       runnerHost: hostname(),
       networkMode: egress ? egress.network.name : 'none',
       ...(proxyUrl ? { networkEnv: { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl } } : {}),
       ulimits,
     });
-    const isolation = this.describeIsolation(null, egress ? 'allowlist' : 'none', { spec, rlimits: rl });
+    const isolation = this.describeIsolation(null, egress ? 'allowlist' : 'none', { spec, rlimits: rl }, user);
+    if (user.warning) isolation.warnings.push(user.warning);
     if (egress?.unguarded) isolation.warnings.push(`host services on ${egress.network.gateway} are reachable from allow_net cells: ${egress.unguarded}`);
 
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
@@ -210,9 +209,10 @@ export class DockerCellProvider implements CellProvider {
       const output = collector.finish();
       const denied = egress ? egress.proxy.revoke(cellId) : [];
       if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
-      const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
+      const after = await collectAfterCell(worktree, spec.capture_diff);
+      isolation.warnings.push(...after.warnings);
       return assembleCellResult(
-        { cellId, provider: 'docker', image: spec.image, durationMs: duration, output, logPath, diff, isolation, labels: spec.labels },
+        { cellId, provider: 'docker', image: spec.image, durationMs: duration, output, logPath, diff: after.diff, neutralized: after.neutralized, isolation, labels: spec.labels },
         // The engine reports OOM kills; a refused fork is not observable from outside.
         { code: status.StatusCode, signal: null, killReason, oomKills: state.OOMKilled ? 1 : 0, pidsLimitHits: 0 },
       );
@@ -228,14 +228,15 @@ export class DockerCellProvider implements CellProvider {
     }
   }
 
-  private describeIsolation(cgroupVersion: 'v1' | 'v2' | null, net: 'none' | 'allowlist', cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null): IsolationReport {
+  private describeIsolation(cgroupVersion: 'v1' | 'v2' | null, net: 'none' | 'allowlist', cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null, user: CellUser | null): IsolationReport {
     const limits = cell?.spec.limits;
     return {
       mechanism: 'docker',
       degraded: false,
       namespaces: ['mount', 'pid', 'ipc', 'uts', 'net', 'cgroup'],
       net,
-      filesystem: 'image root (container layer discarded with the cell); worktree read-write at /work (its .git read-only); private tmpfs /tmp; never the docker socket',
+      filesystem: 'image root (container layer discarded with the cell); worktree read-write at /work (its .git read-only); private tmpfs /tmp (nosuid, nodev); never the docker socket',
+      user: user ? describeCellUser(user) : (process.getuid?.() ?? 0) === 0 ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)' : "the runner's own user",
       masked_paths: [],
       rlimits: cell?.rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {

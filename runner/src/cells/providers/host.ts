@@ -6,16 +6,16 @@ import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { CgroupReport, IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
-import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
-import { resolveCellWorktree } from '../../workspace/inspectWorktree.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
-import { buildBubblewrapArgs, CELL_HOME } from '../bubblewrapArgs.js';
+import { buildBubblewrapArgs, CELL_HOME, setprivArgs } from '../bubblewrapArgs.js';
 import { type BubblewrapProbe, findOnPath, probeBubblewrap } from '../bubblewrapProbe.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { pruneCellLogs } from '../cellLogRetention.js';
 import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
+import { type CellUser, chownTree, describeCellUser } from '../cellUser.js';
+import { collectAfterCell, prepareCellWorktree } from '../cellWorktree.js';
 import { assembleCellResult } from '../assembleCellResult.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
@@ -41,6 +41,8 @@ const SANDBOX_NAMESPACES = ['mount', 'user', 'pid', 'ipc', 'uts', 'cgroup'];
 interface Environment {
   bubblewrap: BubblewrapProbe;
   bash: string | null;
+  /** util-linux setpriv: a root runner's cells switch to an unprivileged user with it. */
+  setpriv: string | null;
   cgroups: CgroupSupport;
   layout: SandboxLayout;
   hardLimits: HardLimits;
@@ -72,6 +74,7 @@ export class HostCellProvider implements CellProvider {
         ? { usable: false, path: null, version: null, reason: 'bubblewrap disabled by configuration (FORGE_BUBBLEWRAP=off)' }
         : await probeBubblewrap(this.env),
       bash: await findOnPath('bash', this.env),
+      setpriv: await findOnPath('setpriv', this.env),
       cgroups: detectCgroupSupport(),
       layout: probeSandboxLayout(this.env),
       hardLimits: parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
@@ -109,7 +112,7 @@ export class HostCellProvider implements CellProvider {
     if (this.mode === 'require' && !env.bubblewrap.usable) {
       return { provider: 'host', available: false, reason: env.bubblewrap.reason, isolation: null, details: {} };
     }
-    const isolation = this.describeIsolation(env, false, cgroupCapability(env.cgroups), null);
+    const isolation = this.describeIsolation(env, false, cgroupCapability(env.cgroups), null, null);
     return {
       provider: 'host',
       available: true,
@@ -130,11 +133,12 @@ export class HostCellProvider implements CellProvider {
     if (spec.image !== '') {
       throw new InputError(`the host provider runs on the host's own root filesystem and takes no image (got "${spec.image}"); drop --image or use --provider docker`);
     }
-    const worktree = await resolveCellWorktree(spec);
+    const { worktree, user } = await prepareCellWorktree(spec, this.env, this.stateDir);
     const env = await this.probe();
     if (!env.bash) throw new Error('bash is not on PATH; install bash (the cell launcher needs it)');
     if (this.mode === 'require' && !env.bubblewrap.usable) throw new Error(env.bubblewrap.reason);
     const useBwrap = env.bubblewrap.usable && env.bubblewrap.path !== null;
+    const dropTo = dropPrivileges(user, env.setpriv);
 
     const cellId = newCellId();
     const logPath = join(env.logDir, `${cellId}.log`);
@@ -147,14 +151,14 @@ export class HostCellProvider implements CellProvider {
     let plainScratch: string | null = null;
     let command: string[];
     if (useBwrap) {
-      const gitMetadata = worktree?.gitMetadata && exists(worktree.gitMetadata) ? worktree.gitMetadata : null;
       const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', spec.env);
-      command = [env.bubblewrap.path!, ...buildBubblewrapArgs({ layout: env.layout, worktree: worktree?.top ?? null, gitMetadata, shareNet, env: cellEnv, argv })];
+      command = [env.bubblewrap.path!, ...buildBubblewrapArgs({ layout: env.layout, worktree: worktree?.top ?? null, gitMetadata: worktree?.gitEntry ?? null, shareNet, env: cellEnv, argv, dropTo })];
       launcher = this.takeWarm() ?? this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/');
     } else {
       plainScratch = mkdtempSync(join(tmpdir(), `forge-${cellId}-`));
       for (const d of ['home', 'tmp', 'work']) mkdirSync(join(plainScratch, d));
-      command = argv;
+      if (dropTo) chownTree(plainScratch, user);
+      command = dropTo ? [...setprivArgs(dropTo), ...argv] : argv;
       const cellEnv = buildCellEnvironment(this.env, join(plainScratch, 'home'), join(plainScratch, 'tmp'), spec.env);
       launcher = this.startLauncher(env, cellEnv, worktree?.top ?? join(plainScratch, 'work'));
     }
@@ -167,10 +171,11 @@ export class HostCellProvider implements CellProvider {
       cores: availableParallelism(),
       cgroupMemory: cgroup !== null,
       cgroupPids: cgroup !== null,
-      uidProcessCount: cgroup ? 0 : countProcessesOfUid(process.getuid?.() ?? 0),
+      uidProcessCount: cgroup ? 0 : countProcessesOfUid(user.uid),
       hardLimits: env.hardLimits,
     });
-    const isolation = this.describeIsolation(env, shareNet, cgroupReport, rlimits);
+    const isolation = this.describeIsolation(env, shareNet, cgroupReport, rlimits, user);
+    if (user.warning) isolation.warnings.push(user.warning);
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
     const child = launcher.child;
     let exited = false;
@@ -224,9 +229,10 @@ export class HostCellProvider implements CellProvider {
 
       const events = cgroup?.events() ?? { oomKills: 0, pidsLimitHits: 0 };
       const output = collector.finish();
-      const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
+      const after = await collectAfterCell(worktree, spec.capture_diff);
+      isolation.warnings.push(...after.warnings);
       return assembleCellResult(
-        { cellId, provider: 'host', image: '', durationMs: duration, output, logPath, diff, isolation, labels: spec.labels },
+        { cellId, provider: 'host', image: '', durationMs: duration, output, logPath, diff: after.diff, neutralized: after.neutralized, isolation, labels: spec.labels },
         { code: status.code, signal: status.signal, killReason, ...events },
       );
     } finally {
@@ -268,8 +274,11 @@ export class HostCellProvider implements CellProvider {
     while (this.warm.length < this.prewarm) this.warm.push(this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/'));
   }
 
-  private describeIsolation(env: Environment, shareNet: boolean, cgroup: CgroupReport, rlimits: IsolationReport['rlimits'] | null): IsolationReport {
+  private describeIsolation(env: Environment, shareNet: boolean, cgroup: CgroupReport, rlimits: IsolationReport['rlimits'] | null, user: CellUser | null): IsolationReport {
     const warnings: string[] = [];
+    const rootRunner = (process.getuid?.() ?? 0) === 0;
+    const who = user ? describeCellUser(user) : rootRunner ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)' : "the runner's own user";
+    if (rootRunner && !env.setpriv) warnings.push('setpriv (util-linux) is missing: a root runner cannot switch cells to an unprivileged user; install util-linux');
     const rl = rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
     if (!cgroup.version) warnings.push(`no cgroup limits (${cgroup.reason}): memory is capped by the address-space rlimit only and a fork bomb by RLIMIT_NPROC only`);
     if (env.bubblewrap.usable) {
@@ -277,9 +286,11 @@ export class HostCellProvider implements CellProvider {
       return {
         mechanism: 'bubblewrap',
         degraded: !cgroup.version,
-        namespaces: shareNet ? SANDBOX_NAMESPACES : [...SANDBOX_NAMESPACES, 'net'],
+        // A root runner's bwrap makes no user namespace: the command switches to a real unprivileged uid instead.
+        namespaces: [...(rootRunner ? SANDBOX_NAMESPACES.filter((n) => n !== 'user') : SANDBOX_NAMESPACES), ...(shareNet ? [] : ['net'])],
         net: shareNet ? 'host' : 'none',
-        filesystem: 'read-only host root; worktree read-write (its .git read-only); private /tmp and HOME; home directories, /run and secret files hidden',
+        filesystem: 'read-only host root (nosuid, nodev); worktree read-write (its .git read-only); private /tmp and HOME; home directories, /run and secret files hidden; only descriptors 0-2 are inherited',
+        user: who,
         masked_paths: [...env.layout.tmpfsMasks, ...env.layout.nullMasks],
         rlimits: rl,
         cgroup,
@@ -294,13 +305,21 @@ export class HostCellProvider implements CellProvider {
       degraded: true,
       namespaces: [],
       net: 'host',
-      filesystem: "the whole host filesystem with the runner's user rights; private HOME and TMPDIR directories",
+      filesystem: "the whole host filesystem with the cell user's rights; private HOME and TMPDIR directories",
+      user: who,
       masked_paths: [],
       rlimits: rl,
       cgroup,
       warnings,
     };
   }
+}
+
+/** A root runner's cells switch to the unprivileged cell user (never root). */
+function dropPrivileges(user: CellUser, setpriv: string | null): { uid: number; gid: number; setpriv: string } | null {
+  if ((process.getuid?.() ?? 0) !== 0) return null;
+  if (!setpriv) throw new Error('the runner is root and setpriv (util-linux) is not on PATH, so cells cannot run as an unprivileged user; install util-linux');
+  return { uid: user.uid, gid: user.gid, setpriv };
 }
 
 /** FORGE_BUBBLEWRAP=require makes a missing bubblewrap an error instead of a fallback. */
@@ -319,15 +338,6 @@ function cgroupCapability(support: CgroupSupport): CgroupReport {
 function ensureDir(path: string): string {
   mkdirSync(path, { recursive: true });
   return path;
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function countProcessesOfUid(uid: number): number {

@@ -1,25 +1,26 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { CellSpecInput } from '../../protocol/cellSpec.js';
 import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
-import { captureWorktreeDiff } from '../../workspace/captureWorktreeDiff.js';
-import { resolveCellWorktree } from '../../workspace/inspectWorktree.js';
 import { assembleCellResult } from '../assembleCellResult.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
 import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
+import { type CellUser, describeCellUser } from '../cellUser.js';
+import { collectAfterCell, prepareCellWorktree } from '../cellWorktree.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { imageRoot } from '../qemu/imageRoot.js';
 import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from '../qemu/guestImage.js';
 import { buildQemuArgs, GUEST_PROXY } from '../qemu/qemuArgs.js';
 import { EgressProxy } from '../egressProxy.js';
-import { type Accelerator, chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, killGroup, listenUnix, type QemuTools, waitForFile } from '../qemu/qemuRuntime.js';
+import { type Accelerator, chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, killGroup, listenUnix, type QemuTools, sharedRootArgs, virtiofsdArgs, virtiofsdInodeBudget, waitForFile } from '../qemu/qemuRuntime.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
 
 export interface QemuCellProviderOptions {
@@ -39,6 +40,19 @@ const MAX_REQUEST_BYTES = 64 * 1024;
  * virtio ports. qemu and both virtiofsd run confined by bubblewrap and die with the runner.
  */
 const virtiofsdStderr = new WeakMap<ChildProcess, () => string>();
+
+const exitOf = (c: ChildProcess): Promise<unknown> | undefined => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)));
+
+/**
+ * A VM's memory is allocated for real and its vCPUs are host threads: a spec asking for more
+ * than the machine has is bad input, refused before anything starts.
+ */
+function checkMachineSize(limits: { memory_mib: number; cpus?: number | undefined }): void {
+  const hostMib = Math.floor(totalmem() / (1024 * 1024));
+  if (limits.memory_mib > hostMib) throw new InputError(`--memory ${limits.memory_mib} MiB is more than this machine has (${hostMib} MiB); a qemu cell's memory is allocated for real, so ask for less`);
+  const cores = availableParallelism();
+  if (limits.cpus !== undefined && Math.ceil(limits.cpus) > cores) throw new InputError(`--cpus ${limits.cpus} is more than this machine's ${cores} cores; ask for ${cores} or fewer`);
+}
 
 export class QemuCellProvider implements CellProvider {
   readonly name = 'qemu' as const;
@@ -74,7 +88,7 @@ export class QemuCellProvider implements CellProvider {
       provider: 'qemu',
       available: true,
       reason: `qemu microvm with ${accel.accel.toUpperCase()} (${accel.reason})`,
-      isolation: this.describeIsolation(accel, null),
+      isolation: this.describeIsolation(accel, null, null),
       details: { qemu: tools.qemu, kernel: tools.kernel.kernel, accelerator: accel.accel, accelerator_reason: accel.reason, virtiofsd: tools.virtiofsd },
     };
   }
@@ -99,7 +113,8 @@ export class QemuCellProvider implements CellProvider {
     const spec = parseCellSpec(input);
     const tools = this.findTools();
     if ('missing' in tools) throw new InputError(`qemu cells unavailable: ${tools.missing}`);
-    const worktree = await resolveCellWorktree(spec);
+    checkMachineSize(spec.limits);
+    const { worktree, user } = await prepareCellWorktree(spec, this.env, this.stateDir);
     const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
     const root = spec.image === '' ? null : await imageRoot(spec.image, this.cacheDir);
     const cellId = newCellId();
@@ -109,7 +124,8 @@ export class QemuCellProvider implements CellProvider {
     const netEnv: Record<string, string> = proxyUrl ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl } : {};
     const cellEnv = buildCellEnvironment(root ? { ...this.env, PATH: root.path } : this.env, CELL_HOME, '/tmp', { ...netEnv, ...spec.env });
     const nonce = randomBytes(16).toString('hex');
-    const request: GuestRequest = { mode: 'run', nonce, env: cellEnv, argv, cwd: worktree?.top ?? CELL_SCRATCH, worktree: worktree?.top ?? null, net: Boolean(egress) };
+    const inodeBudget = virtiofsdInodeBudget(readFileSync('/proc/self/limits', 'utf8'));
+    const request: GuestRequest = { mode: 'run', nonce, env: cellEnv, argv, cwd: worktree?.top ?? CELL_SCRATCH, worktree: worktree?.top ?? null, net: Boolean(egress), user, inodeBudget };
     const requestBytes = requestArchive(request);
     if (requestBytes.length > MAX_REQUEST_BYTES) {
       egress?.proxy.revoke(cellId);
@@ -128,8 +144,9 @@ export class QemuCellProvider implements CellProvider {
     writeFileSync(join(dir, 'runner.pid'), String(process.pid));
     const children: ChildProcess[] = [];
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
-    const isolation = this.describeIsolation(accel, spec);
+    const isolation = this.describeIsolation(accel, spec, user);
     if (egress) isolation.net = 'allowlist';
+    if (user.warning) isolation.warnings.push(user.warning);
     let killReason: 'timeout' | 'output' | 'cancel' | null = null;
     let qemu: ChildProcess | null = null;
     const terminate = (reason: 'timeout' | 'output' | 'cancel') => {
@@ -144,12 +161,14 @@ export class QemuCellProvider implements CellProvider {
       const initrd = join(dir, 'initrd');
       writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
       const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
-      // The guest's root: the host's (masked like a host cell's) or the image's, read-only either way.
-      children.push(root ? this.startVirtiofsd(tools, root.dir, shares[0]!.socket, { rw: [sockDir], ro: [root.dir] }) : this.startVirtiofsd(tools, '/', shares[0]!.socket, { rw: [sockDir], ro: [] }));
+      // The guest's root: the host's (masked like a host cell's) or the image's, read-only
+      // either way, and nothing writable inside the share (the socket lives outside it).
+      const rootShare = root ? { bwrap: confinedRootArgs(this.layout, { rw: [sockDir], ro: [root.dir] }), source: root.dir } : sharedRootArgs(this.layout, sockDir);
+      children.push(this.startVirtiofsd(tools, [...rootShare.bwrap, ...virtiofsdArgs(tools.virtiofsd, shares[0]!.socket, rootShare.source)]));
       if (worktree) {
         shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
-        const gitRo = worktree.gitMetadata && existsSync(worktree.gitMetadata) ? [worktree.gitMetadata] : [];
-        children.push(this.startVirtiofsd(tools, worktree.top, shares[1]!.socket, { rw: [sockDir, worktree.top], ro: gitRo }));
+        const ro = worktree.gitEntry ? [worktree.gitEntry] : [];
+        children.push(this.startVirtiofsd(tools, [...confinedRootArgs(this.layout, { rw: [sockDir, worktree.top], ro }), ...virtiofsdArgs(tools.virtiofsd, shares[1]!.socket, worktree.top)]));
       }
       for (const [i, s] of shares.entries()) {
         if (!(await waitForFile(s.socket, 15_000, children[i]))) {
@@ -209,9 +228,11 @@ export class QemuCellProvider implements CellProvider {
       if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
       const summary = collector.finish();
       for (const c of children) killGroup(c);
-      const diff = worktree && spec.capture_diff ? await captureWorktreeDiff(worktree.top) : null;
+      await Promise.all(children.map(exitOf));
+      const after = await collectAfterCell(worktree, spec.capture_diff);
+      isolation.warnings.push(...after.warnings);
       return assembleCellResult(
-        { cellId, provider: 'qemu', image: spec.image, durationMs: duration, output: summary, logPath, diff, isolation, labels: spec.labels },
+        { cellId, provider: 'qemu', image: spec.image, durationMs: duration, output: summary, logPath, diff: after.diff, neutralized: after.neutralized, isolation, labels: spec.labels },
         { code, signal, killReason, oomKills: 0, pidsLimitHits: 0 },
       );
     } finally {
@@ -220,7 +241,7 @@ export class QemuCellProvider implements CellProvider {
       collector.finish();
       egress?.proxy.revoke(cellId);
       for (const c of children) killGroup(c);
-      await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+      await Promise.all(children.map(exitOf));
       output?.server.close();
       rmSync(dir, { recursive: true, force: true });
     }
@@ -254,18 +275,8 @@ export class QemuCellProvider implements CellProvider {
     }
   }
 
-  private startVirtiofsd(tools: QemuTools, source: string, socket: string, binds: { rw: string[]; ro: string[] }): ChildProcess {
-    const args = [
-      ...confinedRootArgs(this.layout!, binds),
-      '--',
-      tools.virtiofsd,
-      `--socket-path=${socket}`,
-      '-o', `source=${source}`,
-      '-o', 'cache=auto',
-      '-o', 'sandbox=chroot',
-      '-o', 'no_posix_lock',
-      '-o', 'log_level=err',
-    ];
+  /** virtiofsd under bubblewrap: `args` are bwrap's, then the virtiofsd command line. */
+  private startVirtiofsd(tools: QemuTools, args: string[]): ChildProcess {
     const child = spawn(tools.bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     child.on('error', () => undefined);
     // Kept for the error when it does not come up: bwrap's or virtiofsd's own last words.
@@ -275,7 +286,7 @@ export class QemuCellProvider implements CellProvider {
     return child;
   }
 
-  private describeIsolation(accel: Accelerator, spec: ReturnType<typeof parseCellSpec> | null): IsolationReport {
+  private describeIsolation(accel: Accelerator, spec: ReturnType<typeof parseCellSpec> | null, user: CellUser | null): IsolationReport {
     return {
       mechanism: `qemu-${accel.accel}`,
       degraded: false,
@@ -283,7 +294,8 @@ export class QemuCellProvider implements CellProvider {
       net: 'none',
       filesystem:
         'own kernel (microvm); root read-only over virtiofs (the host root with the same paths hidden as host cells: /root, /home, /run, /tmp, secrets; or an image root), under a private tmpfs overlay; ' +
-        'worktree read-write over virtiofs at its path (its .git read-only); no network device unless allow_net (then a user-mode NIC that reaches only the runner egress proxy)',
+        'worktree read-write over virtiofs at its path (its .git read-only); every guest mount nosuid and nodev; virtiofsd cannot create device nodes; no network device unless allow_net (then a user-mode NIC that reaches only the runner egress proxy)',
+      user: user ? `${describeCellUser(user)} inside the guest; /init (root) reports the exit status` : 'an unprivileged user inside the guest: the worktree owner, else the dedicated cell user; /init (root) reports the exit status',
       masked_paths: this.layout ? [...this.layout.tmpfsMasks, ...this.layout.nullMasks] : [],
       rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {

@@ -74,7 +74,7 @@ export function baseInitramfs(cacheDir: string, kernel: GuestKernel, busybox: st
 export interface GuestRequest {
   mode: 'run' | 'bare' | 'probe' | 'instance';
   nonce: string;
-  /** Environment (NAME=VALUE) then the argv: busybox `env -i` takes exactly this. */
+  /** The command's whole environment. */
   env: Record<string, string>;
   argv: string[];
   cwd: string;
@@ -83,19 +83,47 @@ export interface GuestRequest {
   net?: boolean;
   /** instance mode: the readiness probe argv (same environment); empty = ready once started. */
   readiness?: string[];
+  /** Who the command runs as in the guest (never root); bare and probe boots ignore it. */
+  user?: { uid: number; gid: number };
+  /** Guest inodes of shared filesystems allowed before unused ones are dropped (virtiofsd descriptors). */
+  inodeBudget?: number;
+}
+
+/** Pure: a word quoted for sh: any byte but NUL survives exactly. */
+export function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * Pure: the script the guest runs for one command: exactly this working directory, this
+ * environment (what the shell adds is removed) and this argv, with no parsing of its words
+ * (a first word "FOO=bar" is a program name, as on every provider).
+ */
+export function guestCommandScript(argv: readonly string[], env: Record<string, string>, cwd: string): string {
+  return [
+    `cd -- ${shellQuote(cwd)} || exit 126`,
+    'unset PWD OLDPWD SHLVL PATH',
+    ...Object.entries(env).map(([k, v]) => {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new Error(`invalid environment variable name ${JSON.stringify(k)}`);
+      return `export ${k}=${shellQuote(v)}`;
+    }),
+    `exec -- ${argv.map(shellQuote).join(' ')}`,
+    '',
+  ].join('\n');
 }
 
 /** Pure: the per-cell archive appended to the base initramfs (the config channel). */
 export function requestArchive(r: GuestRequest): Buffer {
-  const nul = (items: string[]) => Buffer.from(items.map((s) => `${s}\0`).join(''), 'utf8');
+  const user = r.user ?? { uid: 0, gid: 0 };
   return cpioArchive([
     { path: 'forge/mode', kind: 'file', data: Buffer.from(r.mode) },
     { path: 'forge/nonce', kind: 'file', data: Buffer.from(r.nonce) },
-    { path: 'forge/cwd', kind: 'file', data: Buffer.from(r.cwd) },
     { path: 'forge/worktree', kind: 'file', data: Buffer.from(r.worktree ?? '') },
     { path: 'forge/net', kind: 'file', data: Buffer.from(r.net ? 'on' : 'off') },
-    { path: 'forge/readiness', kind: 'file', data: r.readiness?.length ? nul([...Object.entries(r.env).map(([k, v]) => `${k}=${v}`), ...r.readiness]) : Buffer.alloc(0) },
-    { path: 'forge/argv', kind: 'file', data: nul([...Object.entries(r.env).map(([k, v]) => `${k}=${v}`), ...r.argv]) },
+    { path: 'forge/user', kind: 'file', data: Buffer.from(`${user.uid} ${user.gid}\n`) },
+    { path: 'forge/fdbudget', kind: 'file', data: Buffer.from(String(r.inodeBudget ?? 0)) },
+    { path: 'forge/ready', kind: 'file', data: r.readiness?.length ? Buffer.from(guestCommandScript(r.readiness, r.env, r.cwd)) : Buffer.alloc(0) },
+    { path: 'forge/cmd', kind: 'file', data: Buffer.from(r.mode === 'probe' ? '' : guestCommandScript(r.argv, r.env, r.cwd)) },
   ]);
 }
 

@@ -1,10 +1,12 @@
 /**
  * The guest's /init (busybox sh), run as PID 1 from the initramfs. It loads the virtio
  * modules, opens the status port before anything else runs (a virtio port can be open only
- * once, so the command cannot write to it), mounts the shared root read-only under a private
- * tmpfs overlay and the worktree read-write at its host path, runs the command chrooted with
- * exactly the environment it was given, and reports `forge-status <nonce> exit <code>`.
- * The command's output goes to its own port; nothing it prints can reach the status port.
+ * once), mounts the shared root read-only under a private tmpfs overlay and the worktree
+ * read-write at its host path (all nosuid, nodev), and runs the command chrooted, as the
+ * unprivileged cell user (never root: it cannot reach /init's descriptors, /proc/1 or the
+ * status port) with no_new_privs, from a script the runner wrote (exact argv, exact
+ * environment). /init waits for the command itself and reports
+ * `forge-status <nonce> exit <code>`; nothing the command does can write that line.
  */
 export const GUEST_INIT = `#!/bin/busybox sh
 export PATH=/bin
@@ -13,6 +15,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 NONCE=$(cat /forge/nonce)
+rm -f /forge/nonce
 for m in $(cat /forge/modules); do insmod /lib/modules/$m.ko 2>/dev/null; done
 port() { for p in /sys/class/virtio-ports/*; do [ "$(cat $p/name 2>/dev/null)" = "$1" ] && echo /dev/\${p##*/}; done; }
 STATUS=$(port forge.status)
@@ -25,8 +28,8 @@ OUT=$(port forge.output)
 [ -n "$OUT" ] || fail "no output port"
 exec 4>"$OUT"
 if [ "$MODE" = bare ]; then
-  xargs -0 -x sh -c 'cd /; env -i "$@"; echo $? > /forge/exit' forge < /forge/argv >&4 2>&4 3>&-
-  echo "forge-status $NONCE exit $(cat /forge/exit 2>/dev/null || echo 125)" >&3
+  env -i /bin/sh /forge/cmd </dev/null >&4 2>&4 3>&-
+  echo "forge-status $NONCE exit $?" >&3
   poweroff -f
 fi
 ip link set lo up 2>/dev/null
@@ -35,29 +38,44 @@ if [ "$(cat /forge/net)" = on ]; then
   ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 || fail "cannot configure the network"
 fi
 mkdir -p /lower /upper /newroot
-mount -t virtiofs forge-root /lower -o ro || fail "cannot mount the shared root"
+mount -t virtiofs forge-root /lower -o ro,nosuid,nodev || fail "cannot mount the shared root"
 mount -t tmpfs -o mode=0755 tmpfs /upper
 mkdir -p /upper/u /upper/w
-mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w /newroot || fail "cannot mount the overlay"
-mount -t proc proc /newroot/proc
-mount -t sysfs sys /newroot/sys
+mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w,nosuid,nodev /newroot || fail "cannot mount the overlay"
+mount -t proc -o nosuid,nodev,noexec proc /newroot/proc
+mount -t sysfs -o nosuid,nodev,noexec,ro sys /newroot/sys
 mount -t devtmpfs dev /newroot/dev
-mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /newroot/tmp
 mkdir -p /newroot/tmp/forge-home /newroot/tmp/forge-work /newroot/.forge
+chmod 0777 /newroot/tmp/forge-home /newroot/tmp/forge-work
+chmod 0755 /newroot/.forge
 cp /bin/busybox /newroot/.forge/busybox
+cp /forge/cmd /newroot/.forge/cmd
+[ -s /forge/ready ] && cp /forge/ready /newroot/.forge/ready
+chmod 0644 /newroot/.forge/cmd /newroot/.forge/ready 2>/dev/null
 WT=$(cat /forge/worktree)
 if [ -n "$WT" ]; then
   mkdir -p "/newroot$WT"
-  mount -t virtiofs forge-work "/newroot$WT" || fail "cannot mount the worktree"
+  mount -t virtiofs forge-work "/newroot$WT" -o nosuid,nodev || fail "cannot mount the worktree"
 fi
-CWD=$(cat /forge/cwd)
+# virtiofsd holds a host descriptor per guest inode it serves, up to the host's limit: when
+# the guest caches more than half of that, unused inodes are dropped (FUSE FORGET closes
+# them). Runs as root beside the command, which cannot stop it.
+BUDGET=$(cat /forge/fdbudget 2>/dev/null)
+if [ -n "$BUDGET" ] && [ "$BUDGET" -gt 0 ]; then
+  ( while sleep 0.2; do n=$(awk '/^fuse_inode /{print $2}' /proc/slabinfo); [ "\${n:-0}" -gt "$BUDGET" ] && echo 2 > /proc/sys/vm/drop_caches; done ) </dev/null >/dev/null 2>&1 3>&- 4>&- &
+fi
+read CUID CGID < /forge/user
+[ -n "$CUID" ] && [ "$CUID" != 0 ] || fail "no unprivileged cell user"
+# chroot, become the cell user for good, no setuid gains, then the runner's script.
+as_cell() { chroot /newroot /.forge/busybox nsenter -S "$CUID" -G "$CGID" -- /.forge/busybox setpriv --nnp -- /.forge/busybox env -i /.forge/busybox sh "$1"; }
 sync
 if [ "$MODE" = instance ]; then
   # A long-lived instance: start the command, report ready once the readiness probe passes.
-  xargs -0 -x chroot /newroot /.forge/busybox sh -c 'cd "$1" || exit 126; shift; exec /.forge/busybox env -i "$@"' forge "$CWD" < /forge/argv >&4 2>&4 3>&- &
+  as_cell /.forge/cmd </dev/null >&4 2>&4 3>&- &
   CHILD=$!
-  if [ -s /forge/readiness ]; then
-    until xargs -0 -x chroot /newroot /.forge/busybox sh -c 'cd "$1" || exit 126; shift; exec /.forge/busybox env -i "$@"' forge "$CWD" < /forge/readiness >/dev/null 2>&1 3>&- 4>&-; do
+  if [ -s /newroot/.forge/ready ]; then
+    until as_cell /.forge/ready </dev/null >/dev/null 2>&1 3>&- 4>&-; do
       kill -0 $CHILD 2>/dev/null || break
       sleep 0.2
     done
@@ -69,9 +87,8 @@ if [ "$MODE" = instance ]; then
   echo "forge-status $NONCE exit $code" >&3
   poweroff -f
 fi
-xargs -0 -x chroot /newroot /.forge/busybox sh -c 'cd "$1" || exit 126; shift; /.forge/busybox env -i "$@"; echo $? > /.forge/exit' forge "$CWD" < /forge/argv >&4 2>&4 3>&-
+as_cell /.forge/cmd </dev/null >&4 2>&4 3>&-
 code=$?
-[ -f /newroot/.forge/exit ] && code=$(cat /newroot/.forge/exit)
 sync
 echo "forge-status $NONCE exit $code" >&3
 poweroff -f

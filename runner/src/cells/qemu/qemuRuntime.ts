@@ -137,6 +137,61 @@ export function confinedRootArgs(layout: SandboxLayout, binds: { rw: string[]; r
   return args;
 }
 
+/** Where a host-root share is mounted inside its virtiofsd's sandbox. */
+const SHARE_AT = '/forge-share';
+/** What virtiofsd itself needs to run, bound read-only beside the share. */
+const RUNTIME_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
+
+/**
+ * The bwrap arguments of the virtiofsd that exports the host root to a guest. The share is a
+ * second, read-only view of the host at SHARE_AT with the same masks as host cells (plus the
+ * host's /proc, /sys and /dev), so the one writable place virtiofsd needs (its socket
+ * directory) is not inside what the guest sees. Returns the bwrap arguments and the source.
+ */
+export function sharedRootArgs(layout: SandboxLayout, sockDir: string): { bwrap: string[]; source: string } {
+  const at = (p: string) => `${SHARE_AT}${p}`;
+  const args = ['--ro-bind', '/', SHARE_AT];
+  for (const dir of ['/proc', '/sys', '/dev', ...layout.tmpfsMasks, ...(layout.tmpfsMasks.includes('/run') ? [] : ['/run'])]) args.push('--tmpfs', at(dir));
+  for (const dir of layout.reexposed) args.push('--ro-bind', dir, at(dir));
+  for (const file of layout.nullMasks) args.push('--ro-bind', '/dev/null', at(file));
+  for (const dir of RUNTIME_DIRS) args.push('--ro-bind-try', dir, dir);
+  args.push('--dev', '/dev', '--proc', '/proc', '--bind', sockDir, sockDir);
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent');
+  return { bwrap: args, source: SHARE_AT };
+}
+
+/**
+ * The virtiofsd command line after bwrap's own arguments. It cannot create device nodes
+ * (mknod dropped) nor keep setuid bits on writes (fsetid dropped), and may hold a descriptor
+ * per file the guest has open or cached (a large tree otherwise exhausts a low limit).
+ */
+export function virtiofsdArgs(virtiofsd: string, socket: string, source: string): string[] {
+  return [
+    '--', virtiofsd,
+    `--socket-path=${socket}`,
+    '-o', `source=${source}`,
+    '-o', 'cache=auto',
+    '-o', 'sandbox=chroot',
+    '-o', 'no_posix_lock',
+    '-o', 'modcaps=-mknod:-fsetid',
+    '--rlimit-nofile=1000000',
+    '-o', 'log_level=err',
+  ];
+}
+
+/**
+ * How many guest inodes of a share virtiofsd can serve at once: it keeps a descriptor for
+ * each, up to the descriptor limit it inherits from the runner (it cannot raise it without
+ * CAP_SYS_RESOURCE). Half of that leaves room for open files and its own needs.
+ */
+export function virtiofsdInodeBudget(limitsText: string): number {
+  const m = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(limitsText);
+  const soft = m?.[1] === 'unlimited' ? 1_000_000 : Number(m?.[1] ?? 1024);
+  const hard = m?.[2] === 'unlimited' ? 1_000_000 : Number(m?.[2] ?? soft);
+  // virtiofsd raises its soft limit to the hard one where it can.
+  return Math.max(256, Math.floor(Math.max(soft, hard) / 2));
+}
+
 /** Listens on a unix socket for the guest's output port; resolves the server once listening. */
 export function listenUnix(path: string, onData: (chunk: Buffer) => void): Promise<{ server: Server; ended: Promise<void> }> {
   return new Promise((resolve, reject) => {

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { CELL_HOME, CELL_SCRATCH } from '../../cells/bubblewrapArgs.js';
 import { buildCellEnvironment } from '../../cells/cellEnvironment.js';
 import { runnerStateDir } from '../../cells/cellIdentity.js';
+import { dedicatedCellUser } from '../../cells/cellUser.js';
 import { baseInitramfs, guestReportedReady, requestArchive } from '../../cells/qemu/guestImage.js';
 import { buildQemuArgs } from '../../cells/qemu/qemuArgs.js';
-import { chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, type QemuTools, waitForFile } from '../../cells/qemu/qemuRuntime.js';
+import { chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, type QemuTools, sharedRootArgs, virtiofsdArgs, waitForFile } from '../../cells/qemu/qemuRuntime.js';
 import { probeSandboxLayout } from '../../cells/sandboxLayout.js';
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
@@ -121,13 +122,14 @@ export class QemuInstanceProvider implements InstanceProvider {
       initrd,
       Buffer.concat([
         readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)),
-        requestArchive({ mode: 'instance', nonce, env, argv: ref.spec.command ?? DEFAULT_COMMAND, cwd: CELL_SCRATCH, worktree: null, readiness: ref.spec.readiness ?? [] }),
+        requestArchive({ mode: 'instance', nonce, env, argv: ref.spec.command ?? DEFAULT_COMMAND, cwd: CELL_SCRATCH, worktree: null, readiness: ref.spec.readiness ?? [], user: dedicatedCellUser(process.env) }),
       ]),
     );
     // Detached on purpose: an instance outlives the runner that started it (no --die-with-parent).
     const detachedRoot = (binds: { rw: string[]; ro: string[]; dev?: string[] }) => confinedRootArgs(layout, binds).filter((a) => a !== '--die-with-parent');
     const vfsSock = join(sock, 'root.sock');
-    const vfs = spawn(tools.bwrap, [...detachedRoot({ rw: [sock], ro: [] }), '--', tools.virtiofsd, `--socket-path=${vfsSock}`, '-o', 'source=/', '-o', 'cache=auto', '-o', 'sandbox=chroot', '-o', 'log_level=err'], { detached: true, stdio: 'ignore' });
+    const share = sharedRootArgs(layout, sock);
+    const vfs = spawn(tools.bwrap, [...share.bwrap.filter((a) => a !== '--die-with-parent'), ...virtiofsdArgs(tools.virtiofsd, vfsSock, share.source)], { detached: true, stdio: 'ignore' });
     vfs.unref();
     writeFileSync(join(dir, 'virtiofsd.pid'), String(vfs.pid));
     if (!(await waitForFile(vfsSock, 5000, vfs))) throw new Error('virtiofsd did not start');

@@ -1,9 +1,23 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { resolveInWorktree, ToolError } from './worktreePath.js';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
+import { ToolError } from './toolError.js';
+import { WorktreeFiles } from './worktreeFiles.js';
 
-/** Caps on what a file tool returns to the model. */
-export const TOOL_LIMITS = { readLines: 400, readBytes: 64 * 1024, listEntries: 500, searchMatches: 200, writeBytes: 1024 * 1024 } as const;
+/** Caps on what a file tool reads and returns to the model. */
+export const TOOL_LIMITS = {
+  readLines: 400,
+  readBytes: 64 * 1024,
+  /** read_file looks at most this much of a file (it pages by lines within it). */
+  readFileBytes: 8 * 1024 * 1024,
+  listEntries: 500,
+  searchMatches: 200,
+  /** search skips larger files and stops after reading this much in all, or visiting this many entries. */
+  searchFileBytes: 2 * 1024 * 1024,
+  searchTotalBytes: 64 * 1024 * 1024,
+  searchEntries: 50_000,
+  writeBytes: 1024 * 1024,
+  /** edit_file rewrites files up to this size. */
+  editFileBytes: 8 * 1024 * 1024,
+} as const;
 
 const str = (v: unknown, name: string): string => {
   if (typeof v !== 'string') throw new ToolError(`${name} must be a string`);
@@ -19,76 +33,140 @@ function isBinary(buf: Buffer): boolean {
   return buf.subarray(0, 8000).includes(0);
 }
 
+const HIDDEN = new Set(['.git', '.forge']);
+
 export function listFiles(worktree: string, args: { path?: unknown }): string {
-  const dir = resolveInWorktree(worktree, args.path ?? '.');
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ToolError(`${String(args.path ?? '.')} is not a directory`);
-  const entries = readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.name !== '.git' && e.name !== '.forge')
-    .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
+  const { entries } = new WorktreeFiles(worktree).list(args.path ?? '.');
+  const names = entries
+    .filter((e) => !HIDDEN.has(e.name))
+    .map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name))
     .sort();
-  const shown = entries.slice(0, TOOL_LIMITS.listEntries);
-  return shown.join('\n') + (entries.length > shown.length ? `\n[... ${entries.length - shown.length} more entries]` : '');
+  const shown = names.slice(0, TOOL_LIMITS.listEntries);
+  return shown.join('\n') + (names.length > shown.length ? `\n[... ${names.length - shown.length} more entries]` : '');
 }
 
 export function readFile(worktree: string, args: { path?: unknown; start_line?: unknown; end_line?: unknown }): string {
-  const file = resolveInWorktree(worktree, args.path);
-  if (!existsSync(file) || !statSync(file).isFile()) throw new ToolError(`${String(args.path)} does not exist or is not a file`);
-  const buf = readFileSync(file);
-  if (isBinary(buf)) throw new ToolError(`${String(args.path)} is a binary file (${buf.length} bytes)`);
-  const lines = buf.toString('utf8').split('\n');
+  const file = new WorktreeFiles(worktree).read(args.path, TOOL_LIMITS.readFileBytes);
+  if (isBinary(file.data)) throw new ToolError(`${String(args.path)} is a binary file (${file.size} bytes)`);
+  const lines = file.data.toString('utf8').split('\n');
+  // A cut at the byte cap leaves a partial last line: it is not shown as if complete.
+  if (file.truncated) lines.pop();
   const start = optInt(args.start_line, 'start_line') ?? 1;
   const end = Math.min(optInt(args.end_line, 'end_line') ?? start + TOOL_LIMITS.readLines - 1, lines.length, start + TOOL_LIMITS.readLines - 1);
-  if (start > lines.length) throw new ToolError(`start_line ${start} is past the end (${lines.length} lines)`);
+  if (start > lines.length) throw new ToolError(`start_line ${start} is past the end (${lines.length} lines${file.truncated ? ' read' : ''})`);
   let out = lines.slice(start - 1, end).map((l, i) => `${start + i}: ${l}`).join('\n');
   if (Buffer.byteLength(out) > TOOL_LIMITS.readBytes) out = out.slice(0, TOOL_LIMITS.readBytes) + '\n[... truncated]';
-  return end < lines.length ? `${out}\n[... lines ${end + 1}-${lines.length} not shown; pass start_line]` : out;
+  if (end < lines.length) return `${out}\n[... lines ${end + 1}-${lines.length} not shown; pass start_line]`;
+  if (file.truncated) return `${out}\n[... the file is ${file.size} bytes; only its first ${TOOL_LIMITS.readFileBytes} can be read]`;
+  return out;
 }
 
 export function writeFile(worktree: string, args: { path?: unknown; content?: unknown }): string {
-  const file = resolveInWorktree(worktree, args.path);
   const content = str(args.content, 'content');
   if (Buffer.byteLength(content) > TOOL_LIMITS.writeBytes) throw new ToolError(`content is larger than ${TOOL_LIMITS.writeBytes} bytes`);
-  if (existsSync(file) && statSync(file).isDirectory()) throw new ToolError(`${String(args.path)} is a directory`);
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, content);
-  return `wrote ${relative(worktree, file)} (${Buffer.byteLength(content)} bytes)`;
+  const rel = new WorktreeFiles(worktree).write(args.path, Buffer.from(content));
+  return `wrote ${rel} (${Buffer.byteLength(content)} bytes)`;
 }
 
 export function editFile(worktree: string, args: { path?: unknown; old_string?: unknown; new_string?: unknown }): string {
-  const file = resolveInWorktree(worktree, args.path);
   const oldString = str(args.old_string, 'old_string');
   const newString = str(args.new_string, 'new_string');
   if (oldString === '') throw new ToolError('old_string must not be empty; use write_file to create a file');
-  if (!existsSync(file) || !statSync(file).isFile()) throw new ToolError(`${String(args.path)} does not exist; use write_file to create it`);
-  const text = readFileSync(file, 'utf8');
+  const files = new WorktreeFiles(worktree);
+  let file;
+  try {
+    file = files.read(args.path, TOOL_LIMITS.editFileBytes);
+  } catch (e) {
+    if (e instanceof ToolError && /does not exist/.test(e.message)) throw new ToolError(`${String(args.path)} does not exist; use write_file to create it`);
+    throw e;
+  }
+  if (file.truncated) throw new ToolError(`${String(args.path)} is ${file.size} bytes; edit_file handles files up to ${TOOL_LIMITS.editFileBytes}`);
+  const text = file.data.toString('utf8');
   const first = text.indexOf(oldString);
   if (first === -1) throw new ToolError(`old_string was not found in ${String(args.path)}; read the file and copy the text exactly`);
   if (text.indexOf(oldString, first + 1) !== -1) throw new ToolError(`old_string occurs more than once in ${String(args.path)}; include more surrounding lines so it matches exactly once`);
-  writeFileSync(file, text.slice(0, first) + newString + text.slice(first + oldString.length));
-  return `edited ${relative(worktree, file)}`;
+  const rel = files.write(args.path, Buffer.from(text.slice(0, first) + newString + text.slice(first + oldString.length)));
+  return `edited ${rel}`;
 }
 
+const SEARCH_SKIPPED = new Set(['.git', '.forge', 'node_modules']);
+
+/**
+ * Plain-text search below a directory. Bounded: larger files are skipped, and the walk stops
+ * after reading a total budget or visiting a number of entries. Links are not followed.
+ */
 export function searchFiles(worktree: string, args: { pattern?: unknown; path?: unknown }): string {
   const pattern = str(args.pattern, 'pattern');
   if (pattern === '') throw new ToolError('pattern must not be empty');
-  const start = resolveInWorktree(worktree, args.path ?? '.');
+  const files = new WorktreeFiles(worktree);
+  const start = files.openDirectory(args.path ?? '.');
   const matches: string[] = [];
-  const walk = (dir: string) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (matches.length >= TOOL_LIMITS.searchMatches) return;
-      if (e.name === '.git' || e.name === '.forge' || e.name === 'node_modules') continue;
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) {
-        const buf = readFileSync(p);
-        if (isBinary(buf) || buf.length > 2 * 1024 * 1024) continue;
-        buf.toString('utf8').split('\n').forEach((line, i) => {
-          if (matches.length < TOOL_LIMITS.searchMatches && line.includes(pattern)) matches.push(`${relative(worktree, p)}:${i + 1}: ${line.slice(0, 300)}`);
-        });
+  let visited = 0;
+  let bytes = 0;
+  let stopped: string | null = null;
+  const stack: { fd: number; rel: string }[] = [{ fd: start.fd, rel: start.rel === '.' ? '' : start.rel }];
+  const prefix = (rel: string, name: string) => (rel === '' ? name : `${rel}/${name}`);
+  try {
+    while (stack.length > 0 && !stopped) {
+      const dir = stack.pop()!;
+      try {
+        const entries = readdirSync(`/proc/self/fd/${dir.fd}/`, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
+        const subdirs: { fd: number; rel: string }[] = [];
+        for (const e of entries) {
+          if (matches.length >= TOOL_LIMITS.searchMatches) { stopped = 'matches'; break; }
+          if (++visited > TOOL_LIMITS.searchEntries) { stopped = `after ${TOOL_LIMITS.searchEntries} entries`; break; }
+          if (SEARCH_SKIPPED.has(e.name)) continue;
+          const path = `/proc/self/fd/${dir.fd}/${e.name}`;
+          if (e.isDirectory()) {
+            try {
+              subdirs.push({ fd: openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW), rel: prefix(dir.rel, e.name) });
+            } catch { /* changed meanwhile: skipped */ }
+          } else if (e.isFile()) {
+            const text = readSmallText(path, TOOL_LIMITS.searchFileBytes);
+            if (text === null) continue;
+            bytes += text.length;
+            if (bytes > TOOL_LIMITS.searchTotalBytes) { stopped = `after reading ${TOOL_LIMITS.searchTotalBytes} bytes`; break; }
+            const lines = text.split('\n');
+            for (let i = 0; i < lines.length && matches.length < TOOL_LIMITS.searchMatches; i++) {
+              if (lines[i]!.includes(pattern)) matches.push(`${prefix(dir.rel, e.name)}:${i + 1}: ${lines[i]!.slice(0, 300)}`);
+            }
+          }
+        }
+        // Depth first, in name order: subdirectories go on the stack reversed.
+        stack.push(...subdirs.reverse());
+      } finally {
+        closeSync(dir.fd);
       }
     }
-  };
-  if (statSync(start).isDirectory()) walk(start);
-  else throw new ToolError(`${String(args.path)} is not a directory`);
-  return matches.length === 0 ? `no matches for ${JSON.stringify(pattern)}` : matches.join('\n') + (matches.length >= TOOL_LIMITS.searchMatches ? '\n[... more matches not shown]' : '');
+  } finally {
+    for (const d of stack) closeSync(d.fd);
+  }
+  if (matches.length === 0) return `no matches for ${JSON.stringify(pattern)}${stopped ? ` (search stopped ${stopped})` : ''}`;
+  const more = matches.length >= TOOL_LIMITS.searchMatches ? '\n[... more matches not shown]' : stopped ? `\n[... search stopped ${stopped}]` : '';
+  return matches.join('\n') + more;
+}
+
+/** A regular text file's content when it is at most `max` bytes; null otherwise. */
+function readSmallText(path: string, max: number): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return null;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > max) return null;
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, null);
+      if (n <= 0) break;
+      off += n;
+    }
+    const data = buf.subarray(0, off);
+    return isBinary(data) ? null : data.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -1,0 +1,226 @@
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync, constants, type Dirent, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync,
+  realpathSync, renameSync, type Stats, unlinkSync, writeSync,
+} from 'node:fs';
+import { isAbsolute, relative, sep } from 'node:path';
+import { ToolError } from './toolError.js';
+
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, O_NOCTTY } = constants;
+const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+const FILE_READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+const MAX_SYMLINKS = 40;
+
+/** A path below an open directory: every step goes through the descriptor, never a re-resolved path. */
+const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
+
+/**
+ * The attempt's worktree as the agent's file tools see it. Every path the model gives is
+ * resolved the way openat2(RESOLVE_BENEATH) would: component by component from an open
+ * descriptor of the root, each directory opened with O_NOFOLLOW from the one before, symbolic
+ * links followed only while they stay inside, `.git` refused wherever it appears (requested
+ * or reached through a link). Nothing can be swapped in between a check and the use, and a
+ * write never goes through a link or a hard link: it replaces the entry (new file + rename).
+ */
+export class WorktreeFiles {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = realpathSync(root);
+  }
+
+  /** Reads at most `maxBytes` of a regular file (FIFOs, devices and directories are refused). */
+  read(requested: unknown, maxBytes: number): { data: Buffer; size: number; truncated: boolean; rel: string } {
+    const r = this.resolve(requested, { followFinal: true, createDirs: false });
+    try {
+      if (r.name === '') throw new ToolError(`${display(requested)} is a directory`);
+      const fd = openOrRefuse(at(r.dirFd, r.name), FILE_READ_FLAGS, requested);
+      try {
+        const st = fstatSync(fd);
+        if (!st.isFile()) throw new ToolError(`${display(requested)} is not a regular file`);
+        const data = readUpTo(fd, maxBytes + 1);
+        return { data: data.subarray(0, maxBytes), size: st.size, truncated: data.length > maxBytes, rel: r.rel };
+      } finally {
+        closeSync(fd);
+      }
+    } finally {
+      closeSync(r.dirFd);
+    }
+  }
+
+  /** Replaces (or creates) a file with `content`, creating missing directories. */
+  write(requested: unknown, content: Buffer): string {
+    const r = this.resolve(requested, { followFinal: true, createDirs: true });
+    try {
+      if (r.name === '') throw new ToolError(`${display(requested)} is a directory`);
+      const existing = lstatOrNull(at(r.dirFd, r.name));
+      if (existing?.isDirectory()) throw new ToolError(`${display(requested)} is a directory`);
+      // Keep an existing file's permission bits, never its setuid/setgid bits.
+      const mode = existing?.isFile() ? existing.mode & 0o777 : 0o644;
+      const tmp = `.forge-write-${randomBytes(6).toString('hex')}`;
+      const fd = openSync(at(r.dirFd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+      try {
+        for (let off = 0; off < content.length; ) off += writeSync(fd, content, off);
+        fchmodSync(fd, mode);
+        this.giveToOwner(fd, r.dirFd);
+      } catch (e) {
+        closeSync(fd);
+        unlinkSync(at(r.dirFd, tmp));
+        throw e;
+      }
+      closeSync(fd);
+      renameSync(at(r.dirFd, tmp), at(r.dirFd, r.name));
+      return r.rel;
+    } finally {
+      closeSync(r.dirFd);
+    }
+  }
+
+  /** Entries of a directory (types as stored, links not followed). */
+  list(requested: unknown): { entries: Dirent[]; rel: string } {
+    const dir = this.openDirectory(requested);
+    try {
+      return { entries: readdirSync(at(dir.fd, ''), { withFileTypes: true }), rel: dir.rel };
+    } finally {
+      closeSync(dir.fd);
+    }
+  }
+
+  /** Opens a directory beneath the root; the caller closes the descriptor. */
+  openDirectory(requested: unknown): { fd: number; rel: string } {
+    const r = this.resolve(requested, { followFinal: true, createDirs: false });
+    if (r.name === '') return { fd: r.dirFd, rel: r.rel };
+    try {
+      const st = lstatOrNull(at(r.dirFd, r.name));
+      if (!st?.isDirectory()) throw new ToolError(`${display(requested)} is not a directory`);
+      return { fd: openOrRefuse(at(r.dirFd, r.name), DIR_FLAGS, requested), rel: r.rel };
+    } finally {
+      closeSync(r.dirFd);
+    }
+  }
+
+  /**
+   * Resolves `requested` to an open real parent directory and the final name in it ('' when
+   * the path is the root). The caller closes dirFd.
+   */
+  resolve(requested: unknown, opts: { followFinal: boolean; createDirs: boolean }): { dirFd: number; name: string; rel: string } {
+    const queue = this.components(requested);
+    const stack: { fd: number; name: string }[] = [{ fd: openSync(this.root, DIR_FLAGS), name: '' }];
+    const top = () => stack[stack.length - 1]!;
+    const closeAllBut = (keep: number) => {
+      for (const s of stack) if (s.fd !== keep) closeSync(s.fd);
+    };
+    let links = 0;
+    try {
+      while (queue.length > 0) {
+        const c = queue.shift()!;
+        if (c === '..') {
+          if (stack.length === 1) throw new ToolError(`path ${display(requested)} is outside the repository; use a path relative to its root`);
+          closeSync(stack.pop()!.fd);
+          continue;
+        }
+        if (c === '.git') throw new ToolError(`path ${display(requested)} is git metadata; the repository's history is not editable`);
+        const last = queue.length === 0;
+        const here = at(top().fd, c);
+        const st = lstatOrNull(here);
+        if (st?.isSymbolicLink() && (!last || opts.followFinal)) {
+          if (++links > MAX_SYMLINKS) throw new ToolError(`path ${display(requested)} has too many levels of symbolic links`);
+          queue.unshift(...this.linkComponents(requested, readlinkSync(here), () => {
+            // An absolute target inside the worktree restarts from the root.
+            while (stack.length > 1) closeSync(stack.pop()!.fd);
+          }));
+          continue;
+        }
+        if (last && !st?.isDirectory()) return this.finish(stack, c, closeAllBut);
+        if (!st) {
+          if (!opts.createDirs) throw new ToolError(`${display(requested)} does not exist`);
+          mkdirSync(here, 0o755);
+          const fd = openOrRefuse(here, DIR_FLAGS, requested);
+          this.giveToOwner(fd, top().fd);
+          stack.push({ fd, name: c });
+          continue;
+        }
+        if (!st.isDirectory()) throw new ToolError(`${display(requested)}: ${[...stack.slice(1).map((s) => s.name), c].join('/')} is not a directory`);
+        if (last) return this.finish(stack, c, closeAllBut);
+        stack.push({ fd: openOrRefuse(here, DIR_FLAGS, requested), name: c });
+      }
+      // The path named the root or a directory reached by `..`: return that directory itself.
+      const dir = top();
+      closeAllBut(dir.fd);
+      return { dirFd: dir.fd, name: '', rel: stack.slice(1).map((s) => s.name).join('/') || '.' };
+    } catch (e) {
+      closeAllBut(-1);
+      throw e;
+    }
+  }
+
+  private finish(stack: { fd: number; name: string }[], name: string, closeAllBut: (keep: number) => void) {
+    const parent = stack[stack.length - 1]!;
+    closeAllBut(parent.fd);
+    return { dirFd: parent.fd, name, rel: [...stack.slice(1).map((s) => s.name), name].join('/') };
+  }
+
+  private components(requested: unknown): string[] {
+    if (typeof requested !== 'string' || requested.trim() === '') throw new ToolError('path must be a non-empty string relative to the repository root');
+    if (requested.includes('\0')) throw new ToolError('path must not contain NUL bytes');
+    let rel = requested;
+    if (isAbsolute(requested)) {
+      rel = relative(this.root, requested);
+      if (rel.startsWith('..') || isAbsolute(rel)) throw new ToolError(`path ${requested} is outside the repository; use a path relative to its root`);
+    }
+    return rel.split(sep).filter((c) => c !== '' && c !== '.');
+  }
+
+  private linkComponents(requested: unknown, target: string, restartAtRoot: () => void): string[] {
+    if (!isAbsolute(target)) return target.split('/').filter((c) => c !== '' && c !== '.');
+    const rel = relative(this.root, target);
+    if (rel.startsWith('..') || isAbsolute(rel)) throw new ToolError(`path ${display(requested)} leads outside the repository through a symbolic link`);
+    restartAtRoot();
+    return rel.split(sep).filter((c) => c !== '' && c !== '.');
+  }
+
+  /** A root runner's new files belong to whoever owns the worktree (the cell user), like the rest. */
+  private giveToOwner(fd: number, parentFd: number): void {
+    if ((process.getuid?.() ?? 0) !== 0) return;
+    const owner = fstatSync(parentFd);
+    if (owner.uid !== 0) fchownSync(fd, owner.uid, owner.gid);
+  }
+}
+
+function readUpTo(fd: number, max: number): Buffer {
+  const buf = Buffer.alloc(Math.min(max, 1024 * 1024));
+  const chunks: Buffer[] = [];
+  let total = 0;
+  while (total < max) {
+    const n = readSync(fd, buf, 0, Math.min(buf.length, max - total), null);
+    if (n <= 0) break;
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+    total += n;
+  }
+  return Buffer.concat(chunks);
+}
+
+function openOrRefuse(path: string, flags: number, requested: unknown): number {
+  try {
+    return openSync(path, flags);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new ToolError(`${display(requested)} changed into a symbolic link while it was opened; try again`);
+    if (code === 'ENOENT') throw new ToolError(`${display(requested)} does not exist`);
+    if (code === 'ENOTDIR') throw new ToolError(`${display(requested)} is not a directory`);
+    if (code === 'EACCES') throw new ToolError(`${display(requested)} is not readable`);
+    throw e;
+  }
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+function display(requested: unknown): string {
+  return typeof requested === 'string' ? requested : String(requested);
+}

@@ -1,0 +1,110 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { InputError } from '../protocol/inputError.js';
+import { isInside } from './pathInside.js';
+import { type GitTarget, runGit } from './safeGit.js';
+
+/**
+ * Where a work tree's git data lives, resolved once by the runner while the tree is still
+ * trusted (before any cell ran in it). Every later git call uses these paths; nothing a cell
+ * writes into the tree (a new `.git` file, say) can redirect them.
+ */
+export interface RepoLocation {
+  /** Real path of the top of the work tree. */
+  top: string;
+  /** The git directory of this work tree (for a linked worktree: <common>/worktrees/<name>). */
+  gitDir: string;
+  commonDir: string;
+  objectsDir: string;
+  indexFile: string;
+  objectFormat: 'sha1' | 'sha256';
+  /** `<top>/.git` (file or directory): mounted read-only in every cell. */
+  gitEntry: string;
+}
+
+/** Finds the repository containing `dir` (the only place git discovers anything). */
+export async function discoverRepository(dir: string): Promise<RepoLocation | null> {
+  let out: string;
+  try {
+    // safe.directory: the user named this directory; without it a root runner could not
+    // read a repository a cell user owns. Nothing here reads file contents.
+    out = (await runGit({ cwd: dir, config: ['safe.directory=*'] }, ['rev-parse', '--show-toplevel', '--absolute-git-dir', '--git-common-dir', '--show-object-format'])).text;
+  } catch {
+    return null;
+  }
+  const [topRaw, gitDirRaw, commonRaw, format] = out.split('\n');
+  if (!topRaw || !gitDirRaw || !commonRaw) return null;
+  const top = realpathSync(topRaw);
+  const gitDir = realpathSync(gitDirRaw);
+  const commonDir = realpathSync(isAbsolute(commonRaw) ? commonRaw : resolve(dir, commonRaw));
+  return {
+    top,
+    gitDir,
+    commonDir,
+    objectsDir: join(commonDir, 'objects'),
+    indexFile: join(gitDir, 'index'),
+    objectFormat: format === 'sha256' ? 'sha256' : 'sha1',
+    gitEntry: join(top, '.git'),
+  };
+}
+
+/**
+ * Refuses a work tree whose git data a cell could write: a git directory (or common
+ * directory) inside the tree anywhere but at `.git` (which cells get read-only), or a `.git`
+ * that is a symbolic link.
+ */
+export function assertGitDataOutsideTree(loc: RepoLocation): void {
+  const entry = lstatSafe(loc.gitEntry);
+  if (entry?.isSymbolicLink()) {
+    throw new InputError(`${loc.gitEntry} is a symbolic link; cells cannot protect git data behind a link: replace it with the directory or a "gitdir:" file`);
+  }
+  for (const [what, dir] of [['git directory', loc.gitDir], ['common git directory', loc.commonDir]] as const) {
+    if (isInside(dir, loc.top) && !isInside(dir, loc.gitEntry)) {
+      throw new InputError(`the ${what} of ${loc.top} is ${dir}, inside the tree a cell writes: a cell could plant git config the host then runs; move it out (git init --separate-git-dir elsewhere) or to ${loc.gitEntry}`);
+    }
+  }
+}
+
+/** Git on the user's repository (refs, worktrees, branches): its own config, made safe. */
+export function repoTarget(loc: Pick<RepoLocation, 'gitDir' | 'top'>, config: string[] = []): GitTarget {
+  return { gitDir: loc.gitDir, workTree: loc.top, config };
+}
+
+/** Resolves a commit, or null. */
+export async function resolveCommit(loc: Pick<RepoLocation, 'gitDir' | 'top'>, ref: string): Promise<string | null> {
+  return runGit(repoTarget(loc), ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`])
+    .then((r) => r.text.trim() || null, () => null);
+}
+
+/**
+ * The user's global excludes file (core.excludesFile or the XDG default): honoured when the
+ * runner looks at the user's own checkout, so "uncommitted changes" means what `git status`
+ * says there.
+ */
+export function userExcludesFile(env: NodeJS.ProcessEnv = process.env): string | null {
+  let configured = '';
+  try {
+    configured = execFileSync('git', ['config', '--global', '--get', 'core.excludesFile'], {
+      encoding: 'utf8',
+      env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? homedir(), ...(env.XDG_CONFIG_HOME ? { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } : {}), GIT_CONFIG_NOSYSTEM: '1' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    configured = '';
+  }
+  const home = env.HOME ?? homedir();
+  const path = configured
+    ? configured.replace(/^~(?=\/|$)/, home)
+    : join(env.XDG_CONFIG_HOME || join(home, '.config'), 'git', 'ignore');
+  return isAbsolute(path) && existsSync(path) ? path : null;
+}
+
+function lstatSafe(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { ancestorsBelowMasks, buildBubblewrapArgs } from '../../../runner/src/cells/bubblewrapArgs.js';
+import { chooseCellUser, dedicatedCellUser } from '../../../runner/src/cells/cellUser.js';
+import { fdinfoFlags } from '../../../runner/src/cells/inheritedDescriptors.js';
+import { guestCommandScript } from '../../../runner/src/cells/qemu/guestImage.js';
+import { virtiofsdInodeBudget } from '../../../runner/src/cells/qemu/qemuRuntime.js';
+import { refuseWorktreeLocation } from '../../../runner/src/cells/worktreeLocation.js';
+import { printable } from '../../../runner/src/cli/formatCellResult.js';
+import { InputError } from '../../../runner/src/protocol/inputError.js';
+
+describe('cell safety decisions (pure)', () => {
+  it('chooses the cell user: never root; the worktree owner, else the dedicated user', () => {
+    const base = { runnerGid: 0, worktree: '/w', env: {} };
+    assert.deepEqual(
+      [chooseCellUser({ ...base, runnerUid: 1000, runnerGid: 1000, worktreeOwner: { uid: 0, gid: 0 } })].map((u) => [u.uid, u.gid]),
+      [[1000, 1000]],
+    );
+    const owner = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: { uid: 1001, gid: 1002 } });
+    assert.deepEqual([owner.uid, owner.gid, owner.warning], [1001, 1002, null]);
+    const rootGroup = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: { uid: 1001, gid: 0 } });
+    assert.deepEqual([rootGroup.uid, rootGroup.gid], [1001, 65532]);
+    const rootOwned = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: { uid: 0, gid: 0 } });
+    assert.deepEqual([rootOwned.uid, rootOwned.gid], [65532, 65532]);
+    assert.match(rootOwned.warning ?? '', /owned by root.*chown -R 65532:65532 \/w/);
+    const scratch = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: null, worktree: null });
+    assert.deepEqual([scratch.uid, scratch.warning], [65532, null]);
+    assert.deepEqual(dedicatedCellUser({ FORGE_CELL_UID: '4000', FORGE_CELL_GID: '4001' }), { uid: 4000, gid: 4001 });
+    for (const bad of ['0', '-1', 'root', '1.5', '99999999999']) assert.throws(() => dedicatedCellUser({ FORGE_CELL_UID: bad }), InputError, bad);
+  });
+
+  it('refuses worktrees over /, system trees, the runner home and state, and anything containing a mask', () => {
+    const facts = { masked: ['/tmp', '/root', '/home', '/run', '/etc/shadow'], runnerHome: '/root', stateDir: '/root/.local/state/forge-cells' };
+    for (const p of ['/', '/etc', '/etc/ssh', '/usr', '/usr/lib/x', '/proc/1', '/run/user', '/tmp', '/home', '/root', '/root/.local', '/root/.local/state/forge-cells/cells', '/var', '/var/lib/docker']) {
+      assert.ok(refuseWorktreeLocation(p, facts), p);
+    }
+    for (const p of ['/tmp/repo', '/home/alice/src/app', '/root/src/app', '/srv/ci/work', '/var/lib/jenkins/workspace/x', '/opt/app']) {
+      assert.equal(refuseWorktreeLocation(p, facts), null, p);
+    }
+  });
+
+  it('a root runner\'s bwrap makes no user namespace and switches to the cell user with setpriv, last', () => {
+    const layout = { tmpfsMasks: ['/tmp', '/root'], nullMasks: [], reexposed: [] };
+    const args = buildBubblewrapArgs({ layout, worktree: '/w', gitMetadata: '/w/.git', shareNet: false, env: { PATH: '/bin' }, argv: ['make'], dropTo: { uid: 65532, gid: 65533, setpriv: '/usr/bin/setpriv' } });
+    assert.ok(!args.includes('--unshare-all') && !args.includes('--unshare-user'));
+    for (const f of ['--unshare-pid', '--unshare-net', '--unshare-ipc']) assert.ok(args.includes(f), f);
+    const dd = args.indexOf('--');
+    assert.deepEqual(args.slice(dd + 1), ['/usr/bin/setpriv', '--reuid=65532', '--regid=65533', '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--', 'make']);
+    const seq = (xs: string[]) => args.some((_, i) => xs.every((x, j) => args[i + j] === x));
+    assert.ok(seq(['--perms', '1777', '--tmpfs', '/tmp']), 'the cell user can write /tmp');
+    assert.ok(seq(['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']), 'setpriv can switch');
+    const plain = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, shareNet: false, env: {}, argv: ['true'] });
+    assert.ok(plain.includes('--unshare-all'));
+    assert.deepEqual(plain.slice(plain.indexOf('--') + 1), ['true']);
+  });
+
+  it('makes the parents of a worktree below a mask traversable (bwrap would make them 0700)', () => {
+    assert.deepEqual(ancestorsBelowMasks('/tmp/repo/.forge/cells/x', ['/tmp', '/root']), ['/tmp/repo', '/tmp/repo/.forge', '/tmp/repo/.forge/cells']);
+    assert.deepEqual(ancestorsBelowMasks('/tmp/repo', ['/tmp']), []);
+    assert.deepEqual(ancestorsBelowMasks('/srv/repo/x', ['/tmp']), []);
+    assert.deepEqual(ancestorsBelowMasks('/home/alice/src/app', ['/home', '/home/alice']), ['/home/alice/src']);
+  });
+
+  it('reads close-on-exec from fdinfo', () => {
+    assert.equal(fdinfoFlags('pos:\t0\nflags:\t02100002\nmnt_id:\t1\n'), 0o2100002);
+    assert.equal(fdinfoFlags('nothing'), null);
+  });
+
+  it('the guest command script carries any argv and environment exactly (run by a real busybox sh)', function () {
+    const busybox = spawnSync('sh', ['-c', 'command -v busybox'], { encoding: 'utf8' }).stdout.trim();
+    if (!busybox) this.skip();
+    const dir = mkdtempSync(join(tmpdir(), 'forge-script-'));
+    try {
+      const word = fc.string({ unit: fc.oneof(fc.constantFrom("'", '"', '\\', '$', '`', '\n', ' ', '*', '=', '-', '!', ';'), fc.string({ minLength: 1, maxLength: 1 })), maxLength: 12 }).filter((s) => !s.includes('\0'));
+      fc.assert(
+        fc.property(fc.array(word, { maxLength: 5 }), fc.dictionary(fc.constantFrom('A', 'B_2', 'weird'), word, { maxKeys: 3 }), (args, env) => {
+          const show = 'process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), env: process.env }))';
+          writeFileSync(join(dir, 'cmd'), guestCommandScript([process.execPath, '-e', show, '--', ...args], env, dir));
+          const out = JSON.parse(execFileSync('env', ['-i', busybox, 'sh', join(dir, 'cmd')], { encoding: 'utf8' })) as { argv: string[]; env: Record<string, string> };
+          assert.deepEqual(out.argv, args);
+          assert.deepEqual(out.env, { ...env });
+        }),
+        { numRuns: 60 },
+      );
+      // A first word with "=" is a program name, not an assignment.
+      writeFileSync(join(dir, 'cmd'), guestCommandScript(['FOO=bar', 'true'], {}, dir));
+      assert.equal(spawnSync('env', ['-i', busybox, 'sh', join(dir, 'cmd')]).status, 127);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('virtiofsd inode budget is half its descriptor limit', () => {
+    assert.equal(virtiofsdInodeBudget('Max open files            20000                20000                files\n'), 10000);
+    assert.equal(virtiofsdInodeBudget('Max open files            1024                 524288               files\n'), 262144);
+    assert.equal(virtiofsdInodeBudget(''), 512);
+  });
+
+  it('printable shows control characters as \\xNN and keeps newlines, tabs and text', () => {
+    assert.equal(printable('a\tb\nc\u001b[31md\u0007\r\u009b'), 'a\tb\nc\\x1b[31md\\x07\\x0d\\x9b');
+    assert.equal(printable('héllo ✓'), 'héllo ✓');
+  });
+});
