@@ -81,7 +81,7 @@ describe('diff capture is bounded and never loses the result (each test tries to
       assert.match(hashed.incomplete ?? '', /changed content/);
       // What the applicable patch carries is exactly what the review listed.
       const patch = await captureApplicablePatch(src, { ...DEFAULT_DIFF_CAPS, hashBytes: 3010 });
-      assert.equal((patch.patch.match(/^diff --git a\/new\//gm) ?? []).length, 5);
+      assert.equal((patch.patch.toString('latin1').match(/^diff --git a\/new\//gm) ?? []).length, 5);
       assert.equal(patch.omitted.length, 45);
     } finally {
       repo.cleanup();

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import Docker from 'dockerode';
 import { statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { chownTree, dedicatedCellUser } from '../../runner/src/cells/cellUser.js';
+import { chownTree } from '../../runner/src/cells/cellUser.js';
 import { DockerCellProvider, listForgeContainers } from '../../runner/src/cells/providers/docker.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { makeRepo } from '../helpers/gitRepo.js';
@@ -73,7 +74,7 @@ describe('docker cell security (each test tries to break one claim)', function (
   it('the worktree .git is read-only inside the cell', async () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     // Writable by the cell user, so only the read-only mount stands in the way.
-    if (process.getuid?.() === 0) chownTree(join(repo.dir, '.git'), dedicatedCellUser(process.env));
+    if (process.getuid?.() === 0) spawnSync('chmod', ['-R', 'a+rwX', join(repo.dir, '.git')]);
     try {
       const r = await provider.run({ image, worktree: repo.dir, cmd: 'echo "[core] fsmonitor = touch /tmp/x" >> .git/config; echo rc=$?; echo ok > a.txt' });
       assert.match(r.output, /Read-only file system/);

@@ -2,7 +2,7 @@ import type { CellSpec } from '../protocol/cellSpec.js';
 import type { CellResult } from '../protocol/cellResult.js';
 import { captureWorktreeDiff } from '../workspace/captureWorktreeDiff.js';
 import { type CellWorktree, resolveCellWorktree } from '../workspace/inspectWorktree.js';
-import { neutralizeHazards } from '../workspace/neutralizeHazards.js';
+import { HOST_PATH_MAX, neutralizeHazards } from '../workspace/neutralizeHazards.js';
 import { type CellUser, cellUserFor } from './cellUser.js';
 import { probeSandboxLayout } from './sandboxLayout.js';
 import { refuseWorktreeLocation } from './worktreeLocation.js';
@@ -45,6 +45,8 @@ export async function collectAfterCell(worktree: CellWorktree | null, captureDif
   }
   if (scan.incomplete) warnings.push(`the scan for hazardous entries stopped early (${scan.incomplete}): entries beyond it were not checked`);
   const diff = captureDiff && worktree.source ? await captureWorktreeDiff(worktree.source) : null;
+  // Git names files by path: what lies deeper than PATH_MAX is in no listing it makes.
+  if (diff && scan.tooLong > 0) diff.incomplete ??= `${scan.tooLong} entr${scan.tooLong === 1 ? 'y has a path' : 'ies have paths'} longer than ${HOST_PATH_MAX} bytes, which git cannot see: the diff does not show them`;
   if (diff?.incomplete) warnings.push(`diff incomplete: ${diff.incomplete}`);
   return { diff, neutralized: scan.neutralized, warnings };
 }

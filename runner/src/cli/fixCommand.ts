@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { runnerStateDir } from '../cells/cellIdentity.js';
 import { createProvider } from '../cells/providerRegistry.js';
 import { InputError } from '../protocol/inputError.js';
@@ -9,6 +10,7 @@ import { runFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
+import { printable } from './formatCellResult.js';
 
 /** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
 export const FIX_EXIT = { fixed: 0, notFixed: 1, badInput: 2, internal: 3 } as const;
@@ -87,7 +89,7 @@ export function registerFixCommand(program: Command): void {
           process.exitCode = 130;
           return;
         }
-        process.stderr.write(`forge-runner: internal error: ${(e as Error).stack ?? String(e)}\n`);
+        process.stderr.write(`forge-runner: internal error: ${printable((e as Error).stack ?? String(e))}\n`);
         process.exitCode = FIX_EXIT.internal;
       } finally {
         process.off('SIGINT', onSignal);
@@ -102,13 +104,18 @@ const positiveInt = (name: string, raw: string): number => {
   return n;
 };
 
-export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${l}\n`), signal?: AbortSignal) {
+export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${printable(l)}\n`), signal?: AbortSignal) {
   if (flags.resume) return resumeFromFlags(flags, progress, signal);
   if (Boolean(flags.issueFile) === Boolean(flags.issueText)) throw new InputError('give the issue with exactly one of --issue-file F or --issue-text T');
   let issue = flags.issueText ?? '';
   if (flags.issueFile) {
     if (!existsSync(flags.issueFile)) throw new InputError(`--issue-file ${flags.issueFile} does not exist`);
-    issue = readFileSync(flags.issueFile, 'utf8');
+    if (!statSync(flags.issueFile).isFile()) throw new InputError(`--issue-file ${flags.issueFile} is not a file; pass the file that holds the issue text`);
+    try {
+      issue = readFileSync(flags.issueFile, 'utf8');
+    } catch (e) {
+      throw new InputError(`--issue-file ${flags.issueFile} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
   }
   if (issue.trim() === '') throw new InputError('the issue text is empty');
   const modelSpec = flags.model ?? process.env.FORGE_MODEL_SPEC;
@@ -140,6 +147,8 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
 
 /** Budgets, outputs and plumbing shared by a new run and a resumed one. */
 function runSettings(flags: FixFlags, progress: (l: string) => void, signal: AbortSignal | undefined) {
+  if (flags.out) checkOutDir(resolve(flags.out));
+  if (flags.branch) checkBranchName(flags.branch);
   return {
     maxTurns: positiveInt('--max-turns', flags.maxTurns),
     maxTokens: positiveInt('--max-tokens', flags.maxTokens),
@@ -153,6 +162,28 @@ function runSettings(flags: FixFlags, progress: (l: string) => void, signal: Abo
     progress,
     ...(signal ? { signal } : {}),
   };
+}
+
+/** --out must be a directory that exists or can be made: said before the run, not after it. */
+function checkOutDir(dir: string): void {
+  let probe = dir;
+  while (!existsSync(probe)) {
+    const parent = dirname(probe);
+    if (parent === probe) break;
+    probe = parent;
+  }
+  if (!statSync(probe).isDirectory()) throw new InputError(`--out ${dir}: ${probe} is not a directory; pass a directory for winner.diff, report.json and summary.md`);
+  try {
+    accessSync(probe, constants.W_OK);
+  } catch {
+    throw new InputError(`--out ${dir}: ${probe} is not writable`);
+  }
+}
+
+/** --branch must be a valid new branch name (git's own rules), checked before the run. */
+function checkBranchName(name: string): void {
+  const r = spawnSync('git', ['check-ref-format', '--branch', name], { stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  if (r.status !== 0) throw new InputError(`--branch ${name} is not a valid branch name (git check-ref-format); pick another`);
 }
 
 /** --resume RUN_ID: repository, issue, model, provider and image come from the stored run. */
@@ -177,6 +208,8 @@ async function resumeFromFlags(flags: FixFlags, progress: (l: string) => void, s
 
 function readBakeRecord(repo: string): string | null {
   try {
+    // A cell working on the checkout could have replaced .forge or the record with a link.
+    if (!lstatSync(join(repo, '.forge')).isDirectory() || !lstatSync(join(repo, '.forge', 'bake.json')).isFile()) return null;
     return (JSON.parse(readFileSync(join(repo, '.forge', 'bake.json'), 'utf8')) as { image?: string }).image ?? null;
   } catch {
     return null;

@@ -142,7 +142,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`forge-runner: ${e.message}\n`);
       return EXIT_INTERNAL;
     }
-    process.stderr.write(`forge-runner: internal error: ${(e as Error).stack ?? String(e)}\n`);
+    process.stderr.write(`forge-runner: internal error: ${printable((e as Error).stack ?? String(e))}\n`);
     return EXIT_INTERNAL;
   }
 }

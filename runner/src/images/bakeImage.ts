@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
-import { excludeForgeDirIfRepo } from '../workspace/attemptWorktree.js';
+import { assertRealCellsDir, excludeForgeDirIfRepo } from '../workspace/attemptWorktree.js';
 import { detectStacks, type DetectedStack } from './detectStack.js';
 import { readRepoFacts } from './readRepoFacts.js';
 
@@ -143,7 +143,9 @@ async function imageId(docker: Docker, ref: string): Promise<string> {
 /** The last bake of a repository, for later runs to find (.forge/ is excluded from git). */
 async function record(repo: string, result: BakeResult): Promise<BakeResult> {
   await excludeForgeDirIfRepo(repo);
+  assertRealCellsDir(repo);
   mkdirSync(join(repo, '.forge'), { recursive: true });
+  assertRealCellsDir(repo);
   writeFileSync(join(repo, '.forge', 'bake.json'), JSON.stringify(result, null, 2) + '\n');
   return result;
 }

@@ -24,6 +24,8 @@ export const WorktreeDiffSchema = z
     files_total: z.number().int().describe('How many files changed.'),
     omitted: z.array(z.object({ path: z.string(), reason: z.string() }).strict())
       .describe('Files left out of the change set (too large, not a regular file, nested repository): they are neither shown nor applied.'),
+    warnings: z.array(z.string())
+      .describe('Changes the review can only name, not show, although they are text files by name (e.g. a NUL byte in a .js file).'),
     incomplete: z.string().nullable()
       .describe('Why the capture could not look at everything (deadline, untracked-file or hashing budget); null when the change set is complete.'),
   })

@@ -25,6 +25,7 @@ export const AttemptReportSchema = z
     tokens: z.number().int(),
     verdict: VerdictSchema.nullable(),
     diff_size: z.number().int(),
+    review_warnings: z.array(z.string()).describe('Changes the review can only name, not show, although they are text files by name: inspect them before applying.'),
     error: z.string().nullable(),
   })
   .strict();

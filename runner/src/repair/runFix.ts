@@ -18,6 +18,7 @@ import { applyPatchFile } from '../workspace/applyPatch.js';
 import { captureApplicablePatch } from '../workspace/captureWorktreeDiff.js';
 import { repoTarget, resolveCommit, userExcludesFile } from '../workspace/repoLocation.js';
 import { runGit } from '../workspace/safeGit.js';
+import { EMPTY_PATCH, type PatchBytes, patchFromStore } from '../workspace/patchBytes.js';
 import { type AgentOutcome, runAgentLoop } from './agentLoop.js';
 import type { RepairModel } from './models/repairModel.js';
 import { patchSize, selectWinner } from './selectWinner.js';
@@ -70,7 +71,9 @@ interface AttemptResult {
   wt: AttemptWorktree | null;
   outcome: AgentOutcome | null;
   verdict: Verdict | null;
-  patch: string;
+  patch: PatchBytes;
+  /** What the review cannot show of this attempt's change (see reviewWarnings). */
+  warnings: string[];
   error: string | null;
 }
 
@@ -87,6 +90,14 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     : await startRun(store, opts);
   opts.onRunCreated?.(runId);
   opts.progress(`run ${runId}: ${resumed ? 'resumed, ' : ''}${temperatures.length} attempt(s) on ${opts.provider.name}${opts.image ? ` (${opts.image})` : ''}, tests: ${testCmd}`);
+
+  /**
+   * A worktree whose cleanup fails (a cell can make a tree hard to remove) must not end the
+   * run and lose every other attempt's result: the failure is said, gc finishes the job.
+   */
+  const cleanUp = async (wt: AttemptWorktree, how: { keepBranch?: boolean } = {}): Promise<void> => {
+    await destroyAttemptWorktree(wt, how).catch((e: Error) => opts.progress(`cleanup: ${wt.attemptId} could not be removed (${e.message.split('\n')[0]}); forge-runner gc --repo ${repo} removes it later`));
+  };
 
   const cell = async (worktree: string, command: string, purpose: string, attemptIdx: number | null): Promise<CellResult> => {
     const r = await opts.provider.run(
@@ -122,7 +133,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
         });
         baselineRun = await cell(baselineWt.path, testCmd, 'baseline', null);
       } finally {
-        await destroyAttemptWorktree(baselineWt);
+        await cleanUp(baselineWt);
       }
       throwIfCancelled(opts.signal);
       baseline = judgeTestRun(baselineRun.exit_code, baselineRun.output, null);
@@ -173,7 +184,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
         }
         groundTruth = { applied: applied.applied, conflicts: applied.conflicts, verdict };
       } finally {
-        await destroyAttemptWorktree(gtWt);
+        await cleanUp(gtWt);
       }
     }
     const fixed = Boolean(selection.winner && groundTruth?.applied && groundTruth.verdict?.green);
@@ -191,10 +202,10 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       if (!r.wt) continue;
       if (fixed && r === winnerResult) {
         await commitAttempt(r.wt, `forge: fix from attempt ${r.index} of ${runId}`);
-        await destroyAttemptWorktree(r.wt, { keepBranch: true });
+        await cleanUp(r.wt, { keepBranch: true });
         winnerBranch = r.wt.branch;
       } else {
-        await destroyAttemptWorktree(r.wt);
+        await cleanUp(r.wt);
       }
     }
     if (fixed && winnerBranch && opts.branch) {
@@ -231,7 +242,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     };
     store.finishRun(runId, fixed ? 'fixed' : 'not_fixed', fixed && winnerResult ? winnerResult.index : null, report);
     if (fixed) store.setReview(runId, appliedTo?.startsWith('working tree') ? 'applied' : 'pending');
-    writeOutputs(opts.outDir, report, fixed && selection.winner ? selection.winner.patch : (selection.best?.patch ?? ''));
+    writeOutputs(opts.outDir, report, fixed && selection.winner ? selection.winner.patch : (selection.best?.patch ?? EMPTY_PATCH));
     opts.progress(fixed ? `fixed: winner ${report.winner!.attempts.join(', ')} (${report.winner!.diff_size} changed lines) on ${winnerBranch}` : 'not fixed: no attempt passed the tests');
     return { report, exitCode: fixed ? 0 : 1 };
   } catch (e) {
@@ -250,7 +261,7 @@ async function runAttempt(
   install: (worktree: string, attemptIdx: number | null) => Promise<void>,
 ): Promise<AttemptResult> {
   const attemptId = `${runId}-a${index}`;
-  const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: '', error: null };
+  const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: EMPTY_PATCH, warnings: [], error: null };
   store.startAttempt(runId, index);
   opts.progress(`attempt ${index}: started (temperature ${temperature})`);
   try {
@@ -274,10 +285,13 @@ async function runAttempt(
     await purgePythonCaches(wt.path);
     const final = await cell(wt.path, testCmd, 'verdict', index);
     throwIfCancelled(opts.signal);
+    if (final.diff?.incomplete) throw new Error(`its change could not be captured completely (${final.diff.incomplete}), so it cannot be reviewed or applied`);
     result.verdict = judgeTestRun(final.exit_code, final.output, baselineReport);
     const change = await captureApplicablePatch({ location: wt.location, base });
     if (change.incomplete) throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
     result.patch = change.patch;
+    result.warnings = change.warnings;
+    for (const w of change.warnings) opts.progress(`attempt ${index}: warning: ${w}`);
     store.finishAttempt(runId, index, { verdict: result.verdict, patch: result.patch, turns: result.outcome.turns, tokens: result.outcome.tokens });
     opts.progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines`);
   } catch (e) {
@@ -307,6 +321,7 @@ async function startRun(store: RunStore, opts: FixOptions) {
   }
   const base = await resolveCommit(loc, 'HEAD');
   if (!base) throw new InputError(`${repo} has no commit yet; commit the code to fix first`);
+  if (opts.branch && (await resolveCommit(loc, `refs/heads/${opts.branch}`))) throw new InputError(`--branch ${opts.branch} already exists in ${repo}; pick a new name`);
   const testCmd = opts.testCmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
   if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
   const runId = `run-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
@@ -347,7 +362,8 @@ async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<A
     wt: location ? { repo, attemptId: a.attempt_id, path, branch: `forge/attempt/${a.attempt_id}`, baseCommit: base, included: [], location } : null,
     outcome: { turns: a.turns, tokens: a.tokens, stop: 'finish', summary: null },
     verdict: a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
-    patch: a.patch ?? '',
+    patch: patchFromStore(a.patch),
+    warnings: [],
     error: a.error,
   };
 }
@@ -363,6 +379,7 @@ function attemptReport(r: AttemptResult): AttemptReport {
     tokens: r.outcome?.tokens ?? 0,
     verdict: r.verdict,
     diff_size: patchSize(r.patch),
+    review_warnings: r.warnings,
     error: r.error,
   };
 }
@@ -393,7 +410,7 @@ async function purgePythonCaches(tree: string): Promise<void> {
 }
 
 /** Applies cleanly or not at all: the user's tree is never left half-changed. */
-async function applyToUserTree(repo: string, patch: string): Promise<boolean> {
+async function applyToUserTree(repo: string, patch: PatchBytes): Promise<boolean> {
   return applyPatchFile(await locateRepository(repo), patch, async (git, file) => {
     const fits = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
     if (fits) await git(['apply', '--whitespace=nowarn', file]);
@@ -401,7 +418,7 @@ async function applyToUserTree(repo: string, patch: string): Promise<boolean> {
   });
 }
 
-function writeOutputs(outDir: string | undefined, report: FixReport, patch: string): void {
+function writeOutputs(outDir: string | undefined, report: FixReport, patch: PatchBytes): void {
   const summary = renderSummary(report);
   if (outDir) {
     mkdirSync(outDir, { recursive: true });

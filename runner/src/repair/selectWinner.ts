@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { type PatchBytes, patchStructure } from '../workspace/patchBytes.js';
 import type { Verdict } from './verdicts/judgeTestRun.js';
 
 export interface Candidate {
@@ -6,7 +7,7 @@ export interface Candidate {
   /** Attempt order (0 = the temperature-0 attempt); breaks ties deterministically. */
   index: number;
   verdict: Verdict;
-  patch: string;
+  patch: PatchBytes;
 }
 
 export interface CandidateGroup {
@@ -17,7 +18,7 @@ export interface CandidateGroup {
   /** Changed lines (+/-), headers excluded. */
   size: number;
   verdict: Verdict;
-  patch: string;
+  patch: PatchBytes;
 }
 
 export interface Selection {
@@ -32,8 +33,8 @@ export interface Selection {
 }
 
 /** Pure: a diff without what differs between identical edits (blob ids, trailing blanks). */
-export function normalizePatch(patch: string): string {
-  return patch
+export function normalizePatch(patch: PatchBytes | string): string {
+  return patchStructure(patch)
     .replace(/\r\n?/g, '\n')
     .split('\n')
     .filter((l) => !/^index [0-9a-f]+\.\.[0-9a-f]+/.test(l) && !/^similarity index /.test(l))
@@ -42,8 +43,8 @@ export function normalizePatch(patch: string): string {
     .trim();
 }
 
-export function patchSize(patch: string): number {
-  return patch.split('\n').filter((l) => (l.startsWith('+') && !l.startsWith('+++')) || (l.startsWith('-') && !l.startsWith('---'))).length;
+export function patchSize(patch: PatchBytes | string): number {
+  return patchStructure(patch).split('\n').filter((l) => (l.startsWith('+') && !l.startsWith('+++')) || (l.startsWith('-') && !l.startsWith('---'))).length;
 }
 
 /**
@@ -59,7 +60,7 @@ export function selectWinner(candidates: Candidate[]): Selection {
       empty.push(c.attemptId);
       continue;
     }
-    const key = createHash('sha256').update(normalized).digest('hex');
+    const key = createHash('sha256').update(normalized, 'latin1').digest('hex');
     const group = byKey.get(key);
     if (group) {
       group.attempts.push(c.attemptId);

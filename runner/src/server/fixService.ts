@@ -10,6 +10,7 @@ import type { RepairModel } from '../repair/models/repairModel.js';
 import { runFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
+import { patchFromStore } from '../workspace/patchBytes.js';
 import { applyToWorkspace, discardRun, listReviewFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { runSnapshot } from './runSnapshots.js';
@@ -148,7 +149,7 @@ export class FixService {
     const { run } = this.reviewable(runId);
     if (run.review === 'applied') throw new InputError(`run ${runId} was already applied to ${run.repo}`);
     const winner = this.store.attempts(runId).find((a) => a.idx === run.winner_attempt);
-    const outcome = await applyToWorkspace(run.repo, winner?.patch ?? '');
+    const outcome = await applyToWorkspace(run.repo, patchFromStore(winner?.patch));
     if (outcome.applied) {
       this.store.setReview(runId, 'applied');
       this.pushNow(runId);

@@ -58,7 +58,8 @@ export interface AttemptRow {
   turns: number;
   tokens: number;
   verdict_json: string | null;
-  patch: string | null;
+  /** Bytes (BLOB); text in stores written before patches were kept as bytes. */
+  patch: Buffer | string | null;
   error: string | null;
   started_at: string | null;
   finished_at: string | null;
@@ -102,7 +103,7 @@ export class RunStore {
     this.db.prepare(`UPDATE attempts SET status = 'running', started_at = ?, error = NULL WHERE run_id = ? AND idx = ?`).run(now(), runId, idx);
   }
 
-  finishAttempt(runId: string, idx: number, result: { verdict: unknown; patch: string; turns: number; tokens: number } | { error: string; turns: number; tokens: number }): void {
+  finishAttempt(runId: string, idx: number, result: { verdict: unknown; patch: Buffer; turns: number; tokens: number } | { error: string; turns: number; tokens: number }): void {
     if ('error' in result) {
       this.db.prepare(`UPDATE attempts SET status = 'failed', error = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`)
         .run(result.error, result.turns, result.tokens, now(), runId, idx);

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { handOverToCellUser } from '../cells/cellUser.js';
+import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
 import { type RepoLocation, resolveCommit } from './repoLocation.js';
 import { type GitOutput, nulRecords, runGit, withGitView } from './safeGit.js';
 
@@ -22,7 +23,7 @@ type ViewGit = (args: string[]) => Promise<GitOutput>;
  * through a view (no filters, merge drivers or attributes from the tree: the patch's bytes
  * land as they are). `head` defaults to the tree's HEAD.
  */
-export async function applyPatchFile<T>(loc: RepoLocation, patch: string, work: (git: ViewGit, file: string) => Promise<T>, head?: string): Promise<T> {
+export async function applyPatchFile<T>(loc: RepoLocation, patch: PatchBytes, work: (git: ViewGit, file: string) => Promise<T>, head?: string): Promise<T> {
   const base = head ?? (await resolveCommit(loc, 'HEAD'));
   if (!base) throw new Error(`${loc.top} has no commit to apply a patch on`);
   const scratch = mkdtempSync(join(tmpdir(), 'forge-apply-'));
@@ -43,8 +44,8 @@ export async function applyPatchFile<T>(loc: RepoLocation, patch: string, work: 
  * cleanly when the preimage matches, else with a 3-way merge against the blobs the patch
  * names, reporting conflicts file by file. New files go to the cell user like the rest.
  */
-export async function applyPatch(wt: { location: RepoLocation; baseCommit: string }, patch: string): Promise<ApplyOutcome> {
-  if (patch.trim() === '') return { applied: true, files: [], conflicts: [], mode: 'clean' };
+export async function applyPatch(wt: { location: RepoLocation; baseCommit: string }, patch: PatchBytes): Promise<ApplyOutcome> {
+  if (isEmptyPatch(patch)) return { applied: true, files: [], conflicts: [], mode: 'clean' };
   try {
     return await applyPatchFile(wt.location, patch, async (git, file) => {
       const files = nulRecords((await git(['apply', '--numstat', '-z', file])).text)

@@ -1,4 +1,5 @@
-import { appendFileSync, chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { handOverToCellUser } from '../cells/cellUser.js';
@@ -67,6 +68,7 @@ export async function createAttemptWorktree(repo: string, baseRef: string, attem
   const top = loc.top;
   const baseCommit = await resolveCommit(loc, baseRef);
   if (!baseCommit) throw new InputError(`base ref "${baseRef}" is not a commit in ${top}; pass an existing branch, tag or commit`);
+  assertRealCellsDir(top);
   const path = join(top, CELLS_DIR, attemptId);
   const branch = BRANCH_PREFIX + attemptId;
   if (existsSync(path)) throw new InputError(`attempt ${attemptId} already has a worktree at ${path}; destroy it first or pick another id`);
@@ -75,6 +77,7 @@ export async function createAttemptWorktree(repo: string, baseRef: string, attem
   }
   excludeForgeDir(loc);
   mkdirSync(dirname(path), { recursive: true });
+  assertRealCellsDir(top);
   await runGit(repoTarget(loc), ['worktree', 'add', '--quiet', '--lock', '--reason', `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`, '-b', branch, path, baseCommit]);
   const location = await discoverRepository(path);
   if (!location || location.top !== path) throw new Error(`git worktree add did not create a work tree at ${path}`);
@@ -96,6 +99,7 @@ export async function destroyAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 
   const loc = await locateRepository(wt.repo);
   const cells = join(loc.top, CELLS_DIR);
   if (!isInside(resolve(wt.path), cells) || resolve(wt.path) === cells) throw new Error(`refusing to remove ${wt.path}: attempt worktrees live under ${cells}`);
+  assertRealCellsDir(loc.top);
   await runGit(repoTarget(loc), ['worktree', 'unlock', wt.path]).catch(() => undefined);
   removeTree(wt.path);
   await runGit(repoTarget(loc), ['worktree', 'prune']);
@@ -104,20 +108,40 @@ export async function destroyAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 
   }
 }
 
-/** Removes a tree a cell may have made hard to remove (directories without write permission). */
+/**
+ * Removes a tree a cell may have made hard to remove: deeper than PATH_MAX, directories
+ * without permissions. GNU rm walks with directory descriptors and never crosses a mount.
+ */
 function removeTree(path: string): void {
-  try {
-    rmSync(path, { recursive: true, force: true });
-  } catch {
-    const stack = [path];
-    while (stack.length > 0) {
-      const dir = stack.pop()!;
-      try {
-        chmodSync(dir, 0o700);
-        for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) stack.push(join(dir, e.name));
-      } catch { /* not ours to fix */ }
+  if (!existsSync(path) && lstatOrNull(path) === null) return;
+  const rm = () => spawnSync('rm', ['-rf', '--one-file-system', '--', path], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  let r = rm();
+  if (lstatOrNull(path) !== null) {
+    spawnSync('chmod', ['-R', 'u+rwX', '--', path], { stdio: 'ignore' });
+    r = rm();
+  }
+  if (lstatOrNull(path) !== null) throw new Error(`cannot remove ${path}: ${(r.stderr ?? '').trim().split('\n')[0] ?? 'rm failed'}`);
+}
+
+/**
+ * `.forge` and `.forge/cells` must be real directories of the repository: a cell working on
+ * the user's checkout could make either a symbolic link, and the runner would then create,
+ * check out and delete trees wherever it points.
+ */
+export function assertRealCellsDir(top: string): void {
+  for (const dir of [join(top, FORGE_DIR), join(top, CELLS_DIR)]) {
+    const st = lstatOrNull(dir);
+    if (st && !st.isDirectory()) {
+      throw new InputError(`${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}: forge keeps attempt worktrees in a real directory there; remove it`);
     }
-    rmSync(path, { recursive: true, force: true });
+  }
+}
+
+function lstatOrNull(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
   }
 }
 

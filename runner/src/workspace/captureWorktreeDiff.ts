@@ -2,6 +2,9 @@ import { lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorktreeDiff } from '../protocol/cellResult.js';
 import { translateIgnoreRules } from './baseIgnoreRules.js';
+import { displayText } from './displayText.js';
+import type { PatchBytes } from './patchBytes.js';
+import { reviewWarnings } from './reviewWarnings.js';
 import type { RepoLocation } from './repoLocation.js';
 import { GitDeadlineError, type GitView, nulRecords, runGit, withGitView } from './safeGit.js';
 
@@ -70,14 +73,15 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
   try {
     return await withPreparedChanges(src, caps, async (c) => {
       const opts = { deadline: c.deadline, lowPriority: true };
-      const target = { ...c.view, config: [...(c.view.config ?? []), `core.bigFileThreshold=${caps.textFileBytes}`] };
-      const meta = await runGit(target, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
-      const patch = await runGit(target, ['diff', ...DIFF_OPTIONS, '-M', c.base, '--'], { ...opts, maxBytes: caps.patchBytes });
+      // No core.bigFileThreshold: a large text file is shown as text (the patch is capped),
+      // never named as binary while its content is applied unseen.
+      const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
+      const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', c.base, '--'], { ...opts, maxBytes: caps.patchBytes });
       const all = parseRawNumstat(meta.text);
       const files = all.slice(0, caps.maxFiles);
       let incomplete = c.incomplete;
       if (meta.truncated) incomplete ??= 'the list of changed files is larger than 32 MiB';
-      return { patch: patch.text, truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, incomplete };
+      return { patch: displayText(patch.stdout), truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, warnings: reviewWarnings(all), incomplete };
     });
   } catch (e) {
     return failedCapture(e);
@@ -88,11 +92,13 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
  * The full-fidelity patch of a tree against its base (binary contents included, untracked
  * files included) for applying to another tree, with what it leaves out.
  */
-export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<{ patch: string; omitted: WorktreeDiff['omitted']; incomplete: string | null }> {
+export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<{ patch: PatchBytes; omitted: WorktreeDiff['omitted']; warnings: string[]; incomplete: string | null }> {
   return withPreparedChanges(src, caps, async (c) => {
-    const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], { deadline: c.deadline, maxBytes: MAX_APPLY_PATCH_BYTES, lowPriority: true });
+    const opts = { deadline: c.deadline, lowPriority: true };
+    const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], { ...opts, maxBytes: MAX_APPLY_PATCH_BYTES });
+    const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
     const incomplete = patch.truncated ? `the patch is larger than ${MAX_APPLY_PATCH_BYTES} bytes` : c.incomplete;
-    return { patch: patch.text, omitted: c.omitted, incomplete };
+    return { patch: patch.stdout, omitted: c.omitted, warnings: reviewWarnings(parseRawNumstat(meta.text)), incomplete };
   });
 }
 
@@ -146,11 +152,17 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
       // Tracked files whose stat changed (no content is read for this).
       const dirty = nulRecords((await runGit(view, ['diff-files', '--name-only', '-z'], { ...opts, maxBytes: 64 * 1024 * 1024 })).text);
       const skip: string[] = [];
+      const nowDirectories: string[] = [];
       for (const path of dirty) {
         const st = lstatOrNull(join(top, path));
         if (st?.isFile() && !budget(path, st.size, caps.changedFileBytes, 'changed file')) skip.push(path);
+        // A file that became a directory is gone: what is inside is untracked like any new
+        // file (git would otherwise show a nested repository there as a gitlink, which the
+        // commit would not carry).
+        if (st?.isDirectory()) nowDirectories.push(path);
       }
       if (skip.length > 0) await runGit(view, ['update-index', '--assume-unchanged', '-z', '--stdin'], { ...opts, input: skip.join('\0') + '\0' });
+      if (nowDirectories.length > 0) await runGit(view, ['update-index', '--force-remove', '-z', '--stdin'], { ...opts, input: nowDirectories.join('\0') + '\0' });
 
       // Untracked files, listed with the base's ignore rules only.
       const listing = await runGit(view, ['ls-files', '-z', '--others', `--exclude-from=${view.excludeFile}`], { ...opts, maxRecords: caps.maxUntracked + 1, maxBytes: 256 * 1024 * 1024 });
@@ -184,7 +196,7 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
 
 function failedCapture(e: unknown): WorktreeDiff {
   const why = e instanceof GitDeadlineError ? 'diff capture stopped at its deadline' : `diff capture failed: ${(e as Error).message.split('\n')[0]}`;
-  return { patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], incomplete: why };
+  return { patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], warnings: [], incomplete: why };
 }
 
 function lstatOrNull(path: string) {

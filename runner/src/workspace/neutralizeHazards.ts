@@ -1,5 +1,4 @@
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, openSync, opendirSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, constants, type Dirent, fchmodSync, fstatSync, lstatSync, openSync, readdirSync, unlinkSync } from 'node:fs';
 import type { CellResult } from '../protocol/cellResult.js';
 
 export type NeutralizedEntry = CellResult['neutralized'][number];
@@ -8,75 +7,107 @@ export interface HazardScan {
   neutralized: NeutralizedEntry[];
   /** Why the walk stopped before the end, or null. */
   incomplete: string | null;
+  /** Entries whose path is longer than host tools (git) can name: they are in no diff. */
+  tooLong: number;
 }
 
 export const HAZARD_SCAN_LIMITS = { maxEntries: 1_000_000, deadlineMs: 30_000, reported: 500 } as const;
+
+/** PATH_MAX: a path at least this long cannot be opened by name, so git never sees it. */
+export const HOST_PATH_MAX = 4096;
+
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
+/** An entry below an open directory: each step goes through a descriptor, never a long path. */
+const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
 
 /**
  * After a cell, before anything else on the host reads the tree: clears setuid/setgid bits
  * and removes device nodes, FIFOs and sockets the cell left. None of them can be represented
  * in git, and on the host each is a hazard (a setuid binary another user runs, a FIFO that
- * blocks a reader, a device node). The walk never follows symbolic links, and opens what it
- * changes with O_NOFOLLOW so a swapped entry is not touched through a link.
+ * blocks a reader, a device node). The walk goes from directory descriptor to directory
+ * descriptor (O_NOFOLLOW), so links are never followed and a tree deeper than PATH_MAX is
+ * walked whole; paths that long are counted, since git cannot see them.
  */
 export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?: typeof HAZARD_SCAN_LIMITS } = {}): HazardScan {
   const limits = opts.limits ?? HAZARD_SCAN_LIMITS;
   const deadline = Date.now() + limits.deadlineMs;
-  const skipped = new Set((opts.skip ?? []).map((s) => join(top, s)));
+  const skipped = new Set(opts.skip ?? []);
   const neutralized: NeutralizedEntry[] = [];
   let seen = 0;
+  let tooLong = 0;
   let incomplete: string | null = null;
   const record = (entry: NeutralizedEntry) => {
     if (neutralized.length < limits.reported) neutralized.push(entry);
   };
-  const stack: string[] = [top];
-  walk: while (stack.length > 0) {
-    const dir = stack.pop()!;
-    let handle;
+  // Depth first, one open descriptor per level (never one per pending directory).
+  const frames: { fd: number; rel: string; bytes: number; entries: Dirent[]; i: number }[] = [];
+  const enter = (fd: number, rel: string, bytes: number): void => {
     try {
-      handle = opendirSync(dir);
+      frames.push({ fd, rel, bytes, entries: readdirSync(at(fd, ''), { withFileTypes: true }), i: 0 });
     } catch {
-      continue;
+      closeSync(fd);
+      incomplete ??= `${rel || '.'} cannot be read`;
     }
-    try {
-      for (let e = handle.readSync(); e !== null; e = handle.readSync()) {
-        if (++seen > limits.maxEntries || (seen % 1024 === 0 && Date.now() > deadline)) {
-          incomplete = seen > limits.maxEntries ? `more than ${limits.maxEntries} entries` : `past its ${limits.deadlineMs / 1000} s deadline`;
-          break walk;
-        }
-        const path = join(dir, e.name);
-        if (skipped.has(path)) continue;
-        const rel = path.slice(top.length + 1);
-        if (e.isDirectory()) stack.push(path);
-        else if (e.isFIFO() || e.isSocket() || e.isCharacterDevice() || e.isBlockDevice()) {
-          const found = e.isFIFO() ? 'fifo' : e.isSocket() ? 'socket' : 'device';
-          try {
-            unlinkSync(path);
-            record({ path: rel, found, action: 'removed' });
-          } catch { /* gone already */ }
-        } else if (e.isFile()) clearSetId(path, rel, record);
-      }
-    } finally {
-      handle.closeSync();
-    }
+  };
+  try {
+    enter(openSync(top, O_RDONLY | O_DIRECTORY), '', Buffer.byteLength(top));
+  } catch {
+    return { neutralized, incomplete: `${top} cannot be opened`, tooLong };
   }
-  return { neutralized, incomplete };
+  try {
+    while (frames.length > 0) {
+      const dir = frames[frames.length - 1]!;
+      const e = dir.entries[dir.i++];
+      if (!e) {
+        closeSync(dir.fd);
+        frames.pop();
+        continue;
+      }
+      if (++seen > limits.maxEntries || (seen % 1024 === 0 && Date.now() > deadline)) {
+        incomplete = seen > limits.maxEntries ? `more than ${limits.maxEntries} entries` : `past its ${limits.deadlineMs / 1000} s deadline`;
+        break;
+      }
+      if (dir.rel === '' && skipped.has(e.name)) continue;
+      const rel = dir.rel === '' ? e.name : `${dir.rel}/${e.name}`;
+      const bytes = dir.bytes + 1 + Buffer.byteLength(e.name);
+      if (bytes >= HOST_PATH_MAX) tooLong++;
+      if (e.isDirectory()) {
+        let fd: number;
+        try {
+          fd = openSync(at(dir.fd, e.name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        } catch {
+          incomplete ??= `${rel.slice(0, 200)} cannot be opened`;
+          continue;
+        }
+        enter(fd, rel, bytes);
+      } else if (e.isFIFO() || e.isSocket() || e.isCharacterDevice() || e.isBlockDevice()) {
+        const found = e.isFIFO() ? 'fifo' : e.isSocket() ? 'socket' : 'device';
+        try {
+          unlinkSync(at(dir.fd, e.name));
+          record({ path: rel, found, action: 'removed' });
+        } catch { /* gone already */ }
+      } else if (e.isFile()) clearSetId(dir.fd, e.name, rel, record);
+    }
+  } finally {
+    for (const f of frames) closeSync(f.fd);
+  }
+  return { neutralized, incomplete, tooLong };
 }
 
-function clearSetId(path: string, rel: string, record: (e: NeutralizedEntry) => void): void {
+function clearSetId(dirFd: number, name: string, rel: string, record: (e: NeutralizedEntry) => void): void {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+    fd = openSync(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   } catch {
     // Unreadable to us (mode 0000 of our own user): nothing runs in the tree any more, so
-    // checking by path and changing by path cannot race with the cell.
+    // checking and changing the mode through the directory cannot race with the cell.
     try {
-      const st = lstatSync(path);
+      const st = lstatSync(at(dirFd, name));
       if (st.isFile() && (st.mode & 0o6000) !== 0) {
-        chmodSync(path, st.mode & 0o1777);
+        chmodSync(at(dirFd, name), st.mode & 0o1777);
         record({ path: rel, found: 'setid', action: 'cleared' });
       }
-    } catch { /* gone */ }
+    } catch { /* cannot be opened at all: cannot be run by anyone but root either */ }
     return;
   }
   try {

@@ -3,6 +3,7 @@ import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
+import { dedicatedCellUser } from '../cells/cellUser.js';
 import { isInside } from './pathInside.js';
 import { type GitTarget, runGit } from './safeGit.js';
 
@@ -39,6 +40,7 @@ export async function discoverRepository(dir: string): Promise<RepoLocation | nu
   const top = realpathSync(topRaw);
   const gitDir = realpathSync(gitDirRaw);
   const commonDir = realpathSync(isAbsolute(commonRaw) ? commonRaw : resolve(dir, commonRaw));
+  refuseCellMadeGitData([gitDir, commonDir, join(commonDir, 'config')]);
   return {
     top,
     gitDir,
@@ -48,6 +50,21 @@ export async function discoverRepository(dir: string): Promise<RepoLocation | nu
     objectFormat: format === 'sha256' ? 'sha256' : 'sha1',
     gitEntry: join(top, '.git'),
   };
+}
+
+/**
+ * Git data owned by the dedicated cell user was made by a cell (a root runner's cells run as
+ * that user, and the runner never gives it git data): its config and index are an attacker's,
+ * so it is refused, never trusted as the user's repository.
+ */
+function refuseCellMadeGitData(paths: string[]): void {
+  if ((process.getuid?.() ?? 0) !== 0) return;
+  const cell = dedicatedCellUser(process.env).uid;
+  for (const p of paths) {
+    if (lstatSafe(p)?.uid === cell) {
+      throw new InputError(`${p} belongs to the cell user (uid ${cell}): a cell made this git data, so forge will not trust it as a repository; remove it or use the repository it came from`);
+    }
+  }
 }
 
 /**

@@ -2,7 +2,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { applyPatchFile } from './applyPatch.js';
-import { BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree, locateRepository } from './attemptWorktree.js';
+import { assertRealCellsDir, BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree, locateRepository } from './attemptWorktree.js';
+import { displayText, isUtf8Text } from './displayText.js';
+import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
 import { repoTarget } from './repoLocation.js';
 import { type GitCallOptions, type GitOutput, runGit } from './safeGit.js';
 
@@ -57,10 +59,11 @@ export async function readReviewContent(repo: string, rev: string, path: string)
   const size = Number((await userGit(repo, ['cat-file', '-s', spec])).text.trim());
   if (size > REVIEW_CONTENT_LIMIT) return { content: null, note: `${size} bytes: too large to show (limit ${REVIEW_CONTENT_LIMIT})` };
   const mode = (await userGit(repo, ['ls-tree', rev, '--', path])).text.split(' ')[0];
-  const raw = (await userGit(repo, ['cat-file', 'blob', spec], { maxBytes: REVIEW_CONTENT_LIMIT })).text;
-  if (mode === '120000') return { content: `symbolic link -> ${raw}`, note: 'symbolic link' };
-  if (raw.slice(0, 8000).includes('\0')) return { content: null, note: `binary file (${size} bytes)` };
-  return { content: raw, note: null };
+  const raw = (await userGit(repo, ['cat-file', 'blob', spec], { maxBytes: REVIEW_CONTENT_LIMIT })).stdout;
+  if (mode === '120000') return { content: `symbolic link -> ${displayText(raw)}`, note: 'symbolic link' };
+  if (raw.subarray(0, 8000).includes(0)) return { content: null, note: `binary file (${size} bytes)` };
+  if (!isUtf8Text(raw)) return { content: displayText(raw), note: 'not valid UTF-8: bytes that are not are shown as \\xNN' };
+  return { content: raw.toString('utf8'), note: null };
 }
 
 /**
@@ -68,8 +71,8 @@ export async function readReviewContent(repo: string, rev: string, path: string)
  * checked first, and when any file would not apply cleanly nothing is written and each
  * file's outcome is reported.
  */
-export async function applyToWorkspace(repo: string, patch: string): Promise<{ applied: boolean; files: ApplyFileOutcome[] }> {
-  if (patch.trim() === '') return { applied: true, files: [] };
+export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise<{ applied: boolean; files: ApplyFileOutcome[] }> {
+  if (isEmptyPatch(patch)) return { applied: true, files: [] };
   const loc = await locateRepository(repo);
   return applyPatchFile(loc, patch, async (git, file) => {
     const paths = (await git(['apply', '--numstat', '-z', file])).text.split('\0').filter(Boolean).map((e) => e.split('\t').pop() ?? '').filter(Boolean);
@@ -95,6 +98,7 @@ function conflictReason(gitError: string): string {
 /** Removes the winner branch and any worktree of the run left under .forge/cells. */
 export async function discardRun(repo: string, runId: string, branch: string | null): Promise<string[]> {
   const removed: string[] = [];
+  assertRealCellsDir(repo);
   const cellsDir = join(repo, CELLS_DIR);
   if (existsSync(cellsDir)) {
     for (const name of readdirSync(cellsDir)) {

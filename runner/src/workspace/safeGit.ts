@@ -289,12 +289,24 @@ export async function withGitView<T>(spec: GitViewSpec, work: (view: GitView) =>
       excludeFile: join(dir, 'info', 'exclude'),
       config: ['core.excludesFile=/dev/null'],
     };
-    const copied = spec.indexFrom ? copyIndex(spec.indexFrom, view.indexFile) : false;
+    // A copied index is only a stat cache: one naming a path git would never write (absolute,
+    // with .. or .git) is not the runner's and could make git read host files; it is dropped.
+    let copied = spec.indexFrom ? copyIndex(spec.indexFrom, view.indexFile) : false;
+    if (copied && !nulRecords((await runGit(view, ['ls-files', '-z'], { maxBytes: 256 * 1024 * 1024 })).text).every(isSafeIndexPath)) {
+      rmSync(view.indexFile, { force: true });
+      copied = false;
+    }
     if (!copied) await runGit(view, ['read-tree', spec.head]);
     return await work(view);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Pure: a path git itself would accept in an index (relative, no empty, `.`, `..` or `.git` component). */
+export function isSafeIndexPath(path: string): boolean {
+  if (path === '' || path.startsWith('/') || path.includes('\0')) return false;
+  return path.split('/').every((c) => c !== '' && c !== '.' && c !== '..' && c.toLowerCase() !== '.git');
 }
 
 /** Copies an index with its timestamp: git's racy-entry check compares file times with it. */

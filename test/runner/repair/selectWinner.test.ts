@@ -8,7 +8,7 @@ const verdict = (green: boolean, failed = green ? 0 : 1): Verdict => ({
 });
 const patch = (lines: number, tag = 'x') =>
   `diff --git a/f.py b/f.py\nindex 111..222 100644\n--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n` + Array.from({ length: lines }, (_, i) => `+${tag}${i}`).join('\n') + '\n';
-const cand = (id: string, index: number, v: Verdict, p: string): Candidate => ({ attemptId: id, index, verdict: v, patch: p });
+const cand = (id: string, index: number, v: Verdict, p: string): Candidate => ({ attemptId: id, index, verdict: v, patch: Buffer.from(p) });
 
 describe('selectWinner', () => {
   it('prefers green, then the smallest diff', () => {

@@ -44,7 +44,7 @@ describe('review of a winner: files, content, all-or-nothing apply, discard', ()
     const w = withWinner();
     try {
       writeFileSync(join(w.dir, 'b.txt'), 'alpha\nbeta changed by the user\n');
-      const r = await applyToWorkspace(w.dir, w.patch);
+      const r = await applyToWorkspace(w.dir, Buffer.from(w.patch));
       assert.equal(r.applied, false);
       const byPath = new Map(r.files.map((f) => [f.path, f]));
       assert.equal(byPath.get('b.txt')?.ok, false);
@@ -60,7 +60,7 @@ describe('review of a winner: files, content, all-or-nothing apply, discard', ()
   it('apply on a clean tree writes every file; discard removes the branch', async () => {
     const w = withWinner();
     try {
-      const r = await applyToWorkspace(w.dir, w.patch);
+      const r = await applyToWorkspace(w.dir, Buffer.from(w.patch));
       assert.equal(r.applied, true);
       assert.equal(readFileSync(join(w.dir, 'b.txt'), 'utf8'), 'alpha\nBETA\n');
       assert.deepEqual(await discardRun(w.dir, 'run-x', w.branch), [`branch ${w.branch}`]);

@@ -50,13 +50,13 @@ export function parseNodeTest(out: string): TestReport | null {
 
 /** mocha (spec reporter): "  3 passing (12ms)", "  1 failing", "  2 pending". */
 export function parseMocha(out: string): TestReport | null {
-  const passing = /^\s*(\d+) passing \(\d+(?:ms|s|m)\)$/m.exec(out);
+  const passing = /^[ \t]*(\d+) passing \(\d+(?:ms|s|m)\)$/m.exec(out);
   if (!passing) return null;
   const r = emptyReport('mocha');
   r.passed = num(passing[1]);
-  r.failed = num(/^\s*(\d+) failing$/m.exec(out)?.[1]);
-  r.skipped = num(/^\s*(\d+) pending$/m.exec(out)?.[1]);
-  const listEnd = out.search(/^\s*\d+ passing \(/m);
+  r.failed = num(/^[ \t]*(\d+) failing$/m.exec(out)?.[1]);
+  r.skipped = num(/^[ \t]*(\d+) pending$/m.exec(out)?.[1]);
+  const listEnd = out.search(/^[ \t]*\d+ passing \(/m);
   for (const l of out.slice(0, listEnd).split('\n')) {
     const ok = /^\s+[✔✓] (.+?)(?: \(\d+ms\))?$/.exec(l);
     const bad = /^\s+\d+\) (.+)$/.exec(l);
@@ -68,7 +68,7 @@ export function parseMocha(out: string): TestReport | null {
 
 /** jest: "Tests:       1 failed, 2 passed, 3 total"; names from --verbose ✓/✕ and "● a › b". */
 export function parseJest(out: string): TestReport | null {
-  const line = /^Tests:\s+(.+ total)$/m.exec(out)?.[1];
+  const line = /^Tests:[ \t]+(.+ total)$/m.exec(out)?.[1];
   if (!line) return null;
   const count = (w: string) => num(new RegExp(`(\\d+) ${w}`).exec(line)?.[1]);
   const r = emptyReport('jest');
@@ -86,7 +86,7 @@ export function parseJest(out: string): TestReport | null {
 
 /** vitest: "      Tests  1 failed | 3 passed (4)". */
 export function parseVitest(out: string): TestReport | null {
-  const line = /^\s*Tests\s+(.+\(\d+\))\s*$/m.exec(out)?.[1];
+  const line = /^[ \t]*Tests[ \t]+(.+\(\d+\))[ \t]*$/m.exec(out)?.[1];
   if (!line || !/\bTest Files\b/.test(out)) return null;
   const count = (w: string) => num(new RegExp(`(\\d+) ${w}`).exec(line)?.[1]);
   const r = emptyReport('vitest');
@@ -104,7 +104,7 @@ export function parseVitest(out: string): TestReport | null {
 
 /** go test: "--- PASS: TestX (0.00s)" (with -v), "--- FAIL: ...", "ok  pkg" / "FAIL pkg". */
 export function parseGoTest(out: string): TestReport | null {
-  const hasPkg = /^(ok|FAIL|---)\s+\S+/m.test(out) && (/^(ok|FAIL)\s+\S+\s+[\d.]+s/m.test(out) || /^--- (PASS|FAIL|SKIP): /m.test(out));
+  const hasPkg = /^(ok|FAIL|---)[ \t]+\S+/m.test(out) && (/^(ok|FAIL)[ \t]+\S+[ \t]+[\d.]+s/m.test(out) || /^--- (PASS|FAIL|SKIP): /m.test(out));
   if (!hasPkg) return null;
   const r = emptyReport('go test');
   for (const l of out.split('\n')) {
@@ -135,7 +135,7 @@ export function parseCtest(out: string): TestReport | null {
   const summary = /^\d+% tests passed, (\d+) tests? failed out of (\d+)/m.exec(out);
   if (!summary) return null;
   const r = emptyReport('ctest');
-  for (const m of out.matchAll(/^\s*\d+\/\d+ Test\s+#\d+: (\S+) \.*\s*(\*{3})?(Passed|Failed|Exception|Timeout|Not Run|Skipped)/gm)) {
+  for (const m of out.matchAll(/^[ \t]*\d+\/\d+ Test\s+#\d+: (\S+) \.*[ \t]*(\*{3})?(Passed|Failed|Exception|Timeout|Not Run|Skipped)/gm)) {
     r.tests.set(m[1]!, m[3] === 'Passed' ? 'pass' : m[3] === 'Skipped' || m[3] === 'Not Run' ? 'skip' : 'fail');
   }
   const counted = countTests(r);
@@ -177,7 +177,7 @@ export function parseJunitXml(xml: string): TestReport | null {
  * may follow; one word and a colon may precede). Names from "ok NAME" / "FAIL NAME" lines.
  */
 export function parsePlainSummary(out: string): TestReport | null {
-  const m = [...out.matchAll(/^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$/gm)].pop();
+  const m = [...out.matchAll(/^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?[ \t]*$/gm)].pop();
   if (!m) return null;
   const r = emptyReport('plain');
   r.passed = num(m[1]);

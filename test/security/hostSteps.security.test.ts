@@ -1,0 +1,224 @@
+// A second red-team pass on the host-side steps (found after the first fixes): git data a cell
+// plants and a later run would trust, bytes that are not UTF-8, a .forge link, trees deeper
+// than PATH_MAX, content hidden as "binary", and input refused only after the work.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
+import { createAttemptWorktree, destroyAttemptWorktree } from '../../runner/src/workspace/attemptWorktree.js';
+import { captureApplicablePatch, captureWorktreeDiff, commitWorktreeChanges } from '../../runner/src/workspace/captureWorktreeDiff.js';
+import { git, makeRepo, worktreeSource } from '../helpers/gitRepo.js';
+import { requireFeature } from '../helpers/requirement.js';
+
+const RUNNER = join(process.cwd(), 'dist', 'runner.js');
+const ROOT = process.getuid?.() === 0;
+
+function cli(args: string[]) {
+  return spawnSync(process.execPath, [RUNNER, ...args], { encoding: 'utf8', timeout: 280_000, maxBuffer: 64 * 1024 * 1024 });
+}
+function cellJson(worktree: string, cmd: string, extra: string[] = []) {
+  const r = cli(['cell', 'run', '--json', '--worktree', worktree, ...extra, '--', cmd]);
+  assert.equal(r.status, 0, `cell run failed (${r.status}): ${r.stderr.slice(-800)}`);
+  return JSON.parse(r.stdout);
+}
+const pyRepo = () => makeRepo({
+  'calc.py': 'def add(a, b):\n    return a - b\n',
+  'test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+});
+function replay(dir: string, turns: unknown[]): string {
+  const file = join(dir, 'replay.json');
+  writeFileSync(file, JSON.stringify({ version: 1, attempts: [turns] }));
+  return `replay:${file}`;
+}
+const finish = { tool_calls: [{ name: 'finish', arguments: { summary: 's' } }] };
+const fixAdd = { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return a - b', new_string: 'return a + b' } }] };
+function fix(repo: string, model: string, extra: string[] = []) {
+  return cli(['fix', '--repo', repo, '--provider', 'host', '--attempts', '1', '--issue-text', 'add() subtracts', '--model', model, '--test-cmd', 'python3 -m pytest -q', '--json', ...extra]);
+}
+const forgeBranches = (repo: string) => git(repo, 'branch', '--list', 'forge/*').split('\n').map((l) => l.replace(/^[*+]?\s*/, '')).filter(Boolean);
+
+/** An index (version 2) holding one entry named `path`: what git itself would never write. */
+function craftedIndex(path: string, sha: string): Buffer {
+  const name = Buffer.from(path);
+  const fixed = Buffer.alloc(62);
+  fixed.writeUInt32BE(0o100644, 24);
+  Buffer.from(sha, 'hex').copy(fixed, 40);
+  fixed.writeUInt16BE(Math.min(name.length, 0xfff), 60);
+  const entryLength = 62 + name.length;
+  const padded = Buffer.alloc(Math.ceil((entryLength + 1) / 8) * 8 - 62);
+  name.copy(padded);
+  const header = Buffer.from('DIRC\0\0\0\x02\0\0\0\x01', 'latin1');
+  const body = Buffer.concat([header, fixed, padded]);
+  return Buffer.concat([body, createHash('sha1').update(body).digest()]);
+}
+
+describe('host-side steps, second red-team pass (each test tries what broke once)', function () {
+  this.timeout(300_000);
+  let scratch: string;
+  before(async function () {
+    const probe = await probeBubblewrap();
+    requireFeature(this, probe.usable, probe.reason);
+    scratch = mkdtempSync(join(tmpdir(), 'forge-hoststeps-'));
+  });
+  after(() => scratch && rmSync(scratch, { recursive: true, force: true }));
+
+  it('a repository a cell planted is never trusted later as the user\'s (a root runner refuses git data of the cell user)', function () {
+    if (!ROOT) this.skip();
+    const repo = pyRepo();
+    const marker = join(tmpdir(), `forge-planted-${process.pid}`);
+    try {
+      cellJson(repo.dir, [
+        'mkdir pkg && cd pkg && git init -q',
+        'printf "def add(a, b):\\n    return a - b\\n" > calc.py && printf "from calc import add\\ndef test_add():\\n    assert add(2, 3) == 5\\n" > test_calc.py',
+        'echo "* filter=x" > .gitattributes',
+        `git config filter.x.smudge "sh -c \\"touch ${marker}; cat\\"" && git config filter.x.clean "sh -c \\"touch ${marker}; cat\\""`,
+        'git -c filter.x.clean=cat add . && git -c filter.x.clean=cat -c user.email=a@b -c user.name=a commit -qm i',
+      ].join(' && '));
+      const r = fix(join(repo.dir, 'pkg'), replay(scratch, [fixAdd, finish]));
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /a cell made this git data/);
+      const again = cli(['cell', 'run', '--worktree', join(repo.dir, 'pkg'), '--', 'true']);
+      assert.equal(again.status, 2, again.stderr);
+      assert.equal(existsSync(marker), false, 'a planted filter ran on the host');
+    } finally {
+      rmSync(marker, { force: true });
+      repo.cleanup();
+    }
+  });
+
+  it('an index naming a host path (/etc/hostname, ../x) is dropped, never used to read host files', async () => {
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      const empty = git(repo.dir, 'hash-object', '-w', '--stdin').trim();
+      for (const bad of ['/etc/hostname', '../../../../../../etc/hostname', 'x/.git/config']) {
+        writeFileSync(join(repo.dir, '.git', 'index'), craftedIndex(bad, empty));
+        const diff = await captureWorktreeDiff(await worktreeSource(repo.dir));
+        assert.ok(!diff.files.some((f) => f.path.includes('hostname') || f.path.includes('.git')), JSON.stringify(diff.files));
+        assert.doesNotMatch(diff.patch, new RegExp(readFileSync('/etc/hostname', 'utf8').trim() || 'no-hostname'));
+      }
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a file that is not UTF-8 reaches the branch, winner.diff and ground truth as the same bytes', function () {
+    const repo = pyRepo();
+    const out = join(scratch, 'latin1-out');
+    try {
+      // Latin-1 source: the byte 0xE9 alone is not UTF-8 (a decode would make it U+FFFD).
+      const source = Buffer.concat([Buffer.from("# -*- coding: latin-1 -*-\ndef add(a, b):\n    marker = '"), Buffer.from([0xe9]), Buffer.from("'\n    return a + b\n")]);
+      const model = replay(scratch, [{ tool_calls: [{ name: 'run_command', arguments: { command: `echo ${source.toString('base64')} | base64 -d > calc.py` } }] }, finish]);
+      const r = fix(repo.dir, model, ['--out', out]);
+      assert.equal(r.status, 0, r.stderr.slice(-1500));
+      const diff = readFileSync(join(out, 'winner.diff'));
+      assert.ok(diff.includes(Buffer.from([0xe9])), 'winner.diff lost the byte');
+      assert.ok(!diff.includes(Buffer.from([0xef, 0xbf, 0xbd])), 'winner.diff carries U+FFFD instead of the byte');
+      const branch = forgeBranches(repo.dir)[0]!;
+      const committed = spawnSync('git', ['-c', 'safe.directory=*', 'show', `${branch}:calc.py`], { cwd: repo.dir }).stdout as Buffer;
+      // Applying winner.diff to the base gives exactly what the branch holds.
+      const check = mkdtempSync(join(scratch, 'apply-'));
+      git(repo.dir, 'worktree', 'add', '-q', '--detach', check, 'HEAD');
+      spawnSync('git', ['-c', 'safe.directory=*', 'apply', join(out, 'winner.diff')], { cwd: check });
+      assert.deepEqual(readFileSync(join(check, 'calc.py')), committed);
+      git(repo.dir, 'worktree', 'remove', '--force', check);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a .forge symbolic link made by a cell stops the next run with one line; nothing is written where it points', () => {
+    const repo = pyRepo();
+    const elsewhere = mkdtempSync(join(scratch, 'elsewhere-'));
+    try {
+      cellJson(repo.dir, `ln -s ${elsewhere} .forge`);
+      const r = fix(repo.dir, replay(scratch, [fixAdd, finish]), ['--allow-dirty']);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /\.forge is a symbolic link/);
+      assert.deepEqual(readdirSync(elsewhere), []);
+      assert.deepEqual(forgeBranches(repo.dir), []);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a tree deeper than PATH_MAX: the run ends normally, nothing is left, its hazards are neutralized and the diff says what it cannot see', function () {
+    const repo = pyRepo();
+    try {
+      const deep = "python3 -c \"import os, shutil\nos.mkdir('top'); os.chdir('top')\nos.mkdir('\\x1b]0;PWNED\\x07'); os.chdir('\\x1b]0;PWNED\\x07')\nfor i in range(25):\n    os.mkdir('d'*200); os.chdir('d'*200)\nopen('hidden.py','w').write('x'); os.mkfifo('fifo'); shutil.copy('/bin/sh','suidsh'); os.chmod('suidsh', 0o6755)\"";
+      const cell = cellJson(repo.dir, deep);
+      assert.deepEqual(cell.neutralized.map((n: { found: string }) => n.found).sort(), ['fifo', 'setid']);
+      assert.match(cell.diff.incomplete, /longer than 4096 bytes/);
+      spawnSync('rm', ['-rf', join(repo.dir, 'top')]);
+      const r = fix(repo.dir, replay(scratch, [{ tool_calls: [{ name: 'run_command', arguments: { command: deep } }] }, fixAdd, finish]));
+      assert.ok(r.status === 0 || r.status === 1, `exit ${r.status}: ${r.stderr.slice(-800)}`);
+      assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr), false, 'raw control characters reached the terminal');
+      const report = JSON.parse(r.stdout);
+      assert.match(report.attempts[0].error ?? '', /could not be captured completely/);
+      const cells = join(repo.dir, '.forge', 'cells');
+      assert.deepEqual(existsSync(cells) ? readdirSync(cells) : [], []);
+      assert.equal(cli(['gc', '--repo', repo.dir]).status, 0);
+    } finally {
+      spawnSync('rm', ['-rf', repo.dir]);
+    }
+  });
+
+  it('text hidden as binary is flagged; a large text file is shown as text (patch capped), not as binary', () => {
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      const r = cellJson(repo.dir, 'printf "// \\0\\nmodule.exports = () => 1\\n" > index.js; python3 -c "open(\'big.py\',\'w\').write(\'x = 1\\n\' * 300000)"');
+      assert.ok(r.diff.warnings.some((w: string) => /^index\.js is shown as binary/.test(w)), JSON.stringify(r.diff.warnings));
+      assert.equal(r.diff.files.find((f: { path: string }) => f.path === 'big.py').binary, false);
+      assert.equal(r.diff.truncated, true);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a tracked file replaced by a nested repository: patch and commit agree (deleted, no gitlink)', async () => {
+    const repo = makeRepo({ 't.txt': 't\n', 'a.txt': 'a\n' });
+    const wt = await createAttemptWorktree(repo.dir, 'HEAD', 'sec-gitlink');
+    try {
+      rmSync(join(wt.path, 't.txt'));
+      mkdirSync(join(wt.path, 't.txt'));
+      git(join(wt.path, 't.txt'), 'init', '-q');
+      writeFileSync(join(wt.path, 't.txt', 'f'), 'f\n');
+      git(join(wt.path, 't.txt'), 'add', '-A');
+      git(join(wt.path, 't.txt'), '-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-qm', 'n');
+      const src = { location: wt.location, base: wt.baseCommit };
+      const { patch, omitted } = await captureApplicablePatch(src);
+      const text = patch.toString('latin1');
+      assert.doesNotMatch(text, /160000|Subproject commit/);
+      assert.match(text, /deleted file mode 100644/);
+      assert.ok(omitted.some((o) => o.path === 't.txt/'));
+      const { commit } = await commitWorktreeChanges(src, 'x');
+      assert.notEqual(spawnSync('git', ['-c', 'safe.directory=*', 'cat-file', '-e', `${commit}:t.txt`], { cwd: repo.dir }).status, 0, 'the commit still has t.txt');
+    } finally {
+      await destroyAttemptWorktree(wt);
+      repo.cleanup();
+    }
+  });
+
+  it('bad --issue-file, --out and --branch are refused before anything runs', () => {
+    const repo = pyRepo();
+    try {
+      const model = replay(scratch, [fixAdd, finish]);
+      const dir = cli(['fix', '--repo', repo.dir, '--issue-file', tmpdir(), '--model', model]);
+      assert.equal(dir.status, 2, dir.stderr);
+      assert.match(dir.stderr, /is not a file/);
+      for (const [flags, message] of [[['--out', '/etc/passwd/x'], /is not a directory/], [['--branch', 'bad..name'], /not a valid branch name/]] as const) {
+        const r = fix(repo.dir, model, [...flags]);
+        assert.equal(r.status, 2, r.stderr);
+        assert.match(r.stderr, message);
+        assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      }
+      const runs = JSON.parse(cli(['runs', 'list', '--json']).stdout) as { repo: string }[];
+      assert.ok(!runs.some((x) => x.repo === repo.dir), 'a run was recorded for bad input');
+      assert.ok(statSync(repo.dir).isDirectory());
+    } finally {
+      repo.cleanup();
+    }
+  });
+});
