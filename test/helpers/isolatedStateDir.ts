@@ -76,7 +76,7 @@ function strayWorktrees(): string[] {
   const stray: string[] = [];
   for (const entry of readdirSync(tmpdir())) {
     if (!entry.startsWith('forge-test-repo-')) continue;
-    const cells = join(tmpdir(), entry, '.forge', 'cells');
+    const cells = join(tmpdir(), entry, '.git', 'forge-cells');
     if (!existsSync(cells)) continue;
     for (const wt of readdirSync(cells)) stray.push(join(cells, wt));
   }

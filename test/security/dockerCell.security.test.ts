@@ -4,7 +4,6 @@ import Docker from 'dockerode';
 import { statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { chownTree } from '../../runner/src/cells/cellUser.js';
 import { DockerCellProvider, listForgeContainers } from '../../runner/src/cells/providers/docker.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { makeRepo } from '../helpers/gitRepo.js';
@@ -54,12 +53,10 @@ describe('docker cell security (each test tries to break one claim)', function (
     assert.doesNotMatch(r.output, /SOCKET|docker\.sock/);
   });
 
-  it("runs as the worktree's owner (never root), so files come back owned by them", async () => {
+  it('never runs as root: a root runner runs cells as the cell user, files come back owned by it', async () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     const root = process.getuid?.() === 0;
-    // A root runner runs a cell as the owner of the worktree; otherwise as the runner itself.
-    if (root) chownTree(repo.dir, { uid: 4242, gid: 4343 }, ['.git']);
-    const expected = root ? [4242, 4343] : [process.getuid!(), process.getgid!()];
+    const expected = root ? [65532, 65532] : [process.getuid!(), process.getgid!()];
     try {
       const r = await provider.run({ image, worktree: repo.dir, cmd: 'id -u; id -g; echo made > made.txt' });
       assert.equal(r.output, `${expected[0]}\n${expected[1]}\n`);

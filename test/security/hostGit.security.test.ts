@@ -75,7 +75,7 @@ describe('host git never trusts the worktree (each test tries to make the host r
       const r = cli(['fix', '--repo', repo.dir, '--provider', 'host', '--attempts', '1', '--issue-text', 'add() subtracts', '--model', `replay:${join(scratch, 'replay.json')}`, '--test-cmd', 'python3 -m pytest -q', '--json']);
       assert.equal(existsSync(marker), false, 'host git ran the planted filter');
       assert.ok(r.status === 0 || r.status === 1, `the run must end normally, not crash: exit ${r.status}: ${r.stderr.slice(-600)}`);
-      const cells = join(repo.dir, '.forge', 'cells');
+      const cells = join(repo.dir, '.git', 'forge-cells');
       assert.deepEqual(existsSync(cells) ? readdirSync(cells) : [], [], 'worktrees left behind');
     } finally {
       try {

@@ -43,7 +43,7 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   let workdir = CELL_SCRATCH;
   if (plan.worktree) {
     // bwrap makes missing parents of a mount point 0700: the cell user could not reach a
-    // worktree below a hidden directory (/tmp/repo/.forge/cells/x). Make them traversable.
+    // worktree below a hidden directory (/tmp/repo/.git/forge-cells/x). Make them traversable.
     for (const dir of ancestorsBelowMasks(plan.worktree, plan.layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', dir);
     args.push('--bind', plan.worktree, plan.worktree);
     // The host runs git on this worktree after the cell: a writable .git would let the cell

@@ -1,12 +1,14 @@
-import { lchownSync, lstatSync, opendirSync } from 'node:fs';
+import { lchownSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 
 /**
- * Who a cell's command runs as. Never root: a root runner runs cells as the owner of the
- * worktree when that is an ordinary user, else as a dedicated unprivileged user
- * (FORGE_CELL_UID / FORGE_CELL_GID, default 65532) that owns the worktrees the runner makes.
- * A cell can then neither read root-only host files nor leave root-owned setuid files behind.
+ * Who a cell's command runs as. Never root: a root runner runs every cell as one dedicated
+ * unprivileged user (FORGE_CELL_UID / FORGE_CELL_GID, default 65532) that owns the worktrees
+ * the runner makes. A cell can then neither read root-only host files nor leave root-owned
+ * setuid files behind, and anything that user owns is known to be a cell's work (git data
+ * owned by it is never trusted). Not the worktree owner: git data a cell made as that user
+ * could not be told from the owner's own.
  */
 export interface CellUser {
   uid: number;
@@ -44,13 +46,11 @@ export function chooseCellUser(facts: {
   if (facts.runnerUid !== 0) return { uid: facts.runnerUid, gid: facts.runnerGid, why: "the runner's own user", warning: null };
   const owner = facts.worktreeOwner;
   const dedicated = dedicatedCellUser(facts.env);
-  // Group root is no better than user root: a root-group owner gets the cell group.
-  if (owner && owner.uid !== 0) return { uid: owner.uid, gid: owner.gid !== 0 ? owner.gid : dedicated.gid, why: 'the owner of the worktree (the runner is root; cells never are)', warning: null };
   return {
     ...dedicated,
     why: 'the dedicated cell user (the runner is root; cells never are)',
-    warning: owner && facts.worktree
-      ? `the worktree ${facts.worktree} is owned by root and the cell runs as uid ${dedicated.uid}: it can read but not write what only root may; chown -R ${dedicated.uid}:${dedicated.gid} ${facts.worktree} to let it, or run forge-runner as the directory's owner`
+    warning: owner && facts.worktree && owner.uid !== dedicated.uid
+      ? `the worktree ${facts.worktree} is owned by uid ${owner.uid} and the cell runs as uid ${dedicated.uid}: it can write only what that uid may; to let it, chown -R ${dedicated.uid}:${dedicated.gid} ${facts.worktree} and then chown -R ${owner.uid}:${owner.gid} ${facts.worktree}/.git (git data must stay yours), or run forge-runner as a normal user`
       : null,
   };
 }
@@ -83,20 +83,17 @@ export function handOverToCellUser(dir: string, env: NodeJS.ProcessEnv = process
 export function chownTree(dir: string, to: { uid: number; gid: number }, skip: string[] = []): void {
   const { uid, gid } = to;
   lchownSync(dir, uid, gid);
-  const stack: string[] = [dir];
-  const skipped = new Set(skip.map((s) => join(dir, s)));
+  // Names as bytes: a name that is not UTF-8 would otherwise be looked up under another name.
+  const stack: Buffer[] = [Buffer.from(dir)];
+  const skipped = new Set(skip.map((s) => Buffer.from(join(dir, s)).toString('latin1')));
+  const slash = Buffer.from('/');
   while (stack.length > 0) {
     const current = stack.pop()!;
-    const handle = opendirSync(current);
-    try {
-      for (let e = handle.readSync(); e !== null; e = handle.readSync()) {
-        const path = join(current, e.name);
-        if (skipped.has(path)) continue;
-        lchownSync(path, uid, gid);
-        if (e.isDirectory()) stack.push(path);
-      }
-    } finally {
-      handle.closeSync();
+    for (const e of readdirSync(current, { withFileTypes: true, encoding: 'buffer' })) {
+      const path = Buffer.concat([current, slash, e.name]);
+      if (skipped.has(path.toString('latin1'))) continue;
+      lchownSync(path, uid, gid);
+      if (e.isDirectory()) stack.push(path);
     }
   }
 }

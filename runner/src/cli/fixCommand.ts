@@ -11,6 +11,7 @@ import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
 import { printable } from './formatCellResult.js';
+import { readRegularFile } from '../workspace/readRegularFile.js';
 
 /** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
 export const FIX_EXIT = { fixed: 0, notFixed: 1, badInput: 2, internal: 3 } as const;
@@ -80,7 +81,7 @@ export function registerFixCommand(program: Command): void {
         process.exitCode = outcome.exitCode;
       } catch (e) {
         if (e instanceof InputError) {
-          process.stderr.write(`forge-runner: ${e.message}\n`);
+          process.stderr.write(`forge-runner: ${printable(e.message)}\n`);
           process.exitCode = EXIT_BAD_INPUT;
           return;
         }
@@ -166,6 +167,7 @@ function runSettings(flags: FixFlags, progress: (l: string) => void, signal: Abo
 
 /** --out must be a directory that exists or can be made: said before the run, not after it. */
 function checkOutDir(dir: string): void {
+  if (['/proc', '/sys', '/dev'].some((p) => dir === p || dir.startsWith(`${p}/`))) throw new InputError(`--out ${dir} is in a kernel filesystem; pass a directory for winner.diff, report.json and summary.md`);
   let probe = dir;
   while (!existsSync(probe)) {
     const parent = dirname(probe);
@@ -209,8 +211,9 @@ async function resumeFromFlags(flags: FixFlags, progress: (l: string) => void, s
 function readBakeRecord(repo: string): string | null {
   try {
     // A cell working on the checkout could have replaced .forge or the record with a link.
-    if (!lstatSync(join(repo, '.forge')).isDirectory() || !lstatSync(join(repo, '.forge', 'bake.json')).isFile()) return null;
-    return (JSON.parse(readFileSync(join(repo, '.forge', 'bake.json'), 'utf8')) as { image?: string }).image ?? null;
+    if (!lstatSync(join(repo, '.forge')).isDirectory()) return null;
+    const record = readRegularFile(join(repo, '.forge'), 'bake.json', 1024 * 1024);
+    return record ? ((JSON.parse(record.toString('utf8')) as { image?: string }).image ?? null) : null;
   } catch {
     return null;
   }

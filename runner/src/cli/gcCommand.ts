@@ -5,11 +5,11 @@ export function registerGcCommand(program: Command): void {
   program
     .command('gc')
     .description(
-      'Remove what crashed runners left behind: attempt worktrees under <repo>/.forge/cells with their forge/attempt/* branches,\n' +
+      'Remove what crashed runners left behind: attempt worktrees under <repo>/.git/forge-cells with their forge/attempt/* branches,\n' +
         'cell containers (label forge.cell) and qemu cell directories whose runner process is gone. Worktrees kept for review, runs still in progress\n' +
         'and branches without a worktree are left alone.',
     )
-    .option('--repo <dir>', 'repository whose .forge/cells to clean', '.')
+    .option('--repo <dir>', 'repository whose attempt worktrees to clean', '.')
     .option('--dry-run', 'report what would be removed, remove nothing')
     .option('--json', 'print the report as JSON')
     .action(async (flags: { repo: string; dryRun?: boolean; json?: boolean }) => {

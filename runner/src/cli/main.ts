@@ -134,7 +134,7 @@ export async function main(argv: string[]): Promise<number> {
       return EXIT_BAD_INPUT;
     }
     if (e instanceof InputError) {
-      process.stderr.write(`forge-runner: ${e.message}\n`);
+      process.stderr.write(`forge-runner: ${printable(e.message)}\n`);
       return EXIT_BAD_INPUT;
     }
     if (e instanceof Error && (e.name === 'CelldCompatibilityError' || e.name === 'CelldUnavailableError')) {

@@ -4,6 +4,7 @@ import { runnerStateDir } from '../cells/cellIdentity.js';
 import { InputError } from '../protocol/inputError.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
+import { printable } from './formatCellResult.js';
 
 export function registerRunsCommand(program: Command): void {
   const runs = program.command('runs').description('History of fix runs, from the runner store ($FORGE_STATE_DIR/forge.db)');
@@ -24,7 +25,7 @@ export function registerRunsCommand(program: Command): void {
       }
       if (rows.length === 0) process.stdout.write('no runs yet\n');
       for (const r of rows) {
-        process.stdout.write(`${r.id}  ${r.status.padEnd(11)} ${r.created_at}  ${r.attempts} attempt(s) on ${r.provider}  ${r.repo}\n`);
+        process.stdout.write(printable(`${r.id}  ${r.status.padEnd(11)} ${r.created_at}  ${r.attempts} attempt(s) on ${r.provider}  ${r.repo}`) + '\n');
       }
     });
 
@@ -47,11 +48,11 @@ export function registerRunsCommand(program: Command): void {
         }, null, 2) + '\n');
         return;
       }
-      process.stdout.write(`${run.id}: ${run.status}\n  repo ${run.repo} at ${run.base_commit.slice(0, 12)}\n  tests: ${run.test_cmd}\n  ${run.provider}${run.image ? ` (${run.image})` : ''}, model ${run.model}\n`);
+      process.stdout.write(printable(`${run.id}: ${run.status}\n  repo ${run.repo} at ${run.base_commit.slice(0, 12)}\n  tests: ${run.test_cmd}\n  ${run.provider}${run.image ? ` (${run.image})` : ''}, model ${run.model}`) + '\n');
       for (const a of attempts) {
         const v = a.verdict_json ? (JSON.parse(a.verdict_json) as { green: boolean; passed: number; failed: number }) : null;
         const result = a.error ? `error: ${a.error}` : v ? `${v.green ? 'green' : 'red'}, ${v.passed} passed, ${v.failed} failed` : a.status;
-        process.stdout.write(`  attempt ${a.idx} (t=${a.temperature}): ${result}, ${a.turns} turn(s)${run.winner_attempt === a.idx ? '  <- winner' : ''}\n`);
+        process.stdout.write(printable(`  attempt ${a.idx} (t=${a.temperature}): ${result}, ${a.turns} turn(s)${run.winner_attempt === a.idx ? '  <- winner' : ''}`) + '\n');
       }
       process.stdout.write(`  ${s.cellCount(runId)} cells\n`);
     });

@@ -1,10 +1,11 @@
 import Docker from 'dockerode';
-import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readRegularFile } from '../workspace/readRegularFile.js';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
-import { assertRealCellsDir, excludeForgeDirIfRepo } from '../workspace/attemptWorktree.js';
+import { assertRealDirectory, excludeForgeDirIfRepo, FORGE_DIR } from '../workspace/attemptWorktree.js';
 import { detectStacks, type DetectedStack } from './detectStack.js';
 import { readRepoFacts } from './readRepoFacts.js';
 
@@ -67,7 +68,11 @@ export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<Bake
   const install = opts.install !== undefined ? opts.install : primary?.install ?? null;
   // With a custom install command any of the detected lockfiles may matter.
   const lockfiles = [...new Set(opts.install !== undefined ? stacks.flatMap((s) => s.lockfiles) : primary?.lockfiles ?? [])];
-  const contents = lockfiles.map((name) => ({ name, content: readFileSync(join(opts.repo, name)) }));
+  const contents = lockfiles.map((name) => {
+    const content = readRegularFile(opts.repo, name);
+    if (!content) throw new InputError(`${join(opts.repo, name)} is not a regular file (a symbolic link?): bake copies only the repository's own files; replace it with the file`);
+    return { name, content };
+  });
   const hash = bakeHash(baseImageId, install, contents);
   const tag = bakedTag(hash);
   const result = (id: string, reused: boolean): BakeResult => ({
@@ -82,9 +87,9 @@ export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<Bake
   const context = mkdtempSync(join(tmpdir(), 'forge-bake-'));
   try {
     writeFileSync(join(context, 'Dockerfile'), renderDockerfile(baseImageId, lockfiles, install, hash));
-    for (const name of lockfiles) {
+    for (const { name, content } of contents) {
       mkdirSync(dirname(join(context, name)), { recursive: true });
-      copyFileSync(join(opts.repo, name), join(context, name));
+      writeFileSync(join(context, name), content);
     }
     const stream = await docker.buildImage({ context, src: ['Dockerfile', ...lockfiles] }, { t: tag, rm: true, forcerm: true });
     const tail: string[] = [];
@@ -143,9 +148,19 @@ async function imageId(docker: Docker, ref: string): Promise<string> {
 /** The last bake of a repository, for later runs to find (.forge/ is excluded from git). */
 async function record(repo: string, result: BakeResult): Promise<BakeResult> {
   await excludeForgeDirIfRepo(repo);
-  assertRealCellsDir(repo);
-  mkdirSync(join(repo, '.forge'), { recursive: true });
-  assertRealCellsDir(repo);
-  writeFileSync(join(repo, '.forge', 'bake.json'), JSON.stringify(result, null, 2) + '\n');
+  // A cell working on this checkout could have made .forge or bake.json a link: the record
+  // is written only into a real directory, never through a link (O_NOFOLLOW, replaced by rename).
+  const dir = join(repo, FORGE_DIR);
+  assertRealDirectory(dir);
+  mkdirSync(dir, { recursive: true });
+  assertRealDirectory(dir);
+  const tmp = join(dir, `.bake.json.${randomBytes(6).toString('hex')}`);
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  try {
+    writeFileSync(fd, JSON.stringify(result, null, 2) + '\n');
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, join(dir, 'bake.json'));
   return result;
 }

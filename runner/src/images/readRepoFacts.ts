@@ -1,18 +1,23 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { readRegularFile } from '../workspace/readRegularFile.js';
 import type { RepoFacts } from './detectStack.js';
 
-/** The I/O side of stack detection: top-level files of a directory. */
+/**
+ * The I/O side of stack detection: the top-level regular files of a directory. Symbolic links
+ * do not count (a cell could point `package.json` or `.npmrc` at a host file), and files are
+ * read without following links.
+ */
 export function readRepoFacts(dir: string): RepoFacts {
   const files = new Set(readdirSync(dir).filter((f) => {
     try {
-      return statSync(join(dir, f)).isFile();
+      return lstatSync(join(dir, f)).isFile();
     } catch {
       return false;
     }
   }));
   return {
     files,
-    read: (name) => (files.has(name) ? readFileSync(join(dir, name), 'utf8') : null),
+    read: (name) => (files.has(name) ? readRegularFile(dir, name)?.toString('utf8') ?? null : null),
   };
 }

@@ -25,7 +25,9 @@ export const AttemptReportSchema = z
     tokens: z.number().int(),
     verdict: VerdictSchema.nullable(),
     diff_size: z.number().int(),
-    review_warnings: z.array(z.string()).describe('Changes the review can only name, not show, although they are text files by name: inspect them before applying.'),
+    review_warnings: z.array(z.string()).describe('Changes the review can only name, not show, although they are text files (by name, dotfiles, scripts): inspect them before applying.'),
+    omitted: z.array(z.object({ path: z.string(), reason: z.string() }).strict())
+      .describe('What the attempt changed that its patch leaves out (too large, not a regular file, a nested repository): neither reviewed nor applied.'),
     error: z.string().nullable(),
   })
   .strict();

@@ -12,10 +12,10 @@ import { openStore } from '../store/openStore.js';
 import { type AttemptRow, RunStore } from '../store/runStore.js';
 import { applyPatch } from '../workspace/applyPatch.js';
 import {
-  type AttemptWorktree, commitAttempt, createAttemptWorktree, destroyAttemptWorktree, locateAttemptWorktree, locateRepository,
+  type AttemptWorktree, attemptsDir, commitAttempt, createAttemptWorktree, destroyAttemptWorktree, locateAttemptWorktree, locateRepository,
 } from '../workspace/attemptWorktree.js';
-import { applyPatchFile } from '../workspace/applyPatch.js';
 import { captureApplicablePatch } from '../workspace/captureWorktreeDiff.js';
+import { applyToWorkspace } from '../workspace/reviewWinner.js';
 import { repoTarget, resolveCommit, userExcludesFile } from '../workspace/repoLocation.js';
 import { runGit } from '../workspace/safeGit.js';
 import { EMPTY_PATCH, type PatchBytes, patchFromStore } from '../workspace/patchBytes.js';
@@ -74,6 +74,8 @@ interface AttemptResult {
   patch: PatchBytes;
   /** What the review cannot show of this attempt's change (see reviewWarnings). */
   warnings: string[];
+  /** What the attempt changed that its patch leaves out. */
+  omitted: { path: string; reason: string }[];
   error: string | null;
 }
 
@@ -157,7 +159,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
         return keptAttempt(repo, base, previous);
       }
       // A killed runner may have left this attempt's worktree and branch behind.
-      await destroyAttemptWorktree({ repo, path: join(repo, '.forge', 'cells', `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
+      await destroyAttemptWorktree({ repo, path: join(attemptsDir(await locateRepository(repo)), `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
       return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell, install);
     });
 
@@ -213,7 +215,8 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       appliedTo = `branch ${opts.branch}`;
     }
     if (fixed && selection.winner && opts.apply) {
-      const outcome = await applyToUserTree(repo, selection.winner.patch);
+      // All or nothing: the user's tree is never left half-changed.
+      const outcome = (await applyToWorkspace(repo, selection.winner.patch)).applied;
       appliedTo = outcome ? `working tree of ${repo}` : appliedTo;
       if (!outcome) opts.progress('apply: the winner does not apply cleanly to your working tree; it stays on its branch');
     }
@@ -261,7 +264,7 @@ async function runAttempt(
   install: (worktree: string, attemptIdx: number | null) => Promise<void>,
 ): Promise<AttemptResult> {
   const attemptId = `${runId}-a${index}`;
-  const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: EMPTY_PATCH, warnings: [], error: null };
+  const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: EMPTY_PATCH, warnings: [], omitted: [], error: null };
   store.startAttempt(runId, index);
   opts.progress(`attempt ${index}: started (temperature ${temperature})`);
   try {
@@ -291,6 +294,8 @@ async function runAttempt(
     if (change.incomplete) throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
     result.patch = change.patch;
     result.warnings = change.warnings;
+    result.omitted = change.omitted;
+    if (change.omitted.length > 0) opts.progress(`attempt ${index}: left out of its patch: ${change.omitted.slice(0, 5).map((o) => `${o.path} (${o.reason})`).join(', ')}${change.omitted.length > 5 ? ', ...' : ''}`);
     for (const w of change.warnings) opts.progress(`attempt ${index}: warning: ${w}`);
     store.finishAttempt(runId, index, { verdict: result.verdict, patch: result.patch, turns: result.outcome.turns, tokens: result.outcome.tokens });
     opts.progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines`);
@@ -353,7 +358,7 @@ function parseStoredBaseline(json: string | null): { baseline: Verdict; report: 
 
 /** An attempt that finished before the interruption: its verdict and patch come from the store. */
 async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<AttemptResult> {
-  const path = join(repo, '.forge', 'cells', a.attempt_id);
+  const path = join(attemptsDir(await locateRepository(repo)), a.attempt_id);
   const location = existsSync(path) ? await locateAttemptWorktree(repo, path) : null;
   return {
     index: a.idx,
@@ -364,6 +369,7 @@ async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<A
     verdict: a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
     patch: patchFromStore(a.patch),
     warnings: [],
+    omitted: [],
     error: a.error,
   };
 }
@@ -380,6 +386,7 @@ function attemptReport(r: AttemptResult): AttemptReport {
     verdict: r.verdict,
     diff_size: patchSize(r.patch),
     review_warnings: r.warnings,
+    omitted: r.omitted,
     error: r.error,
   };
 }
@@ -407,15 +414,6 @@ async function purgePythonCaches(tree: string): Promise<void> {
       else stack.push(p);
     }
   }
-}
-
-/** Applies cleanly or not at all: the user's tree is never left half-changed. */
-async function applyToUserTree(repo: string, patch: PatchBytes): Promise<boolean> {
-  return applyPatchFile(await locateRepository(repo), patch, async (git, file) => {
-    const fits = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
-    if (fits) await git(['apply', '--whitespace=nowarn', file]);
-    return fits;
-  });
 }
 
 function writeOutputs(outDir: string | undefined, report: FixReport, patch: PatchBytes): void {

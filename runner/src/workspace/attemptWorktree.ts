@@ -9,10 +9,19 @@ import { isInside } from './pathInside.js';
 import { discoverRepository, type RepoLocation, repoTarget, resolveCommit } from './repoLocation.js';
 import { nulRecords, runGit } from './safeGit.js';
 
-/** Where attempt worktrees live inside the user's repository, and the branch prefix. */
+/** The repository's forge directory in its work tree (bake.json), and the branch prefix. */
 export const FORGE_DIR = '.forge';
-export const CELLS_DIR = join(FORGE_DIR, 'cells');
 export const BRANCH_PREFIX = 'forge/attempt/';
+/**
+ * Attempt worktrees live in the repository's git directory, `<git common dir>/forge-cells`:
+ * never in the work tree, where a command running on your checkout could rename or link the
+ * directory under the runner; every cell sees `.git` read-only.
+ */
+export const ATTEMPTS_DIR_NAME = 'forge-cells';
+
+export function attemptsDir(loc: Pick<RepoLocation, 'commonDir'>): string {
+  return join(loc.commonDir, ATTEMPTS_DIR_NAME);
+}
 /** Lock reasons: who owns a worktree (gc removes those whose owner is gone), or kept for review. */
 export const LOCK_OWNER_PREFIX = 'forge-runner pid=';
 export const LOCK_KEEP = 'forge-runner keep';
@@ -68,16 +77,16 @@ export async function createAttemptWorktree(repo: string, baseRef: string, attem
   const top = loc.top;
   const baseCommit = await resolveCommit(loc, baseRef);
   if (!baseCommit) throw new InputError(`base ref "${baseRef}" is not a commit in ${top}; pass an existing branch, tag or commit`);
-  assertRealCellsDir(top);
-  const path = join(top, CELLS_DIR, attemptId);
+  const dir = attemptsDir(loc);
+  assertRealDirectory(dir);
+  const path = join(dir, attemptId);
   const branch = BRANCH_PREFIX + attemptId;
   if (existsSync(path)) throw new InputError(`attempt ${attemptId} already has a worktree at ${path}; destroy it first or pick another id`);
   if (await branchExists(loc, branch)) {
     throw new InputError(`branch ${branch} already exists; delete it (git branch -D ${branch}) or pick another attempt id`);
   }
-  excludeForgeDir(loc);
-  mkdirSync(dirname(path), { recursive: true });
-  assertRealCellsDir(top);
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  assertRealDirectory(dir);
   await runGit(repoTarget(loc), ['worktree', 'add', '--quiet', '--lock', '--reason', `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`, '-b', branch, path, baseCommit]);
   const location = await discoverRepository(path);
   if (!location || location.top !== path) throw new Error(`git worktree add did not create a work tree at ${path}`);
@@ -97,9 +106,9 @@ export async function createAttemptWorktree(repo: string, baseRef: string, attem
  */
 export async function destroyAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 'path' | 'branch'>, opts: { keepBranch?: boolean } = {}): Promise<void> {
   const loc = await locateRepository(wt.repo);
-  const cells = join(loc.top, CELLS_DIR);
+  const cells = attemptsDir(loc);
   if (!isInside(resolve(wt.path), cells) || resolve(wt.path) === cells) throw new Error(`refusing to remove ${wt.path}: attempt worktrees live under ${cells}`);
-  assertRealCellsDir(loc.top);
+  assertRealDirectory(cells);
   await runGit(repoTarget(loc), ['worktree', 'unlock', wt.path]).catch(() => undefined);
   removeTree(wt.path);
   await runGit(repoTarget(loc), ['worktree', 'prune']);
@@ -124,16 +133,13 @@ function removeTree(path: string): void {
 }
 
 /**
- * `.forge` and `.forge/cells` must be real directories of the repository: a cell working on
- * the user's checkout could make either a symbolic link, and the runner would then create,
- * check out and delete trees wherever it points.
+ * A directory the runner creates trees in, or writes to, must be a real directory: were it a
+ * symbolic link, the runner would create, check out and delete trees wherever it points.
  */
-export function assertRealCellsDir(top: string): void {
-  for (const dir of [join(top, FORGE_DIR), join(top, CELLS_DIR)]) {
-    const st = lstatOrNull(dir);
-    if (st && !st.isDirectory()) {
-      throw new InputError(`${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}: forge keeps attempt worktrees in a real directory there; remove it`);
-    }
+export function assertRealDirectory(dir: string): void {
+  const st = lstatOrNull(dir);
+  if (st && !st.isDirectory()) {
+    throw new InputError(`${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}: forge writes there only when it is a real directory; remove it`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { lstatSync, readFileSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorktreeDiff } from '../protocol/cellResult.js';
 import { translateIgnoreRules } from './baseIgnoreRules.js';
@@ -6,7 +6,7 @@ import { displayText } from './displayText.js';
 import type { PatchBytes } from './patchBytes.js';
 import { reviewWarnings } from './reviewWarnings.js';
 import type { RepoLocation } from './repoLocation.js';
-import { GitDeadlineError, type GitView, nulRecords, runGit, withGitView } from './safeGit.js';
+import { GitDeadlineError, type GitView, nulRecordBytes, nulRecords, runGit, withGitView } from './safeGit.js';
 
 /**
  * Diff capture runs on the host after every cell, on a tree the cell wrote: it is bounded in
@@ -81,7 +81,7 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
       const files = all.slice(0, caps.maxFiles);
       let incomplete = c.incomplete;
       if (meta.truncated) incomplete ??= 'the list of changed files is larger than 32 MiB';
-      return { patch: displayText(patch.stdout), truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, warnings: reviewWarnings(all), incomplete };
+      return { patch: displayText(patch.stdout), truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, warnings: reviewWarnings(all, startsWithShebang(src.location.top)), incomplete };
     });
   } catch (e) {
     return failedCapture(e);
@@ -98,7 +98,7 @@ export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps
     const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], { ...opts, maxBytes: MAX_APPLY_PATCH_BYTES });
     const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
     const incomplete = patch.truncated ? `the patch is larger than ${MAX_APPLY_PATCH_BYTES} bytes` : c.incomplete;
-    return { patch: patch.stdout, omitted: c.omitted, warnings: reviewWarnings(parseRawNumstat(meta.text)), incomplete };
+    return { patch: patch.stdout, omitted: c.omitted, warnings: reviewWarnings(parseRawNumstat(meta.text), startsWithShebang(src.location.top)), incomplete };
   });
 }
 
@@ -149,43 +149,45 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
         return true;
       };
 
-      // Tracked files whose stat changed (no content is read for this).
-      const dirty = nulRecords((await runGit(view, ['diff-files', '--name-only', '-z'], { ...opts, maxBytes: 64 * 1024 * 1024 })).text);
-      const skip: string[] = [];
-      const nowDirectories: string[] = [];
+      // Tracked files whose stat changed (no content is read for this). Names are bytes: a
+      // file name need not be UTF-8, and a decoded one would name another file.
+      const dirty = nulRecordBytes((await runGit(view, ['diff-files', '--name-only', '-z'], { ...opts, maxBytes: 64 * 1024 * 1024 })).stdout);
+      const skip: Buffer[] = [];
+      const nowDirectories: Buffer[] = [];
       for (const path of dirty) {
-        const st = lstatOrNull(join(top, path));
-        if (st?.isFile() && !budget(path, st.size, caps.changedFileBytes, 'changed file')) skip.push(path);
+        const st = lstatOrNull(inTree(top, path));
+        if (st?.isFile() && !budget(displayText(path), st.size, caps.changedFileBytes, 'changed file')) skip.push(path);
         // A file that became a directory is gone: what is inside is untracked like any new
         // file (git would otherwise show a nested repository there as a gitlink, which the
         // commit would not carry).
         if (st?.isDirectory()) nowDirectories.push(path);
       }
-      if (skip.length > 0) await runGit(view, ['update-index', '--assume-unchanged', '-z', '--stdin'], { ...opts, input: skip.join('\0') + '\0' });
-      if (nowDirectories.length > 0) await runGit(view, ['update-index', '--force-remove', '-z', '--stdin'], { ...opts, input: nowDirectories.join('\0') + '\0' });
+      if (skip.length > 0) await runGit(view, ['update-index', '--assume-unchanged', '-z', '--stdin'], { ...opts, input: nulJoin(skip) });
+      if (nowDirectories.length > 0) await runGit(view, ['update-index', '--force-remove', '-z', '--stdin'], { ...opts, input: nulJoin(nowDirectories) });
 
       // Untracked files, listed with the base's ignore rules only.
       const listing = await runGit(view, ['ls-files', '-z', '--others', `--exclude-from=${view.excludeFile}`], { ...opts, maxRecords: caps.maxUntracked + 1, maxBytes: 256 * 1024 * 1024 });
-      let untracked = nulRecords(listing.text);
+      let untracked = nulRecordBytes(listing.stdout);
       if (listing.truncated) {
         untracked = untracked.slice(0, caps.maxUntracked);
         incomplete ??= `more than ${caps.maxUntracked} untracked files; only the first ${caps.maxUntracked} were looked at`;
       }
-      const include: string[] = [];
+      const include: Buffer[] = [];
       for (const path of untracked) {
+        const shown = displayText(path);
         // A directory entry is a nested repository: its content is not this tree's.
-        if (path.endsWith('/')) {
-          omitted.push({ path, reason: 'nested git repository' });
+        if (path[path.length - 1] === 0x2f) {
+          omitted.push({ path: shown, reason: 'nested git repository' });
           continue;
         }
-        const st = lstatOrNull(join(top, path));
-        if (!st) omitted.push({ path, reason: 'vanished while diffing' });
+        const st = lstatOrNull(inTree(top, path));
+        if (!st) omitted.push({ path: shown, reason: 'vanished while diffing' });
         else if (st.isSymbolicLink()) include.push(path);
-        else if (!st.isFile()) omitted.push({ path, reason: 'not a regular file' });
-        else if (budget(path, st.size, caps.untrackedFileBytes, 'untracked file')) include.push(path);
+        else if (!st.isFile()) omitted.push({ path: shown, reason: 'not a regular file' });
+        else if (budget(shown, st.size, caps.untrackedFileBytes, 'untracked file')) include.push(path);
       }
       if (include.length > 0) {
-        await runGit(view, ['add', '--intent-to-add', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { ...opts, input: include.join('\0') + '\0' });
+        await runGit(view, ['add', '--intent-to-add', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { ...opts, input: nulJoin(include) });
       }
       // Records the stat of unchanged files once, so the diffs below hash only real changes.
       await runGit(view, ['update-index', '-q', '--refresh'], { ...opts, okExitCodes: [1] });
@@ -199,7 +201,32 @@ function failedCapture(e: unknown): WorktreeDiff {
   return { patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], warnings: [], incomplete: why };
 }
 
-function lstatOrNull(path: string) {
+/** Whether a file of the tree starts with "#!" (read without following links). */
+function startsWithShebang(top: string): (path: string) => boolean {
+  return (path) => {
+    let fd: number | null = null;
+    try {
+      fd = openSync(join(top, path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      const head = Buffer.alloc(2);
+      return readSync(fd, head, 0, 2, 0) === 2 && head.toString('latin1') === '#!';
+    } catch {
+      return false;
+    } finally {
+      if (fd !== null) closeSync(fd);
+    }
+  };
+}
+
+/** A path below `top` as bytes (a name from git need not be UTF-8). */
+function inTree(top: string, rel: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${top}/`), rel]);
+}
+
+function nulJoin(paths: Buffer[]): Buffer {
+  return Buffer.concat(paths.flatMap((p) => [p, Buffer.from([0])]));
+}
+
+function lstatOrNull(path: string | Buffer) {
   try {
     return lstatSync(path);
   } catch {

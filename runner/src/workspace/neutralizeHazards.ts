@@ -1,5 +1,6 @@
 import { chmodSync, closeSync, constants, type Dirent, fchmodSync, fstatSync, lstatSync, openSync, readdirSync, unlinkSync } from 'node:fs';
 import type { CellResult } from '../protocol/cellResult.js';
+import { displayText } from './displayText.js';
 
 export type NeutralizedEntry = CellResult['neutralized'][number];
 
@@ -18,7 +19,7 @@ export const HOST_PATH_MAX = 4096;
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 /** An entry below an open directory: each step goes through a descriptor, never a long path. */
-const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
+const at = (fd: number, name: Buffer | string): Buffer => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), typeof name === 'string' ? Buffer.from(name) : name]);
 
 /**
  * After a cell, before anything else on the host reads the tree: clears setuid/setgid bits
@@ -40,10 +41,11 @@ export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?:
     if (neutralized.length < limits.reported) neutralized.push(entry);
   };
   // Depth first, one open descriptor per level (never one per pending directory).
-  const frames: { fd: number; rel: string; bytes: number; entries: Dirent[]; i: number }[] = [];
+  // Names as bytes: a name that is not UTF-8 would otherwise be looked up under another name.
+  const frames: { fd: number; rel: string; bytes: number; entries: Dirent<Buffer>[]; i: number }[] = [];
   const enter = (fd: number, rel: string, bytes: number): void => {
     try {
-      frames.push({ fd, rel, bytes, entries: readdirSync(at(fd, ''), { withFileTypes: true }), i: 0 });
+      frames.push({ fd, rel, bytes, entries: readdirSync(at(fd, ''), { withFileTypes: true, encoding: 'buffer' }), i: 0 });
     } catch {
       closeSync(fd);
       incomplete ??= `${rel || '.'} cannot be read`;
@@ -67,9 +69,10 @@ export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?:
         incomplete = seen > limits.maxEntries ? `more than ${limits.maxEntries} entries` : `past its ${limits.deadlineMs / 1000} s deadline`;
         break;
       }
-      if (dir.rel === '' && skipped.has(e.name)) continue;
-      const rel = dir.rel === '' ? e.name : `${dir.rel}/${e.name}`;
-      const bytes = dir.bytes + 1 + Buffer.byteLength(e.name);
+      const shown = displayText(e.name);
+      if (dir.rel === '' && skipped.has(shown)) continue;
+      const rel = dir.rel === '' ? shown : `${dir.rel}/${shown}`;
+      const bytes = dir.bytes + 1 + e.name.length;
       if (bytes >= HOST_PATH_MAX) tooLong++;
       if (e.isDirectory()) {
         let fd: number;
@@ -94,7 +97,7 @@ export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?:
   return { neutralized, incomplete, tooLong };
 }
 
-function clearSetId(dirFd: number, name: string, rel: string, record: (e: NeutralizedEntry) => void): void {
+function clearSetId(dirFd: number, name: Buffer, rel: string, record: (e: NeutralizedEntry) => void): void {
   let fd: number;
   try {
     fd = openSync(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);

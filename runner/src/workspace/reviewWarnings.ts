@@ -14,8 +14,17 @@ const TEXT_NAMES = new Set(['Makefile', 'makefile', 'GNUmakefile', 'Dockerfile',
  * Pure: changes the review can only name, not show, although the file is text by its name (a
  * NUL byte makes git call any file binary): what is applied would go unseen. One line each.
  */
-export function reviewWarnings(files: readonly { path: string; binary: boolean; status: string }[]): string[] {
+export function reviewWarnings(files: readonly { path: string; binary: boolean; status: string }[], isScript: (path: string) => boolean = () => false): string[] {
   return files
-    .filter((f) => f.binary && f.status !== 'deleted' && (TEXT_NAMES.has(basename(f.path)) || TEXT_EXTENSIONS.has(extname(f.path).slice(1).toLowerCase())))
-    .map((f) => `${f.path} is shown as binary (it contains a NUL byte) although it is a text file by its name: its content is applied but not shown; inspect it before applying`);
+    .filter((f) => f.binary && f.status !== 'deleted')
+    .slice(0, 2000)
+    .flatMap((f) => {
+      const name = basename(f.path);
+      const why = TEXT_NAMES.has(name) || TEXT_EXTENSIONS.has(extname(f.path).slice(1).toLowerCase()) ? 'a text file by its name'
+        // Dotfiles (.env, .envrc, .gitmodules...) are configuration or scripts.
+        : name.startsWith('.') && extname(name) === '' ? 'a dotfile'
+        : isScript(f.path) ? 'a script (it starts with #!)'
+        : null;
+      return why ? [`${f.path} is shown as binary (it contains a NUL byte) although it is ${why}: its content is applied but not shown; inspect it before applying`] : [];
+    });
 }

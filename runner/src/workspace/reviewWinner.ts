@@ -1,8 +1,8 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, lchownSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { applyPatchFile } from './applyPatch.js';
-import { assertRealCellsDir, BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree, locateRepository } from './attemptWorktree.js';
+import { assertRealDirectory, attemptsDir, BRANCH_PREFIX, destroyAttemptWorktree, locateRepository } from './attemptWorktree.js';
 import { displayText, isUtf8Text } from './displayText.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
 import { repoTarget } from './repoLocation.js';
@@ -79,6 +79,7 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
     const ok = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
     if (ok) {
       await git(['apply', '--whitespace=nowarn', file]);
+      giveToCheckoutOwner(loc.top, paths);
       return { applied: true, files: paths.map((path) => ({ path, ok: true, reason: null })) };
     }
     const files: ApplyFileOutcome[] = [];
@@ -90,22 +91,41 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
   });
 }
 
+/**
+ * A root runner applying to someone's checkout writes files as root: the files and the
+ * directories it made go to the checkout's owner, as if they had applied it themselves.
+ */
+function giveToCheckoutOwner(top: string, paths: string[]): void {
+  if ((process.getuid?.() ?? 0) !== 0) return;
+  const owner = lstatSync(top);
+  if (owner.uid === 0) return;
+  for (const path of paths) {
+    let at = top;
+    for (const part of path.split('/')) {
+      at = join(at, part);
+      try {
+        if (lstatSync(at).uid === 0) lchownSync(at, owner.uid, owner.gid);
+      } catch { /* deleted by the patch */ }
+    }
+  }
+}
+
 function conflictReason(gitError: string): string {
   const m = /error: (.*)$/.exec(gitError);
   return (m?.[1] ?? gitError).slice(0, 300);
 }
 
-/** Removes the winner branch and any worktree of the run left under .forge/cells. */
+/** Removes the winner branch and any worktree of the run left in the repository's attempts directory. */
 export async function discardRun(repo: string, runId: string, branch: string | null): Promise<string[]> {
   const removed: string[] = [];
-  assertRealCellsDir(repo);
-  const cellsDir = join(repo, CELLS_DIR);
+  const cellsDir = attemptsDir(await locateRepository(repo));
+  assertRealDirectory(cellsDir);
   if (existsSync(cellsDir)) {
     for (const name of readdirSync(cellsDir)) {
       if (!name.startsWith(`${runId}-`)) continue;
       const wtBranch = `${BRANCH_PREFIX}${name}`;
       await destroyAttemptWorktree({ repo, path: join(cellsDir, name), branch: wtBranch });
-      removed.push(`worktree ${join(CELLS_DIR, name)}`);
+      removed.push(`worktree ${join(cellsDir, name)}`);
     }
   }
   if (branch && (await branchExists(repo, branch))) {

@@ -218,6 +218,18 @@ function firstLine(text: string): string {
   return (text.trim().split('\n')[0] ?? '').slice(0, 300);
 }
 
+/** Splits NUL-separated git output into records as bytes: file names need not be UTF-8. */
+export function nulRecordBytes(out: Buffer): Buffer[] {
+  const records: Buffer[] = [];
+  let start = 0;
+  for (let i = out.indexOf(0); i !== -1; i = out.indexOf(0, start)) {
+    if (i > start) records.push(out.subarray(start, i));
+    start = i + 1;
+  }
+  if (start < out.length) records.push(out.subarray(start));
+  return records;
+}
+
 /** Splits NUL-separated git output into records (the empty tail dropped). */
 export function nulRecords(text: string): string[] {
   return text.split('\0').filter((s) => s !== '');

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, relative, sep } from 'node:path';
-import { BRANCH_PREFIX, CELLS_DIR, destroyAttemptWorktree, locateRepository, LOCK_KEEP, LOCK_OWNER_PREFIX } from './attemptWorktree.js';
+import { attemptsDir, BRANCH_PREFIX, destroyAttemptWorktree, locateRepository, LOCK_KEEP, LOCK_OWNER_PREFIX } from './attemptWorktree.js';
 import { repoTarget } from './repoLocation.js';
 import { runGit } from './safeGit.js';
 
@@ -59,8 +59,9 @@ export function processAlive(pid: number): boolean {
 
 /** Finds (and unless dryRun removes) attempt worktrees and branches left behind by crashed runners. */
 export async function collectStaleWorktrees(repoTop: string, dryRun: boolean): Promise<GcItem[]> {
-  const out = (await runGit(repoTarget(await locateRepository(repoTop)), ['worktree', 'list', '--porcelain'])).text;
-  const cellsDir = join(repoTop, CELLS_DIR);
+  const loc = await locateRepository(repoTop);
+  const out = (await runGit(repoTarget(loc), ['worktree', 'list', '--porcelain'])).text;
+  const cellsDir = attemptsDir(loc);
   const items: GcItem[] = [];
   for (const e of parseWorktreeList(out)) {
     const rel = relative(cellsDir, e.path);

@@ -14,19 +14,20 @@ import { printable } from '../../../runner/src/cli/formatCellResult.js';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 
 describe('cell safety decisions (pure)', () => {
-  it('chooses the cell user: never root; the worktree owner, else the dedicated user', () => {
+  it('chooses the cell user: the runner\'s own, or for a root runner always the dedicated user', () => {
     const base = { runnerGid: 0, worktree: '/w', env: {} };
     assert.deepEqual(
       [chooseCellUser({ ...base, runnerUid: 1000, runnerGid: 1000, worktreeOwner: { uid: 0, gid: 0 } })].map((u) => [u.uid, u.gid]),
       [[1000, 1000]],
     );
     const owner = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: { uid: 1001, gid: 1002 } });
-    assert.deepEqual([owner.uid, owner.gid, owner.warning], [1001, 1002, null]);
-    const rootGroup = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: { uid: 1001, gid: 0 } });
-    assert.deepEqual([rootGroup.uid, rootGroup.gid], [1001, 65532]);
+    assert.deepEqual([owner.uid, owner.gid], [65532, 65532]);
+    assert.match(owner.warning ?? '', /owned by uid 1001.*chown -R 65532:65532 \/w and then chown -R 1001:1002 \/w\/\.git/);
     const rootOwned = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: { uid: 0, gid: 0 } });
     assert.deepEqual([rootOwned.uid, rootOwned.gid], [65532, 65532]);
-    assert.match(rootOwned.warning ?? '', /owned by root.*chown -R 65532:65532 \/w/);
+    assert.match(rootOwned.warning ?? '', /owned by uid 0/);
+    const cellOwned = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: { uid: 65532, gid: 65532 } });
+    assert.equal(cellOwned.warning, null);
     const scratch = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: null, worktree: null });
     assert.deepEqual([scratch.uid, scratch.warning], [65532, null]);
     assert.deepEqual(dedicatedCellUser({ FORGE_CELL_UID: '4000', FORGE_CELL_GID: '4001' }), { uid: 4000, gid: 4001 });
@@ -59,7 +60,7 @@ describe('cell safety decisions (pure)', () => {
   });
 
   it('makes the parents of a worktree below a mask traversable (bwrap would make them 0700)', () => {
-    assert.deepEqual(ancestorsBelowMasks('/tmp/repo/.forge/cells/x', ['/tmp', '/root']), ['/tmp/repo', '/tmp/repo/.forge', '/tmp/repo/.forge/cells']);
+    assert.deepEqual(ancestorsBelowMasks('/tmp/repo/.git/forge-cells/x', ['/tmp', '/root']), ['/tmp/repo', '/tmp/repo/.git', '/tmp/repo/.git/forge-cells']);
     assert.deepEqual(ancestorsBelowMasks('/tmp/repo', ['/tmp']), []);
     assert.deepEqual(ancestorsBelowMasks('/srv/repo/x', ['/tmp']), []);
     assert.deepEqual(ancestorsBelowMasks('/home/alice/src/app', ['/home', '/home/alice']), ['/home/alice/src']);

@@ -46,7 +46,7 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         assert.equal(git(repo.dir, 'status', '--porcelain'), '');
         const branches = git(repo.dir, 'branch', '--list', 'forge/*').trim().split('\n').map((b) => b.trim());
         assert.deepEqual(branches, [report.winner!.branch]);
-        assert.equal(existsSync(join(repo.dir, '.forge', 'cells')) ? readdirSync(join(repo.dir, '.forge', 'cells')).length : 0, 0);
+        assert.equal(existsSync(join(repo.dir, '.git', 'forge-cells')) ? readdirSync(join(repo.dir, '.git', 'forge-cells')).length : 0, 0);
         assert.ok(git(repo.dir, 'diff', 'main', report.winner!.branch!).includes('+'), 'the branch carries the fix');
         // The run is in the store's history.
         const shown = spawnSync(process.execPath, [RUNNER, 'runs', 'show', report.run_id, '--json'], { encoding: 'utf8' });

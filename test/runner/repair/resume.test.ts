@@ -52,7 +52,7 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       const a0Before = before.prepare('SELECT finished_at FROM attempts WHERE run_id = ? AND idx = 0').get(runId) as { finished_at: string };
       const cellsA0Before = (before.prepare('SELECT count(*) n FROM cell_executions WHERE run_id = ? AND attempt_idx = 0').get(runId) as { n: number }).n;
       before.close();
-      assert.ok(existsSync(join(repo, '.forge', 'cells', `${runId}-a1`)), 'the killed runner should have left attempt 1 behind');
+      assert.ok(existsSync(join(repo, '.git', 'forge-cells', `${runId}-a1`)), 'the killed runner should have left attempt 1 behind');
 
       const resumed = spawnSync(process.execPath, [RUNNER, 'fix', '--resume', runId, '--json', '--cell-timeout', '3'], { encoding: 'utf8' });
       assert.equal(resumed.status, 0, resumed.stderr);

@@ -27,17 +27,16 @@ describe('attempt worktrees', function () {
     gitignore: readFileSync(join(repo.dir, '.gitignore'), 'utf8'),
   });
 
-  it('creates a worktree on forge/attempt/<id> under .forge/cells, excluded without touching .gitignore', async () => {
+  it('creates a worktree on forge/attempt/<id> in the repository\'s git directory, without touching .gitignore', async () => {
     writeFileSync(join(repo.dir, 'a.txt'), 'user edit in progress\n');
     git(repo.dir, 'stash');
     writeFileSync(join(repo.dir, 'wip.txt'), 'untracked user file\n');
     const before = userState();
     const wt = await createAttemptWorktree(repo.dir, 'HEAD', 'a1');
-    assert.equal(wt.path, join(repo.dir, '.forge', 'cells', 'a1'));
+    assert.equal(wt.path, join(repo.dir, '.git', 'forge-cells', 'a1'));
     assert.equal(wt.branch, 'forge/attempt/a1');
     assert.equal(git(wt.path, 'rev-parse', 'HEAD'), before.head);
     assert.equal(readFileSync(join(wt.path, 'a.txt'), 'utf8'), 'one\ntwo\nthree\n');
-    assert.match(readFileSync(join(repo.dir, '.git', 'info', 'exclude'), 'utf8'), /^\/\.forge\/$/m);
     assert.deepEqual(userState(), before, "the user's checkout changed");
     assert.equal(existsSync(join(wt.path, 'wip.txt')), false, 'untracked files copied without a .forgeinclude');
     await destroyAttemptWorktree(wt);
@@ -68,7 +67,7 @@ describe('attempt worktrees', function () {
     const branches = git(repo.dir, 'branch', '--list', 'forge/*');
     assert.doesNotMatch(branches, /forge\/attempt\/lose/);
     assert.match(branches, /forge\/attempt\/win/);
-    assert.doesNotMatch(git(repo.dir, 'worktree', 'list'), /\.forge/);
+    assert.doesNotMatch(git(repo.dir, 'worktree', 'list'), /forge-cells/);
   });
 
   it('two attempts created in parallel; the winning diff applies to a clean checkout', async () => {

@@ -31,6 +31,10 @@ export class WorktreeFiles {
 
   /** Reads at most `maxBytes` of a regular file (FIFOs, devices and directories are refused). */
   read(requested: unknown, maxBytes: number): { data: Buffer; size: number; truncated: boolean; rel: string } {
+    return asToolError(requested, () => this.readUnchecked(requested, maxBytes));
+  }
+
+  private readUnchecked(requested: unknown, maxBytes: number): { data: Buffer; size: number; truncated: boolean; rel: string } {
     const r = this.resolve(requested, { followFinal: true, createDirs: false });
     try {
       if (r.name === '') throw new ToolError(`${display(requested)} is a directory`);
@@ -50,6 +54,10 @@ export class WorktreeFiles {
 
   /** Replaces (or creates) a file with `content`, creating missing directories. */
   write(requested: unknown, content: Buffer): string {
+    return asToolError(requested, () => this.writeUnchecked(requested, content));
+  }
+
+  private writeUnchecked(requested: unknown, content: Buffer): string {
     const r = this.resolve(requested, { followFinal: true, createDirs: true });
     try {
       if (r.name === '') throw new ToolError(`${display(requested)} is a directory`);
@@ -69,7 +77,12 @@ export class WorktreeFiles {
         throw e;
       }
       closeSync(fd);
-      renameSync(at(r.dirFd, tmp), at(r.dirFd, r.name));
+      try {
+        renameSync(at(r.dirFd, tmp), at(r.dirFd, r.name));
+      } catch (e) {
+        unlinkSync(at(r.dirFd, tmp));
+        throw e;
+      }
       return r.rel;
     } finally {
       closeSync(r.dirFd);
@@ -78,6 +91,10 @@ export class WorktreeFiles {
 
   /** Entries of a directory (types as stored, links not followed). */
   list(requested: unknown): { entries: Dirent[]; rel: string } {
+    return asToolError(requested, () => this.listUnchecked(requested));
+  }
+
+  private listUnchecked(requested: unknown): { entries: Dirent[]; rel: string } {
     const dir = this.openDirectory(requested);
     try {
       return { entries: readdirSync(at(dir.fd, ''), { withFileTypes: true }), rel: dir.rel };
@@ -88,6 +105,10 @@ export class WorktreeFiles {
 
   /** Opens a directory beneath the root; the caller closes the descriptor. */
   openDirectory(requested: unknown): { fd: number; rel: string } {
+    return asToolError(requested, () => this.openDirectoryUnchecked(requested));
+  }
+
+  private openDirectoryUnchecked(requested: unknown): { fd: number; rel: string } {
     const r = this.resolve(requested, { followFinal: true, createDirs: false });
     if (r.name === '') return { fd: r.dirFd, rel: r.rel };
     try {
@@ -221,6 +242,24 @@ function lstatOrNull(path: string): Stats | null {
   }
 }
 
+/** A path as the model wrote it, for its error messages: control characters shown as \xNN. */
 function display(requested: unknown): string {
-  return typeof requested === 'string' ? requested : String(requested);
+  const text = typeof requested === 'string' ? requested : String(requested);
+  // eslint-disable-next-line no-control-regex
+  return text.slice(0, 300).replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/**
+ * Any other failure of a file tool (a name too long, no space, a read-only directory) is the
+ * model's to see and handle: a ToolError, never an error that ends the attempt.
+ */
+function asToolError<T>(requested: unknown, work: () => T): T {
+  try {
+    return work();
+  } catch (e) {
+    if (e instanceof ToolError) throw e;
+    const err = e as NodeJS.ErrnoException;
+    const why: Record<string, string> = { ENAMETOOLONG: 'the name is too long', ENOSPC: 'no space left', EROFS: 'read-only', EACCES: 'permission denied', EPERM: 'not permitted', ENOTDIR: 'a part of it is not a directory', EISDIR: 'it is a directory', EEXIST: 'it exists' };
+    throw new ToolError(`${display(requested)}: ${why[err.code ?? ''] ?? err.code ?? 'failed'}`);
+  }
 }

@@ -1,0 +1,32 @@
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * A file of a tree a cell may have written, read the way the host may read it: the entry
+ * itself, never through a symbolic link (O_NOFOLLOW), only a regular file (not a FIFO that
+ * would block), and at most `maxBytes`. Null when it is absent or not such a file; throws
+ * only when it is larger than `maxBytes`.
+ */
+export function readRegularFile(dir: string, name: string, maxBytes = 16 * 1024 * 1024): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(join(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return null;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return null;
+    if (st.size > maxBytes) throw new Error(`${join(dir, name)} is ${st.size} bytes; at most ${maxBytes} are read`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, null);
+      if (n <= 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync(fd);
+  }
+}
