@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { rememberCheckoutOwners } from '../../runner/src/workspace/checkoutOwnership.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
@@ -171,15 +172,54 @@ describe('host-side steps, second red-team pass (each test tries what broke once
     }
   });
 
-  it('file names that are not UTF-8: hazards under them are neutralized, new files under them are in the diff', () => {
+  it('file names that are not UTF-8: hazards under them are neutralized; changes under them are named and never carried (review, branch, apply agree)', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
       const r = cellJson(repo.dir, "mkfifo \"$(printf 'fifo\\377')\"; cp /bin/true \"$(printf 'suid\\377')\"; chmod 4755 \"$(printf 'suid\\377')\"; echo x > \"$(printf 'n\\351.py')\"");
       assert.deepEqual(r.neutralized.map((n: { path: string; found: string }) => `${n.path}:${n.found}`).sort(), ['fifo\\xff:fifo', 'suid\\xff:setid']);
-      assert.ok(r.diff.files.some((f: { path: string }) => f.path.startsWith('n')), JSON.stringify(r.diff));
-      assert.deepEqual(r.diff.omitted, []);
+      assert.ok(!r.diff.files.some((f: { path: string }) => f.path.startsWith('n')), JSON.stringify(r.diff.files));
+      assert.ok(r.diff.omitted.some((o: { path: string; reason: string }) => o.path === 'n\\xe9.py' && /not valid UTF-8/.test(o.reason)), JSON.stringify(r.diff.omitted));
     } finally {
       repo.cleanup();
+    }
+    const py = pyRepo();
+    try {
+      const plant = { tool_calls: [{ name: 'run_command', arguments: { command: "d=$(printf 'x\\377'); mkdir \"$d\" && echo 'open(\"/tmp/planted-by-conftest\", \"w\")' > \"$d/conftest.py\"" } }] };
+      const run = fix(py.dir, replay(scratch, [fixAdd, plant, finish]), ['--apply']);
+      assert.equal(run.status, 0, run.stderr.slice(-800));
+      const report = JSON.parse(run.stdout);
+      assert.ok(report.attempts[0].omitted.some((o: { reason: string }) => /not valid UTF-8/.test(o.reason)), JSON.stringify(report.attempts[0]));
+      assert.deepEqual(readdirSync(py.dir).filter((f) => f.startsWith('x')), [], 'a file the review could not name was applied');
+      const branch = forgeBranches(py.dir)[0]!;
+      assert.equal(git(py.dir, 'ls-tree', '-r', '--name-only', branch).split('\n').filter((l) => l.includes('conftest')).length, 0);
+    } finally {
+      py.cleanup();
+    }
+  });
+
+  it('Apply to a checkout owned by another user gives files back to their owners, never through a link swapped in meanwhile', function () {
+    if (!ROOT) this.skip();
+    const top = mkdtempSync(join(scratch, 'owned-'));
+    const victim = mkdtempSync(join(scratch, 'victim-'));
+    try {
+      writeFileSync(join(top, 'old.txt'), 'x');
+      chownSync(top, 1234, 1234);
+      chownSync(join(top, 'old.txt'), 1234, 1234);
+      writeFileSync(join(victim, 'secret'), 's');
+      const restore = rememberCheckoutOwners(top, ['old.txt', 'newdir/secret']);
+      // What git apply does as root: replace old.txt, create newdir/secret...
+      rmSync(join(top, 'old.txt'));
+      writeFileSync(join(top, 'old.txt'), 'y');
+      mkdirSync(join(top, 'newdir'));
+      writeFileSync(join(top, 'newdir', 'secret'), 'z');
+      // ...and a command on the checkout swaps newdir for a link to elsewhere before the chown.
+      rmSync(join(top, 'newdir'), { recursive: true });
+      symlinkSync(victim, join(top, 'newdir'));
+      restore();
+      assert.equal(statSync(join(top, 'old.txt')).uid, 1234);
+      assert.equal(statSync(join(victim, 'secret')).uid, 0, 'a file outside the checkout was given away through a link');
+    } finally {
+      rmSync(top, { recursive: true, force: true });
     }
   });
 
@@ -222,8 +262,8 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   it('text hidden as binary is flagged; a large text file is shown as text (patch capped), not as binary', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      const r = cellJson(repo.dir, 'printf "// \\0\\nmodule.exports = () => 1\\n" > index.js; printf "A=1\\0\\n" > .envrc; printf "#!/bin/sh\\n# \\0\\necho hi\\n" > run-me; python3 -c "open(\'big.py\',\'w\').write(\'x = 1\\n\' * 300000)"');
-      for (const name of ['index.js', '.envrc', 'run-me']) assert.ok(r.diff.warnings.some((w: string) => w.startsWith(`${name} is shown as binary`)), `${name}: ${JSON.stringify(r.diff.warnings)}`);
+      const r = cellJson(repo.dir, 'printf "// \\0\\nmodule.exports = () => 1\\n" > index.js; printf "A=1\\0\\n" > .envrc; printf "#!/bin/sh\\n# \\0\\necho hi\\n" > run-me; printf "echo a\\n\\0\\necho b\\n" > tool && chmod +x tool; python3 -c "open(\'big.py\',\'w\').write(\'x = 1\\n\' * 300000)"');
+      for (const name of ['index.js', '.envrc', 'run-me', 'tool']) assert.ok(r.diff.warnings.some((w: string) => w.startsWith(`${name} is shown as binary`)), `${name}: ${JSON.stringify(r.diff.warnings)}`);
       assert.equal(r.diff.files.find((f: { path: string }) => f.path === 'big.py').binary, false);
       assert.equal(r.diff.truncated, true);
     } finally {

@@ -5,7 +5,7 @@ import { readRegularFile } from '../workspace/readRegularFile.js';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
-import { assertRealDirectory, excludeForgeDirIfRepo, FORGE_DIR } from '../workspace/attemptWorktree.js';
+import { excludeForgeDirIfRepo, FORGE_DIR } from '../workspace/attemptWorktree.js';
 import { detectStacks, type DetectedStack } from './detectStack.js';
 import { readRepoFacts } from './readRepoFacts.js';
 
@@ -148,19 +148,33 @@ async function imageId(docker: Docker, ref: string): Promise<string> {
 /** The last bake of a repository, for later runs to find (.forge/ is excluded from git). */
 async function record(repo: string, result: BakeResult): Promise<BakeResult> {
   await excludeForgeDirIfRepo(repo);
-  // A cell working on this checkout could have made .forge or bake.json a link: the record
-  // is written only into a real directory, never through a link (O_NOFOLLOW, replaced by rename).
+  // A cell working on this checkout could make .forge or bake.json a link, or swap .forge
+  // while this runs: the record is written through a descriptor of the real .forge
+  // directory (O_NOFOLLOW), into a new file renamed over bake.json.
   const dir = join(repo, FORGE_DIR);
-  assertRealDirectory(dir);
-  mkdirSync(dir, { recursive: true });
-  assertRealDirectory(dir);
-  const tmp = join(dir, `.bake.json.${randomBytes(6).toString('hex')}`);
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
   try {
-    writeFileSync(fd, JSON.stringify(result, null, 2) + '\n');
-  } finally {
-    closeSync(fd);
+    mkdirSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
   }
-  renameSync(tmp, join(dir, 'bake.json'));
+  let dirFd: number;
+  try {
+    dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch {
+    throw new InputError(`${dir} is not a real directory (a symbolic link?): bake writes its record only into the repository's own .forge; remove it`);
+  }
+  try {
+    const at = (name: string) => `/proc/self/fd/${dirFd}/${name}`;
+    const tmp = `.bake.json.${randomBytes(6).toString('hex')}`;
+    const fd = openSync(at(tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+    try {
+      writeFileSync(fd, JSON.stringify(result, null, 2) + '\n');
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(at(tmp), at('bake.json'));
+  } finally {
+    closeSync(dirFd);
+  }
   return result;
 }

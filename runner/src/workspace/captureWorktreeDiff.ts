@@ -2,7 +2,7 @@ import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } fro
 import { join } from 'node:path';
 import type { WorktreeDiff } from '../protocol/cellResult.js';
 import { translateIgnoreRules } from './baseIgnoreRules.js';
-import { displayText } from './displayText.js';
+import { displayText, isUtf8Text } from './displayText.js';
 import type { PatchBytes } from './patchBytes.js';
 import { reviewWarnings } from './reviewWarnings.js';
 import type { RepoLocation } from './repoLocation.js';
@@ -53,6 +53,9 @@ export interface WorktreeSource {
   base: string;
 }
 
+/** Why a changed file whose name is not UTF-8 is left out of the change set. */
+const NOT_UTF8_NAME = 'its name is not valid UTF-8: it cannot be reviewed by name, so it is neither shown nor applied';
+
 const STATUS: Record<string, WorktreeDiff['files'][number]['status']> = {
   A: 'added', M: 'modified', D: 'deleted', R: 'renamed', C: 'added', T: 'type-changed',
 };
@@ -77,11 +80,12 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
       // never named as binary while its content is applied unseen.
       const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
       const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', c.base, '--'], { ...opts, maxBytes: caps.patchBytes });
-      const all = parseRawNumstat(meta.text);
+      const detailed = parseRawNumstatWithModes(meta.text);
+      const all = detailed.map(({ mode: _mode, ...f }) => f);
       const files = all.slice(0, caps.maxFiles);
       let incomplete = c.incomplete;
       if (meta.truncated) incomplete ??= 'the list of changed files is larger than 32 MiB';
-      return { patch: displayText(patch.stdout), truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, warnings: reviewWarnings(all, startsWithShebang(src.location.top)), incomplete };
+      return { patch: displayText(patch.stdout), truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, warnings: reviewWarnings(detailed, startsWithShebang(src.location.top)), incomplete };
     });
   } catch (e) {
     return failedCapture(e);
@@ -98,7 +102,7 @@ export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps
     const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], { ...opts, maxBytes: MAX_APPLY_PATCH_BYTES });
     const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
     const incomplete = patch.truncated ? `the patch is larger than ${MAX_APPLY_PATCH_BYTES} bytes` : c.incomplete;
-    return { patch: patch.stdout, omitted: c.omitted, warnings: reviewWarnings(parseRawNumstat(meta.text), startsWithShebang(src.location.top)), incomplete };
+    return { patch: patch.stdout, omitted: c.omitted, warnings: reviewWarnings(parseRawNumstatWithModes(meta.text), startsWithShebang(src.location.top)), incomplete };
   });
 }
 
@@ -110,8 +114,8 @@ export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps
 export async function commitWorktreeChanges(src: WorktreeSource, message: string, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<{ commit: string; incomplete: string | null }> {
   return withPreparedChanges(src, caps, async (c) => {
     const opts = { deadline: c.deadline, lowPriority: true };
-    const changed = nulRecords((await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--no-renames', '--name-only', '-z', c.base, '--'], opts)).text);
-    if (changed.length > 0) await runGit(c.view, ['update-index', '--add', '--remove', '-z', '--stdin'], { ...opts, input: changed.join('\0') + '\0' });
+    const changed = nulRecordBytes((await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--no-renames', '--name-only', '-z', c.base, '--'], opts)).stdout);
+    if (changed.length > 0) await runGit(c.view, ['update-index', '--add', '--remove', '-z', '--stdin'], { ...opts, input: nulJoin(changed) });
     const tree = (await runGit(c.view, ['write-tree'], opts)).text.trim();
     const identity = { GIT_AUTHOR_NAME: 'Forge', GIT_AUTHOR_EMAIL: 'forge@localhost', GIT_COMMITTER_NAME: 'Forge', GIT_COMMITTER_EMAIL: 'forge@localhost' };
     const commit = (await runGit(c.view, ['commit-tree', tree, '-p', c.base], { ...opts, input: message, env: identity })).text.trim();
@@ -156,6 +160,12 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
       const nowDirectories: Buffer[] = [];
       for (const path of dirty) {
         const st = lstatOrNull(inTree(top, path));
+        if (!isUtf8Text(path)) {
+          // A name JSON, the review and the extension cannot carry exactly is not carried at all.
+          omitted.push({ path: displayText(path), reason: NOT_UTF8_NAME });
+          skip.push(path);
+          continue;
+        }
         if (st?.isFile() && !budget(displayText(path), st.size, caps.changedFileBytes, 'changed file')) skip.push(path);
         // A file that became a directory is gone: what is inside is untracked like any new
         // file (git would otherwise show a nested repository there as a gitlink, which the
@@ -178,6 +188,10 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
         // A directory entry is a nested repository: its content is not this tree's.
         if (path[path.length - 1] === 0x2f) {
           omitted.push({ path: shown, reason: 'nested git repository' });
+          continue;
+        }
+        if (!isUtf8Text(path)) {
+          omitted.push({ path: shown, reason: NOT_UTF8_NAME });
           continue;
         }
         const st = lstatOrNull(inTree(top, path));
@@ -287,17 +301,23 @@ export function parseCatFileBatch(out: Buffer): string[] {
 
 /** Pure: `git diff --raw --numstat -z` output -> file entries (renames name the new path). */
 export function parseRawNumstat(text: string): WorktreeDiff['files'] {
+  return parseRawNumstatWithModes(text).map(({ mode: _mode, ...f }) => f);
+}
+
+/** Pure: as parseRawNumstat, with each file's new mode (e.g. 100755 for an executable). */
+export function parseRawNumstatWithModes(text: string): (WorktreeDiff['files'][number] & { mode: string })[] {
   const parts = text.split('\0');
-  const files: WorktreeDiff['files'] = [];
+  const files: (WorktreeDiff['files'][number] & { mode: string })[] = [];
   const binary = new Set<string>();
   for (let i = 0; i < parts.length; ) {
     const head = parts[i++] ?? '';
     if (head === '') continue;
     if (head.startsWith(':')) {
-      const letter = head.split(' ')[4]?.[0] ?? 'M';
+      const fields = head.split(' ');
+      const letter = fields[4]?.[0] ?? 'M';
       if (letter === 'R' || letter === 'C') i++; // old path
       const path = parts[i++];
-      if (path !== undefined) files.push({ path, status: STATUS[letter] ?? 'modified', binary: false });
+      if (path !== undefined) files.push({ path, status: STATUS[letter] ?? 'modified', binary: false, mode: fields[1] ?? '' });
       continue;
     }
     const m = /^(-|\d+)\t(-|\d+)\t(.*)$/s.exec(head);

@@ -40,7 +40,7 @@ export async function discoverRepository(dir: string): Promise<RepoLocation | nu
   const top = realpathSync(topRaw);
   const gitDir = realpathSync(gitDirRaw);
   const commonDir = realpathSync(isAbsolute(commonRaw) ? commonRaw : resolve(dir, commonRaw));
-  refuseCellMadeGitData([gitDir, commonDir, join(commonDir, 'config')]);
+  refuseCellMadeGitData([join(top, '.git'), gitDir, commonDir, join(commonDir, 'config')]);
   return {
     top,
     gitDir,

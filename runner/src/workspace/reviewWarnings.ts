@@ -14,7 +14,7 @@ const TEXT_NAMES = new Set(['Makefile', 'makefile', 'GNUmakefile', 'Dockerfile',
  * Pure: changes the review can only name, not show, although the file is text by its name (a
  * NUL byte makes git call any file binary): what is applied would go unseen. One line each.
  */
-export function reviewWarnings(files: readonly { path: string; binary: boolean; status: string }[], isScript: (path: string) => boolean = () => false): string[] {
+export function reviewWarnings(files: readonly { path: string; binary: boolean; status: string; mode?: string }[], isScript: (path: string) => boolean = () => false): string[] {
   return files
     .filter((f) => f.binary && f.status !== 'deleted')
     .slice(0, 2000)
@@ -24,6 +24,8 @@ export function reviewWarnings(files: readonly { path: string; binary: boolean; 
         // Dotfiles (.env, .envrc, .gitmodules...) are configuration or scripts.
         : name.startsWith('.') && extname(name) === '' ? 'a dotfile'
         : isScript(f.path) ? 'a script (it starts with #!)'
+        // A shell runs an executable without #! as a script.
+        : f.mode === '100755' ? 'an executable (a shell runs it as a script)'
         : null;
       return why ? [`${f.path} is shown as binary (it contains a NUL byte) although it is ${why}: its content is applied but not shown; inspect it before applying`] : [];
     });

@@ -1,4 +1,5 @@
-import { existsSync, lchownSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { rememberCheckoutOwners } from './checkoutOwnership.js';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { applyPatchFile } from './applyPatch.js';
@@ -78,8 +79,10 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
     const paths = (await git(['apply', '--numstat', '-z', file])).text.split('\0').filter(Boolean).map((e) => e.split('\t').pop() ?? '').filter(Boolean);
     const ok = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
     if (ok) {
+      // A root runner writes new inodes as root: they go back to their owners afterwards.
+      const restoreOwners = rememberCheckoutOwners(loc.top, paths);
       await git(['apply', '--whitespace=nowarn', file]);
-      giveToCheckoutOwner(loc.top, paths);
+      restoreOwners();
       return { applied: true, files: paths.map((path) => ({ path, ok: true, reason: null })) };
     }
     const files: ApplyFileOutcome[] = [];
@@ -89,25 +92,6 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
     }
     return { applied: false, files };
   });
-}
-
-/**
- * A root runner applying to someone's checkout writes files as root: the files and the
- * directories it made go to the checkout's owner, as if they had applied it themselves.
- */
-function giveToCheckoutOwner(top: string, paths: string[]): void {
-  if ((process.getuid?.() ?? 0) !== 0) return;
-  const owner = lstatSync(top);
-  if (owner.uid === 0) return;
-  for (const path of paths) {
-    let at = top;
-    for (const part of path.split('/')) {
-      at = join(at, part);
-      try {
-        if (lstatSync(at).uid === 0) lchownSync(at, owner.uid, owner.gid);
-      } catch { /* deleted by the patch */ }
-    }
-  }
 }
 
 function conflictReason(gitError: string): string {
