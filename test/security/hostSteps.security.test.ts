@@ -75,7 +75,7 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   after(() => scratch && rmSync(scratch, { recursive: true, force: true }));
 
   it('a repository a cell planted is never trusted later as the user\'s (a root runner refuses git data of the cell user)', function () {
-    if (!ROOT) this.skip();
+    requireFeature(this, ROOT, 'needs a root runner (CI runs as root)');
     const repo = pyRepo();
     const marker = join(tmpdir(), `forge-planted-${process.pid}`);
     try {
@@ -198,7 +198,7 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   });
 
   it('Apply to a checkout owned by another user gives files back to their owners, never through a link swapped in meanwhile', function () {
-    if (!ROOT) this.skip();
+    requireFeature(this, ROOT, 'needs a root runner (CI runs as root)');
     const top = mkdtempSync(join(scratch, 'owned-'));
     const victim = mkdtempSync(join(scratch, 'victim-'));
     try {

@@ -4,20 +4,20 @@ import { join } from 'node:path';
 /**
  * A file of a tree a cell may have written, read the way the host may read it: the entry
  * itself, never through a symbolic link (O_NOFOLLOW), only a regular file (not a FIFO that
- * would block), and at most `maxBytes`. Null when it is absent or not such a file; throws
- * only when it is larger than `maxBytes`.
+ * would block), and at most `maxBytes`. Null when it is absent or not such a file;
+ * `{ tooLarge }` when it is larger than `maxBytes`.
  */
-export function readRegularFile(dir: string, name: string, maxBytes = 16 * 1024 * 1024): Buffer | null {
+export function readRegularPath(path: string, maxBytes: number): Buffer | { tooLarge: number } | null {
   let fd: number;
   try {
-    fd = openSync(join(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch {
     return null;
   }
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) return null;
-    if (st.size > maxBytes) throw new Error(`${join(dir, name)} is ${st.size} bytes; at most ${maxBytes} are read`);
+    if (st.size > maxBytes) return { tooLarge: st.size };
     const buf = Buffer.alloc(st.size);
     let off = 0;
     while (off < buf.length) {
@@ -29,4 +29,11 @@ export function readRegularFile(dir: string, name: string, maxBytes = 16 * 1024 
   } finally {
     closeSync(fd);
   }
+}
+
+/** readRegularPath of `dir/name`; a file over `maxBytes` is an error. */
+export function readRegularFile(dir: string, name: string, maxBytes = 16 * 1024 * 1024): Buffer | null {
+  const r = readRegularPath(join(dir, name), maxBytes);
+  if (r && !Buffer.isBuffer(r)) throw new Error(`${join(dir, name)} is ${r.tooLarge} bytes; at most ${maxBytes} are read`);
+  return r;
 }

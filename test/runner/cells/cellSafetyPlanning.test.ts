@@ -12,6 +12,7 @@ import { virtiofsdInodeBudget } from '../../../runner/src/cells/qemu/qemuRuntime
 import { refuseWorktreeLocation } from '../../../runner/src/cells/worktreeLocation.js';
 import { printable } from '../../../runner/src/cli/formatCellResult.js';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
+import { requireFeature } from '../../helpers/requirement.js';
 
 describe('cell safety decisions (pure)', () => {
   it('chooses the cell user: the runner\'s own, or for a root runner always the dedicated user', () => {
@@ -73,7 +74,7 @@ describe('cell safety decisions (pure)', () => {
 
   it('the guest command script carries any argv and environment exactly (run by a real busybox sh)', function () {
     const busybox = spawnSync('sh', ['-c', 'command -v busybox'], { encoding: 'utf8' }).stdout.trim();
-    if (!busybox) this.skip();
+    requireFeature(this, busybox !== '', 'no busybox on PATH (Debian busybox-static; .ci/run installs it)');
     const dir = mkdtempSync(join(tmpdir(), 'forge-script-'));
     try {
       const word = fc.string({ unit: fc.oneof(fc.constantFrom("'", '"', '\\', '$', '`', '\n', ' ', '*', '=', '-', '!', ';'), fc.string({ minLength: 1, maxLength: 1 })), maxLength: 12 }).filter((s) => !s.includes('\0'));

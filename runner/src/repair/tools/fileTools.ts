@@ -1,4 +1,5 @@
-import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
+import { closeSync, constants, openSync, readdirSync } from 'node:fs';
+import { readRegularPath } from '../../workspace/readRegularFile.js';
 import { ToolError } from './toolError.js';
 import { WorktreeFiles } from './worktreeFiles.js';
 
@@ -148,25 +149,6 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
 
 /** A regular text file's content when it is at most `max` bytes; null otherwise. */
 function readSmallText(path: string, max: number): string | null {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch {
-    return null;
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > max) return null;
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, null);
-      if (n <= 0) break;
-      off += n;
-    }
-    const data = buf.subarray(0, off);
-    return isBinary(data) ? null : data.toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
+  const data = readRegularPath(path, max);
+  return Buffer.isBuffer(data) && !isBinary(data) ? data.toString('utf8') : null;
 }
