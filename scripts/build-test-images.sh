@@ -2,9 +2,9 @@
 # Builds the local Docker images the tests use. No registry is reachable on our machines,
 # so images come from root filesystems built here and `docker import`ed:
 #   forge-test/busybox:1      busybox-static applets (fast conformance image)
-#   forge-test/bookworm:2     debootstrap'd Debian bookworm with python3-pytest, pip, nodejs, npm,
-#                             gcc and make (the toolchains the stack tests need), built on
-#                             forge-test/bookworm-base:1
+#   forge-test/bookworm:3     debootstrap'd Debian bookworm with python3-pytest, pip, nodejs, npm,
+#                             gcc, make and go (the toolchains the stack and corpus tests need),
+#                             built on forge-test/bookworm-base:1
 # Idempotent: an image that exists is kept. Needs root, dockerd, busybox-static, debootstrap.
 set -euo pipefail
 mirror=${FORGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -40,15 +40,25 @@ else
 fi
 
 # npm and pip do not configure inside debootstrap's --include; apt in a container does.
-if have forge-test/bookworm:2; then
-  echo "forge-test/bookworm:2 present"
+if have forge-test/bookworm:3; then
+  echo "forge-test/bookworm:3 present"
+elif have forge-test/bookworm:2; then
+  # :2 plus go (the corpus has a Go module): one layer on the image a machine already has.
+  mkdir -p "$work/ctx3"
+  cat > "$work/ctx3/Dockerfile" <<'DOCKERFILE'
+FROM forge-test/bookworm:2
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+DOCKERFILE
+  docker build -q -t forge-test/bookworm:3 "$work/ctx3" >/dev/null
+  echo "built forge-test/bookworm:3"
 else
   mkdir -p "$work/ctx"
   cat > "$work/ctx/Dockerfile" <<'DOCKERFILE'
 FROM forge-test/bookworm-base:1
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm python3-pip >/dev/null \
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm python3-pip golang-go >/dev/null \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 DOCKERFILE
-  docker build -q -t forge-test/bookworm:2 "$work/ctx" >/dev/null
-  echo "built forge-test/bookworm:2"
+  docker build -q -t forge-test/bookworm:3 "$work/ctx" >/dev/null
+  echo "built forge-test/bookworm:3"
 fi

@@ -5,6 +5,7 @@ import { benchDockerCells } from './dockerCellOverhead.js';
 import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
 import { benchWorktreeCreation } from './worktreeCreation.js';
 import { benchDiffCapture } from './diffCapture.js';
+import { benchSharedDependencies } from './sharedDependencies.js';
 import { benchFixIsolation, benchFixScaling } from './fixPipeline.js';
 import { benchQemuCells } from './qemuCellOverhead.js';
 import { benchExtensionStartup } from './extensionStartup.js';
@@ -22,6 +23,10 @@ async function main(): Promise<void> {
     suites['extension startup'] = { rounds: 10, lines: await benchExtensionStartup(10) };
     return report(suites);
   }
+  if (process.argv.includes('--only-deps')) {
+    suites['shared dependencies'] = { rounds: 10, lines: await benchSharedDependencies(2_000, 200, 10) };
+    return report(suites);
+  }
   if (process.argv.includes('--only-diff')) {
     suites['diff capture'] = { rounds: 10, lines: await benchDiffCapture(20_000, 1_000, 10) };
     return report(suites);
@@ -34,6 +39,8 @@ async function main(): Promise<void> {
   // Each checkout of 20,000 files takes seconds: fewer rounds.
   const worktreeRounds = Math.max(5, Math.floor(runs / 8));
   suites['worktree creation'] = { rounds: worktreeRounds, lines: await benchWorktreeCreation(20_000, worktreeRounds) };
+  console.error('shared dependencies: 2,000-file repository, 200-package node_modules...');
+  suites['shared dependencies'] = { rounds: worktreeRounds, lines: await benchSharedDependencies(2_000, 200, worktreeRounds) };
   console.error('diff capture: 20,000-file worktree, 1,000 changed files...');
   suites['diff capture'] = { rounds: worktreeRounds, lines: await benchDiffCapture(20_000, 1_000, worktreeRounds) };
   const docker = new Docker({ socketPath: '/var/run/docker.sock' });
@@ -45,7 +52,7 @@ async function main(): Promise<void> {
   }
   console.error('fix pipeline: host cells vs isolation off...');
   suites['fix pipeline isolation'] = { rounds: 5, lines: await benchFixIsolation(5) };
-  const toolchainImage = process.env.FORGE_BENCH_TOOLCHAIN_IMAGE ?? 'forge-test/bookworm:2';
+  const toolchainImage = process.env.FORGE_BENCH_TOOLCHAIN_IMAGE ?? 'forge-test/bookworm:3';
   if (dockerReady && (await docker.getImage(toolchainImage).inspect().then(() => true, () => false))) {
     console.error(`fix pipeline: K=1,2,4,8 on docker cells (${toolchainImage})...`);
     suites['fix pipeline scaling'] = { rounds: 3, lines: await benchFixScaling(toolchainImage, 3) };

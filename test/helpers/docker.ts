@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 
-export const TEST_IMAGES = { busybox: 'forge-test/busybox:1', bookworm: 'forge-test/bookworm:2' } as const;
+export const TEST_IMAGES = { busybox: 'forge-test/busybox:1', bookworm: 'forge-test/bookworm:3' } as const;
 
 /** Why docker tests cannot run here, or null when the engine answers and the image exists. */
 export async function dockerUnavailable(image: string): Promise<string | null> {

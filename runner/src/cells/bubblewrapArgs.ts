@@ -1,3 +1,4 @@
+import { join, relative } from 'node:path';
 import type { SandboxLayout } from './sandboxLayout.js';
 
 export const CELL_HOME = '/tmp/forge-home';
@@ -7,8 +8,12 @@ export interface BubblewrapPlan {
   layout: SandboxLayout;
   /** Mounted read-write at the same path; unset: the cell works in a private scratch dir. */
   worktree: string | null;
-  /** Git metadata inside the worktree (.git dir or file), mounted read-only over itself. */
+  /** Git metadata inside the worktree (.git dir or file), mounted read-only over its place. */
   gitMetadata: string | null;
+  /** Where the cell sees the worktree (the user's repository path in fix runs); default: its own path. */
+  worktreeTarget?: string;
+  /** Shared dependencies: read-only, or writable when the source is a discarded overlay layer. */
+  deps?: { source: string; target: string; writable: boolean }[];
   shareNet: boolean;
   /** The cell's whole environment: bwrap clears its own and sets exactly this. */
   env: Record<string, string>;
@@ -42,16 +47,23 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   args.push('--perms', '0777', '--dir', CELL_HOME);
   let workdir = CELL_SCRATCH;
   if (plan.worktree) {
+    const target = plan.worktreeTarget ?? plan.worktree;
     // bwrap makes missing parents of a mount point 0700: the cell user could not reach a
     // worktree below a hidden directory (/tmp/repo/.git/forge-cells/x). Make them traversable.
-    for (const dir of ancestorsBelowMasks(plan.worktree, plan.layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', dir);
-    args.push('--bind', plan.worktree, plan.worktree);
+    for (const dir of ancestorsBelowMasks(target, plan.layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', dir);
+    args.push('--bind', plan.worktree, target);
     // The host runs git on this worktree after the cell: a writable .git would let the cell
     // plant hooks or core.fsmonitor commands that the host would then execute.
-    if (plan.gitMetadata) args.push('--ro-bind', plan.gitMetadata, plan.gitMetadata);
-    workdir = plan.worktree;
+    if (plan.gitMetadata) args.push('--ro-bind', plan.gitMetadata, join(target, relative(plan.worktree, plan.gitMetadata)));
+    workdir = target;
   } else {
     args.push('--perms', '0777', '--dir', CELL_SCRATCH);
+  }
+  // After the worktree: node_modules and .venv go inside it.
+  const inWorktree = (p: string) => workdir !== CELL_SCRATCH && (p === workdir || p.startsWith(`${workdir}/`));
+  for (const d of plan.deps ?? []) {
+    for (const dir of ancestorsBelowMasks(d.target, plan.layout.tmpfsMasks).filter((a) => !inWorktree(a))) args.push('--perms', '0755', '--dir', dir);
+    args.push(d.writable ? '--bind' : '--ro-bind', d.source, d.target);
   }
   args.push('--chdir', workdir);
   if (plan.dropTo) {

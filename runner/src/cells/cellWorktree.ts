@@ -6,6 +6,11 @@ import { HOST_PATH_MAX, neutralizeHazards } from '../workspace/neutralizeHazards
 import { type CellUser, cellUserFor } from './cellUser.js';
 import { probeSandboxLayout } from './sandboxLayout.js';
 import { refuseWorktreeLocation } from './worktreeLocation.js';
+import { type CellMountPlan, planCellMounts, refuseMountPlan, refuseSharedSource } from './cellMounts.js';
+import { type MountedDependencies, mountDependencyLayers } from './dependencyLayers.js';
+import { realpathSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { InputError } from '../protocol/inputError.js';
 
 export interface PreparedWorktree {
   worktree: CellWorktree | null;
@@ -23,6 +28,50 @@ export async function prepareCellWorktree(spec: Pick<CellSpec, 'worktree' | 'cap
     return refuseWorktreeLocation(top, { masked: [...layout.tmpfsMasks, ...layout.nullMasks], runnerHome: env.HOME, stateDir });
   });
   return { worktree, user: cellUserFor(worktree?.top ?? null, env) };
+}
+
+/**
+ * Before a cell, on every provider: where the worktree and each shared dependency go, vetted
+ * (a source is resolved first, must be a directory, and must not show the cell anything the
+ * masks hide), with the writable layers mounted. Throws InputError, with nothing mounted, on
+ * a refused plan; the caller releases the layers after the cell.
+ */
+export async function prepareCellMounts(
+  spec: Pick<CellSpec, 'mount_at' | 'shared_deps'>,
+  worktree: CellWorktree | null,
+  defaultTarget: (top: string) => string,
+  ctx: { env: NodeJS.ProcessEnv; stateDir: string; cellId: string; user: { uid: number; gid: number } },
+): Promise<{ plan: CellMountPlan; deps: MountedDependencies }> {
+  const plan = vetCellMounts(spec, worktree, defaultTarget, ctx);
+  const deps = await mountDependencyLayers(plan, join(ctx.stateDir, 'layers'), ctx.cellId, ctx.user);
+  return { plan, deps };
+}
+
+/** The checks of prepareCellMounts, without mounting anything. */
+export function vetCellMounts(
+  spec: Pick<CellSpec, 'mount_at' | 'shared_deps'>,
+  worktree: CellWorktree | null,
+  defaultTarget: (top: string) => string,
+  ctx: { env: NodeJS.ProcessEnv; stateDir: string },
+): CellMountPlan {
+  const layout = probeSandboxLayout(ctx.env);
+  const facts = { masked: [...layout.tmpfsMasks, ...layout.nullMasks], runnerHome: ctx.env.HOME, stateDir: ctx.stateDir };
+  const shared = spec.shared_deps.map((d) => {
+    let real: string;
+    try {
+      real = realpathSync(d.source);
+    } catch {
+      throw new InputError(`shared dependency ${d.source} does not exist; install the dependencies or drop it`);
+    }
+    if (!statSync(real).isDirectory()) throw new InputError(`shared dependency ${d.source} is not a directory`);
+    const why = refuseSharedSource(real, facts);
+    if (why) throw new InputError(`${why}; share only installed dependencies`);
+    return { ...d, source: real };
+  });
+  const plan = planCellMounts({ mount_at: spec.mount_at, shared_deps: shared }, worktree, defaultTarget);
+  const refused = refuseMountPlan(plan);
+  if (refused) throw new InputError(refused);
+  return plan;
 }
 
 export interface AfterCell {

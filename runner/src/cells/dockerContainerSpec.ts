@@ -1,5 +1,6 @@
 import type { ContainerCreateOptions } from 'dockerode';
 import type { CellSpec } from '../protocol/cellSpec.js';
+import { caBundleEnv, CELL_CA_PATH } from './hostCaBundle.js';
 
 /** Where the worktree appears inside a docker cell. */
 export const DOCKER_WORKDIR = '/work';
@@ -17,6 +18,12 @@ export interface DockerCellContext {
   cellId: string;
   /** Host path of the worktree and its .git (file or dir), or null for a scratch cell. */
   worktree: { top: string; gitMetadata: string | null } | null;
+  /** Where the cell sees the worktree (the user's repository path in fix runs); default /work. */
+  worktreeTarget?: string;
+  /** The host's CA bundle, mounted read-only at CELL_CA_PATH with the variables clients read. */
+  caBundle?: string | null;
+  /** Shared dependencies: read-only, or writable when the source is a discarded overlay layer. */
+  deps?: { source: string; target: string; writable: boolean }[];
   /** The image's own PATH (from its config): the runner's PATH means nothing inside. */
   imagePath: string;
   uid: number;
@@ -40,18 +47,22 @@ export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): Cont
     PYTHONDONTWRITEBYTECODE: '1',
     HOME: DOCKER_HOME,
     TMPDIR: '/tmp',
+    ...(ctx.caBundle ? caBundleEnv(CELL_CA_PATH) : {}),
     ...spec.env,
     ...ctx.networkEnv,
   };
   const binds: string[] = [];
   const tmpfs: Record<string, string> = { '/tmp': TMPFS_OPTIONS };
+  const workdir = ctx.worktree ? (ctx.worktreeTarget ?? DOCKER_WORKDIR) : DOCKER_WORKDIR;
   if (ctx.worktree) {
-    binds.push(`${ctx.worktree.top}:${DOCKER_WORKDIR}:rw`);
+    binds.push(`${ctx.worktree.top}:${workdir}:rw`);
     // Host-side git runs on this worktree after the cell: its metadata stays read-only.
-    if (ctx.worktree.gitMetadata) binds.push(`${ctx.worktree.gitMetadata}:${DOCKER_WORKDIR}/.git:ro`);
+    if (ctx.worktree.gitMetadata) binds.push(`${ctx.worktree.gitMetadata}:${workdir}/.git:ro`);
   } else {
     tmpfs[DOCKER_WORKDIR] = TMPFS_OPTIONS;
   }
+  if (ctx.caBundle) binds.push(`${ctx.caBundle}:${CELL_CA_PATH}:ro`);
+  for (const d of ctx.deps ?? []) binds.push(`${d.source}:${d.target}:${d.writable ? 'rw' : 'ro'}`);
   const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
   return {
     name: ctx.cellId,
@@ -61,7 +72,7 @@ export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): Cont
     Entrypoint: ['/bin/sh', '-c', 'exec 2>&1; mkdir -p "$HOME" 2>/dev/null; exec "$@"', 'forge-cell'],
     Cmd: argv,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    WorkingDir: DOCKER_WORKDIR,
+    WorkingDir: workdir,
     User: `${ctx.uid}:${ctx.gid}`,
     Labels: {
       [LABEL_CELL]: ctx.cellId,
@@ -74,7 +85,9 @@ export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): Cont
     AttachStderr: true,
     Tty: false,
     OpenStdin: false,
-    NetworkDisabled: ctx.networkMode === 'none',
+    // Not NetworkDisabled: it leaves /etc/hosts empty, so even "localhost" does not resolve
+    // (test servers bind to it); network mode "none" gives loopback only, with a hosts file.
+    NetworkDisabled: false,
     HostConfig: {
       Binds: binds,
       Tmpfs: tmpfs,

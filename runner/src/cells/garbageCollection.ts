@@ -1,4 +1,5 @@
 import Docker from 'dockerode';
+import { collectStaleDependencyLayers } from './staleDependencyLayers.js';
 import { resolveRepo } from '../workspace/attemptWorktree.js';
 import { collectStaleWorktrees, type GcItem, processAlive } from '../workspace/staleWorktrees.js';
 import { runnerStateDir } from './cellIdentity.js';
@@ -18,5 +19,6 @@ export async function collectGarbage(repoDir: string, dryRun: boolean): Promise<
     notes.push('no Docker Engine answers: containers not checked');
   }
   items.push(...collectStaleVmCells(runnerStateDir(), dryRun, processAlive));
+  items.push(...(await collectStaleDependencyLayers(runnerStateDir(), dryRun, processAlive)));
   return { repo, items, notes };
 }

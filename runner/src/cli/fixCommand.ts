@@ -5,8 +5,9 @@ import { dirname, join, resolve } from 'node:path';
 import { runnerStateDir } from '../cells/cellIdentity.js';
 import { createProvider } from '../cells/providerRegistry.js';
 import { InputError } from '../protocol/inputError.js';
+import { hostName } from '../protocol/cellSpec.js';
 import { createModel } from '../repair/models/createModel.js';
-import { runFix } from '../repair/runFix.js';
+import { BrokenEnvironmentError, runFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
@@ -22,6 +23,9 @@ interface FixFlags {
   issueText?: string;
   testCmd?: string;
   installCmd?: string;
+  /** commander: false from --no-shared-deps. */
+  sharedDeps?: boolean;
+  allowNet?: string[];
   attempts: string;
   temperature: string;
   provider?: string;
@@ -52,6 +56,8 @@ export function registerFixCommand(program: Command): void {
     .option('--issue-file <file>', 'the issue text, from a file')
     .option('--issue-text <text>', 'the issue text')
     .option('--test-cmd <cmd>', 'test command (default: detected from the stack)')
+    .option('--allow-net <host>', 'let every cell of the run reach this host through the egress proxy (repeatable; e.g. registry.npmjs.org for a test hook that needs it); default: no network', (v: string, all: string[] = []) => [...all, v])
+    .option('--no-shared-deps', "don't share the checkout's installed dependencies (node_modules, .venv, the Go module cache...) with the cells; see README \"Dependencies\"")
     .option('--install-cmd <cmd>', 'install command, run in a cell on every worktree before its tests (faster: bake it into an image)')
     .option('--attempts <k>', 'parallel repair attempts', '4')
     .option('--temperature <t>', 'sampling temperature of attempts 1..K-1 (attempt 0 runs at 0)', '0.7')
@@ -80,6 +86,7 @@ export function registerFixCommand(program: Command): void {
         process.stdout.write(flags.json ? JSON.stringify(outcome.report, null, 2) + '\n' : `${outcome.report.status === 'fixed' ? 'fixed' : 'not fixed'}: see ${flags.out ? join(flags.out, 'summary.md') : 'the report (--out DIR)'}\n`);
         process.exitCode = outcome.exitCode;
       } catch (e) {
+        if (e instanceof BrokenEnvironmentError && flags.json) process.stdout.write(JSON.stringify(e.report, null, 2) + '\n');
         if (e instanceof InputError) {
           process.stderr.write(`forge-runner: ${printable(e.message)}\n`);
           process.exitCode = EXIT_BAD_INPUT;
@@ -130,12 +137,16 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
   const temperature = Number(flags.temperature);
   if (!Number.isFinite(temperature) || temperature < 0 || temperature > 2) throw new InputError(`--temperature ${flags.temperature}: expected a number from 0 to 2`);
   const attempts = positiveInt('--attempts', flags.attempts);
+  const allowNet = flags.allowNet ?? [];
+  for (const h of allowNet) if (!hostName.safeParse(h).success) throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.npmjs.org (or *.example.com)`);
   const provider = createProvider(providerName, { prewarm: Math.min(attempts, 4) });
   return runFix({
     repo,
     issue,
     ...(flags.testCmd ? { testCmd: flags.testCmd } : {}),
     ...(flags.installCmd ? { installCmd: flags.installCmd } : {}),
+    sharedDeps: flags.sharedDeps !== false,
+    ...(allowNet.length > 0 ? { allowNet } : {}),
     attempts,
     temperature,
     provider,

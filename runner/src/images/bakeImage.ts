@@ -8,6 +8,7 @@ import { InputError } from '../protocol/inputError.js';
 import { excludeForgeDirIfRepo, FORGE_DIR } from '../workspace/attemptWorktree.js';
 import { detectStacks, type DetectedStack } from './detectStack.js';
 import { readRepoFacts } from './readRepoFacts.js';
+import { caBundleEnv, CELL_CA_PATH, findHostCaBundle } from '../cells/hostCaBundle.js';
 
 export interface BakeOptions {
   repo: string;
@@ -43,9 +44,14 @@ export function bakeHash(baseImageId: string, install: string | null, lockfiles:
  * anything installed there, so node_modules moves to /node_modules (Node's resolution walks
  * up to it); Python, Go, Rust and Java caches already live outside the project directory.
  */
-export function renderDockerfile(baseImageId: string, lockfiles: string[], install: string | null, hash: string): string {
+export function renderDockerfile(baseImageId: string, lockfiles: string[], install: string | null, hash: string, caBundle = false): string {
   const lines = [`FROM ${baseImageId}`, 'WORKDIR /work'];
   if (lockfiles.length > 0) lines.push(`COPY ${JSON.stringify([...lockfiles, './'])}`);
+  if (install && caBundle) {
+    // The host's CA bundle, for networks that inspect TLS; it stays for the cells, which get the same.
+    lines.push(`COPY ${JSON.stringify([BAKE_CA_FILE, CELL_CA_PATH])}`);
+    lines.push(`ENV ${Object.entries(caBundleEnv(CELL_CA_PATH)).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  }
   if (install) {
     // Debian-based images refuse system-wide pip installs (PEP 668); a throwaway image may.
     lines.push('ENV PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1');
@@ -56,6 +62,30 @@ export function renderDockerfile(baseImageId: string, lockfiles: string[], insta
   return lines.join('\n') + '\n';
 }
 
+/** The CA bundle's name in the build context (no lockfile is called that). */
+const BAKE_CA_FILE = 'forge-host-ca.pem';
+
+/**
+ * The install step of a bake failed: bad input (the project's install, its network), not a
+ * bug of the runner. One line: the step, its exit code, its last lines, the way out.
+ */
+export class BakeInstallError extends InputError {}
+
+/** Pure: the one-line message for a failed build, from the daemon's error and the step's output. */
+export function describeBakeFailure(install: string | null, daemonError: string, outputTail: string[]): string {
+  const exit = /returned a non-zero code: (\d+)/.exec(daemonError)?.[1];
+  // eslint-disable-next-line no-control-regex
+  const clean = (l: string) => l.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/[\x00-\x1f\x7f]/g, ' ').trim();
+  const lines = outputTail.join('').split('\n').map(clean)
+    .filter((l) => l && !/^(Step \d+\/\d+ :|---> |Removing intermediate container|Running in )/.test(l) && !/A complete log of this run|_logs\//.test(l));
+  const last = lines.slice(-3);
+  const network = lines.some((l) => /EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ETIMEDOUT|SELF_SIGNED_CERT|UNABLE_TO_VERIFY|certificate verify failed|TLS error|Temporary failure in name resolution|Could not resolve host|Network is unreachable/.test(l));
+  const step = install ? `the install step "${install}"` : 'the build';
+  const why = network ? '; the package registry was not reachable from the build (network or TLS)' : '';
+  return `bake: ${step} failed${exit ? ` (exit ${exit})` : ''}: ${last.join(' | ') || clean(daemonError)}${why}; ` +
+    `the way out: fix the install (or pass --install CMD), bake with --no-install and install in your checkout instead, or make the registry reachable`;
+}
+
 export function bakedTag(hash: string): string {
   return `forge-prj-${hash}:bootstrap`;
 }
@@ -63,7 +93,8 @@ export function bakedTag(hash: string): string {
 export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<BakeResult> {
   const started = Date.now();
   const baseImageId = await imageId(docker, opts.base);
-  const stacks = detectStacks(readRepoFacts(opts.repo));
+  // The image has no access to the checkout's virtualenv: its install and tests use the image's python.
+  const stacks = detectStacks({ ...readRepoFacts(opts.repo), venv: null });
   const primary: DetectedStack | undefined = stacks[0];
   const install = opts.install !== undefined ? opts.install : primary?.install ?? null;
   // With a custom install command any of the detected lockfiles may matter.
@@ -86,19 +117,21 @@ export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<Bake
 
   const context = mkdtempSync(join(tmpdir(), 'forge-bake-'));
   try {
-    writeFileSync(join(context, 'Dockerfile'), renderDockerfile(baseImageId, lockfiles, install, hash));
+    const ca = install ? findHostCaBundle() : null;
+    if (ca) writeFileSync(join(context, BAKE_CA_FILE), ca.pem);
+    writeFileSync(join(context, 'Dockerfile'), renderDockerfile(baseImageId, lockfiles, install, hash, Boolean(ca)));
     for (const { name, content } of contents) {
       mkdirSync(dirname(join(context, name)), { recursive: true });
       writeFileSync(join(context, name), content);
     }
-    const stream = await docker.buildImage({ context, src: ['Dockerfile', ...lockfiles] }, { t: tag, rm: true, forcerm: true });
+    const stream = await docker.buildImage({ context, src: ['Dockerfile', ...lockfiles, ...(ca ? [BAKE_CA_FILE] : [])] }, { t: tag, rm: true, forcerm: true });
     const tail: string[] = [];
     await new Promise<void>((resolve, reject) => {
       docker.modem.followProgress(
         stream,
         (err: Error | null, events: { error?: string; errorDetail?: { message?: string } }[]) => {
           const failed = err?.message ?? events.find((e) => e.error)?.error;
-          if (failed) reject(new Error(`bake failed: ${failed.trim()}\n${tail.join('')}`));
+          if (failed) reject(new BakeInstallError(describeBakeFailure(install, failed, tail)));
           else resolve();
         },
         (event: { stream?: string }) => {

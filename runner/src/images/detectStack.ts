@@ -18,6 +18,8 @@ export interface RepoFacts {
   files: Set<string>;
   /** Reads a top-level file (for package.json scripts); null when absent. */
   read(name: string): string | null;
+  /** The checkout's virtualenv (".venv", "venv") with a bin/python, when there is one. */
+  venv?: string | null;
 }
 
 export function detectStacks(repo: RepoFacts): DetectedStack[] {
@@ -42,14 +44,19 @@ export function detectStacks(repo: RepoFacts): DetectedStack[] {
     });
   }
   if (['pyproject.toml', 'requirements.txt', 'setup.py', 'setup.cfg', 'pytest.ini', 'tox.ini', 'conftest.py'].some(has)) {
+    // The project's own virtualenv is how its developer runs the tests (editable installs live there).
+    const py = repo.venv ? `${repo.venv}/bin/python` : 'python3';
     const install = has('requirements.txt')
-      ? 'python3 -m pip install -r requirements.txt'
-      : has('pyproject.toml') || has('setup.py') ? 'python3 -m pip install .' : null;
+      ? `${py} -m pip install -r requirements.txt`
+      : has('pyproject.toml') || has('setup.py') ? `${py} -m pip install .` : null;
+    const config = ['pyproject.toml', 'setup.cfg', 'tox.ini', 'requirements.txt', 'requirements-dev.txt', 'requirements-test.txt'].map((f) => repo.read(f) ?? '').join('\n');
+    // No trace of pytest anywhere: the standard library's unittest, naming every test (-v).
+    const pytest = has('pytest.ini') || has('conftest.py') || /\bpytest\b/.test(config);
     found.push({
       stack: 'python',
-      detail: has('requirements.txt') ? 'pip (requirements.txt)' : has('pyproject.toml') ? 'pip (pyproject.toml)' : has('setup.py') ? 'pip (setup.py)' : 'pytest',
+      detail: `${has('requirements.txt') ? 'pip (requirements.txt)' : has('pyproject.toml') ? 'pip (pyproject.toml)' : has('setup.py') ? 'pip (setup.py)' : 'pytest'}${repo.venv ? `, virtualenv ${repo.venv}` : ''}`,
       install,
-      test: 'python3 -m pytest -q',
+      test: pytest ? `${py} -m pytest -q` : `${py} -m unittest discover -v`,
       lockfiles: present('requirements.txt', 'requirements-dev.txt', 'pyproject.toml', 'poetry.lock', 'setup.py', 'setup.cfg'),
     });
   }
@@ -83,4 +90,20 @@ export function detectStacks(repo: RepoFacts): DetectedStack[] {
     found.push({ stack: 'make', detail: 'make', install: null, test: 'make test', lockfiles: [] });
   }
   return found;
+}
+
+/** The package registries a stack's install reaches: the only network an install cell gets. */
+const REGISTRIES: Record<StackName, string[]> = {
+  node: ['registry.npmjs.org', 'registry.yarnpkg.com'],
+  python: ['pypi.org', 'files.pythonhosted.org'],
+  go: ['proxy.golang.org', 'sum.golang.org'],
+  rust: ['index.crates.io', 'static.crates.io', 'crates.io'],
+  java: ['repo.maven.apache.org', 'repo1.maven.org', 'services.gradle.org', 'plugins.gradle.org'],
+  cmake: [],
+  make: [],
+};
+
+/** Pure: the registry hosts of the given stacks, each once. */
+export function registryHosts(stacks: StackName[]): string[] {
+  return [...new Set(stacks.flatMap((st) => REGISTRIES[st]))];
 }

@@ -16,8 +16,16 @@ export function readRepoFacts(dir: string): RepoFacts {
       return false;
     }
   }));
+  const venv = ['.venv', 'venv'].find((v) => {
+    try {
+      return lstatSync(join(dir, v)).isDirectory() && lstatSync(join(dir, v, 'pyvenv.cfg')).isFile() && lstatSync(join(dir, v, 'bin', 'python')) !== null;
+    } catch {
+      return false;
+    }
+  }) ?? null;
   return {
     files,
+    venv,
     read: (name) => (files.has(name) ? readRegularFile(dir, name)?.toString('utf8') ?? null : null),
   };
 }

@@ -12,7 +12,7 @@ export const DEFAULT_LIMITS = {
 
 export const DEFAULT_TIMEOUT_S = 300;
 
-const hostName = z
+export const hostName = z
   .string()
   .min(1)
   .max(253)
@@ -41,6 +41,21 @@ export const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
 
 const noNul = (s: string) => !s.includes('\0');
 
+/** An absolute, normalized path: no `..`, `.` or empty segments a check could read otherwise. */
+const absolutePath = (what: string) => z.string().min(2).max(4096)
+  .refine((p) => p.startsWith('/') && !p.split('/').slice(1).some((seg) => seg === '' || seg === '.' || seg === '..') && noNul(p), {
+    message: `${what} must be an absolute path without "." or ".." segments (e.g. /home/me/project)`,
+  });
+
+export const SharedDependencySchema = z
+  .object({
+    source: absolutePath('shared_deps source').describe('Host directory (installed dependencies of the checkout, a toolchain cache).'),
+    target: absolutePath('shared_deps target').describe('Where it appears in the cell.'),
+    layer: z.enum(['overlay', 'read-only']).default('overlay')
+      .describe('overlay: writes go to a layer discarded with the cell (where the runner can mount one; else read-only). read-only: no layer.'),
+  })
+  .strict();
+
 /**
  * Linux refuses to exec a program with one argument or environment entry over 128 KiB
  * (MAX_ARG_STRLEN), or with all of them over ARG_MAX: such a spec is bad input, said up front,
@@ -67,6 +82,10 @@ export const CellSpecSchema = z
       .describe('The one bounded command this cell runs.'),
     worktree: z.string().min(1).refine((p) => p.startsWith('/'), { message: 'worktree must be an absolute path' }).optional()
       .describe('Absolute path of the git worktree mounted read-write. Unset: the cell runs in a private empty directory.'),
+    mount_at: absolutePath('mount_at').optional()
+      .describe('Where the worktree appears in the cell (needs worktree). Fix runs give the user\'s repository path, so absolute paths baked into installed tooling (node_modules/.bin, virtualenvs, editable installs) resolve to the attempt. Default: host cells its own path, docker and qemu cells /work.'),
+    shared_deps: z.array(SharedDependencySchema).max(32).default([])
+      .describe('Installed dependencies made available without copying: each host directory appears read-only at its target, with a discarded writable layer where the provider can make one.'),
     capture_diff: z.boolean().default(true)
       .describe('Capture the git diff of the worktree against its HEAD after the command.'),
     timeout_s: z.number().positive().max(7 * 24 * 3600).default(DEFAULT_TIMEOUT_S)
@@ -81,6 +100,7 @@ export const CellSpecSchema = z
   })
   .strict()
   .superRefine((spec, ctx) => {
+    if (spec.mount_at !== undefined && spec.worktree === undefined) ctx.addIssue({ code: 'custom', path: ['mount_at'], message: 'needs a worktree to mount' });
     for (const [name, value] of Object.entries(spec.env)) {
       if (Buffer.byteLength(`${name}=${value}`) > MAX_EXEC_STRING_BYTES) {
         ctx.addIssue({ code: 'custom', path: ['env', name], message: `is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one environment entry may be (Linux MAX_ARG_STRLEN)` });
@@ -94,3 +114,4 @@ export const CellSpecSchema = z
 export type CellSpecInput = z.input<typeof CellSpecSchema>;
 export type CellSpec = z.output<typeof CellSpecSchema>;
 export type CellLimits = z.output<typeof CellLimitsSchema>;
+export type SharedDependency = z.output<typeof SharedDependencySchema>;

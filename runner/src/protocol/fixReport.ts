@@ -10,7 +10,17 @@ export const VerdictSchema = z
     failing: z.array(z.string()),
     regressions: z.array(z.string()),
     regressions_known: z.boolean(),
+    hook_failures: z.array(z.object({ hook: z.string(), command: z.string(), reason: z.enum(['network']) }).strict())
+      .describe('Lifecycle hooks around the tests (npm posttest...) that failed for an environment reason after the tests passed: said, not counted against the tests.'),
     green: z.boolean(),
+  })
+  .strict();
+
+export const BrokenEnvironmentSchema = z
+  .object({
+    cause: z.enum(['command_not_found', 'missing_module', 'no_tests', 'network', 'timeout']),
+    detail: z.string().describe('What happened, with the evidence.'),
+    fix: z.string().describe('What to do.'),
   })
   .strict();
 
@@ -36,7 +46,7 @@ export const AttemptReportSchema = z
 export const FixReportSchema = z
   .object({
     run_id: z.string(),
-    status: z.enum(['fixed', 'not_fixed']),
+    status: z.enum(['fixed', 'not_fixed', 'broken_environment']),
     repo: z.string(),
     base_commit: z.string(),
     test_cmd: z.string(),
@@ -44,6 +54,12 @@ export const FixReportSchema = z
     image: z.string(),
     model: z.string(),
     baseline: VerdictSchema,
+    environment: BrokenEnvironmentSchema.nullable()
+      .describe('Set when the tests could not run on the base commit (no attempt was started): the cause and the way out.'),
+    dependencies: z.array(z.object({
+      kind: z.string(), source: z.string(), target: z.string(), detail: z.string(),
+      shared: z.string().describe('For people: "node_modules from the checkout, 232 packages, read-only + overlay".'),
+    }).strict()).describe('Installed dependencies every cell of the run saw without a copy (README "Dependencies").'),
     attempts: z.array(AttemptReportSchema),
     winner: z
       .object({ attempts: z.array(z.string()), agreement: z.number().int(), diff_size: z.number().int(), branch: z.string().nullable(), verdict: VerdictSchema })

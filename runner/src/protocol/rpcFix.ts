@@ -89,6 +89,7 @@ export const RPC_FIX_METHODS = {
       image: z.string().max(512).optional(),
       test_cmd: z.string().min(1).max(4096).optional(),
       install_cmd: z.string().min(1).max(4096).optional(),
+      shared_deps: z.boolean().default(true).describe("Share the checkout's installed dependencies with every cell (README \"Dependencies\")."),
       temperature: z.number().min(0).max(2).default(0.7),
       max_turns: z.number().int().min(1).max(500).default(30),
       timeout_per_attempt_s: z.number().int().min(1).max(86_400).default(900),

@@ -11,6 +11,18 @@ export function markdownText(text: string): string {
 
 /** Pure: summary.md (also appended to GITHUB_STEP_SUMMARY in CI). */
 export function renderSummary(r: FixReport): string {
+  if (r.status === 'broken_environment' && r.environment) {
+    return [
+      '## Forge: the tests could not run',
+      '',
+      `Run \`${r.run_id}\` on \`${r.base_commit.slice(0, 12)}\` in ${r.provider} cells, tests \`${r.test_cmd}\`: no attempt was started.`,
+      '',
+      `Cause (${r.environment.cause}): ${markdownText(r.environment.detail)}.`,
+      '',
+      `Fix: ${markdownText(r.environment.fix)}.`,
+      '',
+    ].join('\n');
+  }
   const lines = [
     `## Forge: ${r.status === 'fixed' ? 'fixed' : 'not fixed'}`,
     '',
@@ -21,7 +33,7 @@ export function renderSummary(r: FixReport): string {
     '| attempt | temperature | result | passed | failed | regressions | changed lines | turns |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.attempts.map((a) =>
-      `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.green ? 'green' : 'red'} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${a.verdict?.regressions.length ?? '-'} | ${a.diff_size} | ${a.turns} |`),
+      `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.green ? 'green' : 'red'} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`),
     '',
   ];
   if (r.winner) {
@@ -33,7 +45,18 @@ export function renderSummary(r: FixReport): string {
   }
   if (r.ground_truth && !r.ground_truth.applied) lines.push(`The winner's diff did not apply to a fresh checkout: conflicts in ${r.ground_truth.conflicts.map(markdownText).join(', ')}.`);
   for (const a of r.attempts) for (const w of a.review_warnings) lines.push(`Attempt ${a.index}: ${markdownText(w)}`);
+  const hooks = new Set([r.baseline, ...r.attempts.map((a) => a.verdict), r.winner?.verdict].flatMap((v) => v?.hook_failures ?? []).map((h) => `${h.hook} (${h.command})`));
+  for (const h of hooks) lines.push(`npm hook ${markdownText(h)} failed for want of the network after the tests passed: said here, not counted against the tests (cells have no network; --allow-net HOST lets it through).`);
   if (r.applied_to) lines.push(`Applied to ${r.applied_to}.`);
   lines.push('', `${r.cells} cells, ${(r.duration_ms / 1000).toFixed(1)} s.`, '');
   return lines.join('\n');
+}
+
+/** The regressions an attempt caused, by name (the first three), or "?" when not known. */
+function regressionsCell(v: FixReport['baseline'] | null): string {
+  if (!v) return '-';
+  if (!v.regressions_known) return v.regressions.length > 0 ? `${v.regressions.length}+` : '?';
+  if (v.regressions.length === 0) return '0';
+  const named = v.regressions.slice(0, 3).map((n) => markdownText(n)).join(', ');
+  return `${v.regressions.length}: ${named}${v.regressions.length > 3 ? ', ...' : ''}`;
 }

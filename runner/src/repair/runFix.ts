@@ -3,7 +3,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSy
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { CellProvider } from '../cells/provider.js';
-import { detectStacks } from '../images/detectStack.js';
+import { detectStacks, registryHosts } from '../images/detectStack.js';
 import { readRepoFacts } from '../images/readRepoFacts.js';
 import type { CellResult } from '../protocol/cellResult.js';
 import type { AttemptReport, FixReport } from '../protocol/fixReport.js';
@@ -25,6 +25,9 @@ import { patchSize, selectWinner } from './selectWinner.js';
 import { renderSummary } from './renderSummary.js';
 import { judgeTestRun, type Verdict } from './verdicts/judgeTestRun.js';
 import { parseTestOutput } from './verdicts/parsers.js';
+import { TEST_REPORTING_ENV, testOutputOf } from './verdicts/testRunOutput.js';
+import { classifyBaseline, describeBrokenEnvironment } from './verdicts/classifyBaseline.js';
+import { describeSharedDep, detectSharedDeps, FORGE_CONFIG_FILE, readForgeConfig, type SharedDependencies } from './dependencies/detectSharedDeps.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from './verdicts/testReport.js';
 
 export interface FixOptions {
@@ -33,6 +36,10 @@ export interface FixOptions {
   testCmd?: string;
   /** Runs in a cell on every worktree before its tests (baked images make this unnecessary). */
   installCmd?: string;
+  /** Share the checkout's installed dependencies with every cell (default true; --no-shared-deps). */
+  sharedDeps?: boolean;
+  /** Hosts every cell may reach through the egress proxy (--allow-net); default none. */
+  allowNet?: string[];
   attempts: number;
   /** Sampling temperature of attempts 1..K-1 (attempt 0 runs at 0). */
   temperature: number;
@@ -56,6 +63,16 @@ export interface FixOptions {
   resumeRunId?: string;
   /** Called once the run is recorded in the store (before the baseline). */
   onRunCreated?: (runId: string) => void;
+}
+
+/**
+ * The tests could not run on the base commit (a command or module missing, no test ran, the
+ * network refused, a timeout): bad input, not a failed fix. Carries the report that says so.
+ */
+export class BrokenEnvironmentError extends InputError {
+  constructor(message: string, readonly report: FixReport) {
+    super(message);
+  }
 }
 
 export interface FixOutcome {
@@ -87,11 +104,24 @@ interface AttemptResult {
 export async function runFix(opts: FixOptions): Promise<FixOutcome> {
   const started = Date.now();
   const store = new RunStore(openStore(join(opts.stateDir, 'forge.db')));
-  const { runId, repo, base, testCmd, temperatures, resumed, installCmd } = opts.resumeRunId
-    ? await resumeRun(store, opts.resumeRunId)
+  const { runId, repo, base, testCmd, temperatures, resumed, installCmd, shared } = opts.resumeRunId
+    ? await resumeRun(store, opts.resumeRunId, opts)
     : await startRun(store, opts);
   opts.onRunCreated?.(runId);
   opts.progress(`run ${runId}: ${resumed ? 'resumed, ' : ''}${temperatures.length} attempt(s) on ${opts.provider.name}${opts.image ? ` (${opts.image})` : ''}, tests: ${testCmd}`);
+  // Every cell sees the attempt at the repository's own path, with the checkout's installed
+  // dependencies: absolute paths baked into installed tooling then resolve to the attempt.
+  // qemu cells make the writable layer inside the guest; host and docker cells need a root runner to mount it.
+  const layers = opts.provider.name === 'qemu' || (process.getuid?.() ?? 0) === 0 ? 'overlay' : 'read-only';
+  let deps: SharedDependencies = shared;
+  let dependencies: FixReport['dependencies'] = [];
+  let sharedSpec: { mount_at: string; shared_deps: { source: string; target: string; layer: 'overlay' | 'read-only' }[] } = { mount_at: repo, shared_deps: [] };
+  const useDeps = (found: SharedDependencies, from: string) => {
+    deps = found;
+    dependencies = found.deps.map((d) => ({ kind: d.kind, source: d.source, target: d.target, detail: d.detail, shared: describeSharedDep(d, repo, layers).replace('from the checkout', from) }));
+    sharedSpec = { mount_at: repo, shared_deps: found.deps.map((d) => ({ source: d.source, target: d.target, layer: d.layer })) };
+  };
+  useDeps(shared, 'from the checkout');
 
   /**
    * A worktree whose cleanup fails (a cell can make a tree hard to remove) must not end the
@@ -101,23 +131,53 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     await destroyAttemptWorktree(wt, how).catch((e: Error) => opts.progress(`cleanup: ${wt.attemptId} could not be removed (${e.message.split('\n')[0]}); forge-runner gc --repo ${repo} removes it later`));
   };
 
-  const cell = async (worktree: string, command: string, purpose: string, attemptIdx: number | null): Promise<CellResult> => {
+  const cell = async (worktree: string, command: string, purpose: string, attemptIdx: number | null, how: { allowNet?: string[]; noDeps?: boolean } = {}): Promise<CellResult> => {
+    // Test runs name their tests (regressions need the baseline's passing ones).
+    const env = { ...(how.noDeps ? {} : deps.env), ...(purpose === 'run_command' || purpose === 'install' ? {} : TEST_REPORTING_ENV) };
+    const allowNet = [...new Set([...(opts.allowNet ?? []), ...(how.allowNet ?? [])])];
     const r = await opts.provider.run(
-      { image: opts.image, worktree, cmd: command, timeout_s: opts.cellTimeoutS, labels: { 'forge.run': runId, 'forge.purpose': purpose, ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }) } },
+      {
+        image: opts.image, worktree, ...(how.noDeps ? { mount_at: repo } : sharedSpec), cmd: command, env, allow_net: allowNet.length > 0 ? allowNet : false,
+        capture_diff: purpose !== 'install', timeout_s: opts.cellTimeoutS,
+        labels: { 'forge.run': runId, 'forge.purpose': purpose, ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }) },
+      },
       opts.signal ? { signal: opts.signal } : {},
     );
     store.recordCell(runId, attemptIdx, purpose, r, command);
     return r;
   };
 
-  /** The install step, in a cell on a fresh worktree; a failure is reported with its output. */
-  const install = async (worktree: string, attemptIdx: number | null): Promise<void> => {
+  /**
+   * The install step runs once for the run, in a cell on its own checkout of the base whose
+   * only network is the stack's package registries; what it installed (node_modules, a
+   * .venv...) is then shared with every cell the same way as a checkout's own.
+   */
+  let depsWt: AttemptWorktree | null = null;
+  const installOnce = async (): Promise<void> => {
     if (!installCmd) return;
-    const r = await cell(worktree, installCmd, 'install', attemptIdx);
-    if (r.exit_code !== 0) throw new Error(`install command failed (exit ${r.exit_code}): ${r.output.trim().split('\n').slice(-3).join(' | ')}`);
+    const hosts = registryHosts(detectStacks(readRepoFacts(repo)).map((st) => st.stack));
+    opts.progress(`install: ${installCmd} (once for the run; network: ${hosts.length > 0 ? hosts.join(', ') : 'none'}${opts.allowNet?.length ? ` and ${opts.allowNet.join(', ')}` : ''})`);
+    depsWt = await createAttemptWorktree(repo, base, `${runId}-deps`);
+    const r = await cell(depsWt.path, installCmd, 'install', null, { allowNet: hosts, noDeps: true });
+    throwIfCancelled(opts.signal);
+    if (r.exit_code !== 0) {
+      const tail = testOutputOf(r).trim().split('\n').slice(-3).map((l) => l.trim()).join(' | ');
+      throw new InputError(`install command failed (exit ${r.exit_code}${r.timed_out ? ', timed out' : ''}): ${tail}; fix --install-cmd (or install in your checkout: its dependencies are shared)`);
+    }
+    const installed = detectSharedDeps(depsWt.path, repo, { env: process.env, config: readForgeConfig(repo) });
+    // What the install made replaces the checkout's own at the same place; caches outside stay.
+    const targets = new Set(installed.deps.map((d) => d.target));
+    useDeps({ deps: [...installed.deps, ...shared.deps.filter((d) => !targets.has(d.target))], env: { ...shared.env, ...installed.env } }, 'from the install');
+    if (installed.deps.length === 0) opts.progress(`install: it made no dependency directory to share (node_modules, .venv...); name yours in ${FORGE_CONFIG_FILE} (dependencies.share)`);
   };
 
   try {
+    // 0. Dependencies: the checkout's, or what --install-cmd installs once for the run.
+    await installOnce();
+    if (opts.sharedDeps === false) opts.progress('dependencies: not shared (--no-shared-deps)');
+    else if (dependencies.length === 0) opts.progress(`dependencies: none installed in the checkout (install them there, or pass --install-cmd; ${FORGE_CONFIG_FILE} can name more)`);
+    for (const d of dependencies) opts.progress(`dependencies: ${d.shared}`);
+
     // 1. Baseline: the failing run on the base commit is the oracle (kept across a resume).
     const stored = resumed ? parseStoredBaseline(store.getRun(runId)?.baseline_json ?? null) : null;
     let baseline: Verdict;
@@ -130,19 +190,31 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       const baselineWt = await createAttemptWorktree(repo, base, `${runId}-baseline`);
       let baselineRun: CellResult;
       try {
-        await install(baselineWt.path, null).catch((e: Error) => {
-          throw new InputError(`${e.message}; fix --install-cmd`);
-        });
         baselineRun = await cell(baselineWt.path, testCmd, 'baseline', null);
       } finally {
         await cleanUp(baselineWt);
       }
       throwIfCancelled(opts.signal);
-      baseline = judgeTestRun(baselineRun.exit_code, baselineRun.output, null);
-      baselineReport = parseTestOutput(baselineRun.output);
+      const baselineOutput = testOutputOf(baselineRun);
+      baseline = judgeTestRun(baselineRun.exit_code, baselineOutput, null);
+      baselineReport = parseTestOutput(baselineOutput);
+      // A baseline whose tests never ran says nothing about the code: stop before any attempt.
+      const broken = classifyBaseline({
+        exitCode: baselineRun.exit_code, timedOut: baselineRun.timed_out, output: baselineOutput, report: baselineReport, testCmd, cellTimeoutS: opts.cellTimeoutS,
+      });
+      if (broken) {
+        const message = describeBrokenEnvironment(broken);
+        const report: FixReport = {
+          run_id: runId, status: 'broken_environment', repo, base_commit: base, test_cmd: testCmd, provider: opts.provider.name, image: opts.image, model: opts.model.spec,
+          baseline, environment: broken, dependencies, attempts: [], winner: null, best: null, ground_truth: null, applied_to: null, cells: store.cellCount(runId), duration_ms: Date.now() - started,
+        };
+        store.finishRun(runId, 'failed', null, { ...report, error: message });
+        writeOutputs(opts.outDir, report, EMPTY_PATCH);
+        throw new BrokenEnvironmentError(message, report);
+      }
       store.setBaseline(runId, { verdict: baseline, tests: baselineReport ? [...baselineReport.tests] : [], framework: baselineReport?.framework ?? null });
     }
-    opts.progress(`baseline: exit ${baseline.exit_code}, ${baseline.passed} passed, ${baseline.failed} failed${baseline.framework ? ` (${baseline.framework})` : ''}`);
+    opts.progress(`baseline: exit ${baseline.exit_code}, ${baseline.passed} passed, ${baseline.failed} failed${baseline.framework ? ` (${baseline.framework})` : ''}${hookNote(baseline)}`);
     if (baseline.exit_code === 0 && !opts.allowGreenBaseline) {
       store.finishRun(runId, 'failed', null, { error: 'green baseline' });
       throw new InputError(`the tests already pass on the base commit (${testCmd}), so there is no failing test to fix; write one that shows the bug, or pass --allow-green-baseline`);
@@ -160,7 +232,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       }
       // A killed runner may have left this attempt's worktree and branch behind.
       await destroyAttemptWorktree({ repo, path: join(attemptsDir(await locateRepository(repo)), `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
-      return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell, install);
+      return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell);
     });
 
     throwIfCancelled(opts.signal);
@@ -179,10 +251,9 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
         const applied = await applyPatch(gtWt, selection.winner.patch);
         let verdict: Verdict | null = null;
         if (applied.applied) {
-          await install(gtWt.path, null);
           await purgePythonCaches(gtWt.path);
           const r = await cell(gtWt.path, testCmd, 'ground_truth', null);
-          verdict = judgeTestRun(r.exit_code, r.output, baselineReport);
+          verdict = judgeTestRun(r.exit_code, testOutputOf(r), baselineReport);
         }
         groundTruth = { applied: applied.applied, conflicts: applied.conflicts, verdict };
       } finally {
@@ -231,6 +302,8 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       image: opts.image,
       model: opts.model.spec,
       baseline,
+      environment: null,
+      dependencies,
       attempts: results.map(attemptReport),
       winner: fixed && selection.winner
         ? { attempts: selection.winner.attempts, agreement: selection.winner.agreement, diff_size: selection.winner.size, branch: winnerBranch, verdict: groundTruth!.verdict! }
@@ -254,6 +327,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     throw e;
   } finally {
     await opts.provider.drain();
+    if (depsWt) await cleanUp(depsWt);
   }
 }
 
@@ -261,7 +335,6 @@ async function runAttempt(
   opts: FixOptions, store: RunStore, runId: string, repo: string, base: string, testCmd: string, index: number, temperature: number,
   baselineReport: ReturnType<typeof parseTestOutput>,
   cell: (worktree: string, command: string, purpose: string, attemptIdx: number | null) => Promise<CellResult>,
-  install: (worktree: string, attemptIdx: number | null) => Promise<void>,
 ): Promise<AttemptResult> {
   const attemptId = `${runId}-a${index}`;
   const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: EMPTY_PATCH, warnings: [], omitted: [], error: null };
@@ -270,7 +343,6 @@ async function runAttempt(
   try {
     result.wt = await createAttemptWorktree(repo, base, attemptId);
     const wt = result.wt;
-    await install(wt.path, index);
     result.outcome = await runAgentLoop({
       attemptIndex: index,
       worktree: wt.path,
@@ -289,7 +361,7 @@ async function runAttempt(
     const final = await cell(wt.path, testCmd, 'verdict', index);
     throwIfCancelled(opts.signal);
     if (final.diff?.incomplete) throw new Error(`its change could not be captured completely (${final.diff.incomplete}), so it cannot be reviewed or applied`);
-    result.verdict = judgeTestRun(final.exit_code, final.output, baselineReport);
+    result.verdict = judgeTestRun(final.exit_code, testOutputOf(final), baselineReport);
     const change = await captureApplicablePatch({ location: wt.location, base });
     if (change.incomplete) throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
     result.patch = change.patch;
@@ -298,7 +370,7 @@ async function runAttempt(
     if (change.omitted.length > 0) opts.progress(`attempt ${index}: left out of its patch: ${change.omitted.slice(0, 5).map((o) => `${o.path} (${o.reason})`).join(', ')}${change.omitted.length > 5 ? ', ...' : ''}`);
     for (const w of change.warnings) opts.progress(`attempt ${index}: warning: ${w}`);
     store.finishAttempt(runId, index, { verdict: result.verdict, patch: result.patch, turns: result.outcome.turns, tokens: result.outcome.tokens });
-    opts.progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines`);
+    opts.progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}`);
   } catch (e) {
     if (opts.signal?.aborted) {
       // Not recorded as finished: a resumed run redoes this attempt from scratch.
@@ -329,24 +401,32 @@ async function startRun(store: RunStore, opts: FixOptions) {
   if (opts.branch && (await resolveCommit(loc, `refs/heads/${opts.branch}`))) throw new InputError(`--branch ${opts.branch} already exists in ${repo}; pick a new name`);
   const testCmd = opts.testCmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
   if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
+  // Read (and refused when bad) before anything is recorded.
+  const shared = findSharedDeps(repo, opts);
   const runId = `run-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   const temperatures = Array.from({ length: opts.attempts }, (_, i) => (i === 0 ? 0 : opts.temperature));
   store.createRun(
     { id: runId, repo, base_commit: base, issue: opts.issue, test_cmd: testCmd, provider: opts.provider.name, image: opts.image, model: opts.model.spec, attempts: opts.attempts, runner_pid: process.pid, install_cmd: opts.installCmd ?? null },
     temperatures,
   );
-  return { runId, repo, base, testCmd, temperatures, resumed: false, installCmd: opts.installCmd ?? null };
+  return { runId, repo, base, testCmd, temperatures, resumed: false, installCmd: opts.installCmd ?? null, shared };
+}
+
+function findSharedDeps(repo: string, opts: Pick<FixOptions, 'sharedDeps'>): SharedDependencies {
+  const config = readForgeConfig(repo);
+  if (opts.sharedDeps === false) return { deps: [], env: {} };
+  return detectSharedDeps(repo, repo, { env: process.env, config });
 }
 
 /** A run may be resumed when it never finished and the runner that owned it is gone. */
-async function resumeRun(store: RunStore, runId: string) {
+async function resumeRun(store: RunStore, runId: string, opts: Pick<FixOptions, 'sharedDeps'>) {
   const row = store.getRun(runId);
   if (!row) throw new InputError(`no run ${runId}; see forge-runner runs list`);
   if (row.status !== 'running' && row.status !== 'interrupted') throw new InputError(`run ${runId} already ended (${row.status}); start a new run`);
   if (row.runner_pid !== process.pid && existsSync(`/proc/${row.runner_pid}`)) throw new InputError(`run ${runId} is still in progress in runner pid ${row.runner_pid}`);
   store.claimRun(runId, process.pid);
   const temperatures = store.attempts(runId).map((a) => a.temperature);
-  return { runId, repo: row.repo, base: row.base_commit, testCmd: row.test_cmd, temperatures, resumed: true, installCmd: row.install_cmd };
+  return { runId, repo: row.repo, base: row.base_commit, testCmd: row.test_cmd, temperatures, resumed: true, installCmd: row.install_cmd, shared: findSharedDeps(row.repo, opts) };
 }
 
 function parseStoredBaseline(json: string | null): { baseline: Verdict; report: TestReport | null } | null {
@@ -427,6 +507,15 @@ function writeOutputs(outDir: string | undefined, report: FixReport, patch: Patc
   const step = process.env.GITHUB_STEP_SUMMARY;
   if (step && existsSync(step)) appendFileSync(step, summary + '\n');
   else if (step) writeFileSync(step, summary + '\n');
+}
+
+/** Said on every test run whose npm hook failed for want of the network: never silent. */
+function hookNote(v: Verdict): string {
+  return v.hook_failures.map((h) => `; npm ${h.hook} (${h.command}) failed for want of the network after the tests passed: not counted`).join('');
+}
+
+function regressionNote(v: Verdict): string {
+  return v.regressions.length > 0 ? `; regressions: ${v.regressions.slice(0, 3).join(', ')}${v.regressions.length > 3 ? ', ...' : ''}` : '';
 }
 
 function throwIfCancelled(signal: AbortSignal | undefined): void {

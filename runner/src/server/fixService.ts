@@ -24,6 +24,8 @@ export interface FixStartParams {
   image?: string | undefined;
   test_cmd?: string | undefined;
   install_cmd?: string | undefined;
+  /** Default true: the checkout's installed dependencies are shared with every cell. */
+  shared_deps?: boolean | undefined;
   temperature: number;
   max_turns: number;
   timeout_per_attempt_s: number;
@@ -74,6 +76,7 @@ export class FixService {
       issue: p.issue,
       ...(p.test_cmd ? { testCmd: p.test_cmd } : {}),
       ...(p.install_cmd ? { installCmd: p.install_cmd } : {}),
+      sharedDeps: p.shared_deps !== false,
       attempts: p.attempts,
       temperature: p.temperature,
       provider,

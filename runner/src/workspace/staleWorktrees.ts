@@ -47,7 +47,7 @@ export function judgeWorktree(e: WorktreeEntry, host: string, isAlive: (pid: num
 }
 
 export interface GcItem {
-  kind: 'worktree' | 'container' | 'vm';
+  kind: 'worktree' | 'container' | 'vm' | 'layer';
   id: string;
   action: 'removed' | 'would remove' | 'left';
   reason: string;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CellProvider } from '../../../runner/src/cells/provider.js';
 import { CellResultSchema } from '../../../runner/src/protocol/cellResult.js';
@@ -17,6 +18,10 @@ export interface ConformanceTarget {
   /** Where a host worktree appears inside the cell (default: the same path). */
   mountedAt?: (hostPath: string) => string;
   requireInCi?: boolean;
+  /** False for a provider that does not mount shared dependencies yet (it must say so). */
+  sharedDeps?: boolean;
+  /** False for a provider that cannot mount the worktree elsewhere (it must say so). */
+  mountAt?: boolean;
 }
 
 /**
@@ -118,7 +123,10 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         assert.ok(vars.get('PATH'));
         assert.notEqual(vars.get('HOME'), process.env.HOME);
         // HOSTNAME: set by container runtimes to the (random) container name; not a secret.
-        const allowed = new Set(['PATH', 'LANG', 'TERM', 'CI', 'PYTHONDONTWRITEBYTECODE', 'HOME', 'TMPDIR', 'EXTRA_FLAG', 'PWD', 'SHLVL', '_', 'OLDPWD', 'HOSTNAME']);
+        // The host's CA bundle (a file of public certificates) for clients behind TLS inspection.
+        const ca = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'GIT_SSL_CAINFO'];
+        const allowed = new Set(['PATH', 'LANG', 'TERM', 'CI', 'PYTHONDONTWRITEBYTECODE', 'HOME', 'TMPDIR', 'EXTRA_FLAG', 'PWD', 'SHLVL', '_', 'OLDPWD', 'HOSTNAME', ...ca]);
+        for (const name of ca) if (vars.has(name)) assert.ok(existsSync(vars.get(name)!) || vars.get(name) === '/etc/forge/ca.pem', `${name} names a file the cell cannot see`);
         for (const name of vars.keys()) assert.ok(allowed.has(name), `unexpected variable ${name} in the cell`);
       } finally {
         delete process.env.FORGE_CONFORMANCE_CANARY;
@@ -178,6 +186,63 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         assert.equal(git(repo.dir, 'rev-parse', 'HEAD'), head);
         assert.deepEqual(r.diff?.files, []);
       } finally {
+        repo.cleanup();
+      }
+    });
+
+    it('without network, localhost still resolves (test servers bind to it)', async () => {
+      const r = await run({ cmd: 'grep -E "^(127\\.0\\.0\\.1|::1)[[:space:]].*localhost" /etc/hosts >/dev/null && echo resolves' });
+      assert.equal(r.output, 'resolves\n');
+    });
+
+    it('mount_at: the worktree appears at the repository path given, its .git read-only there, and the diff is still taken', async () => {
+      const repo = makeRepo({ 'a.txt': 'a\n' });
+      const at = join(tmpdir(), `forge-mount-at-${process.pid}-${Date.now()}`);
+      try {
+        const r = await run({ worktree: repo.dir, mount_at: at, cmd: 'pwd; cat a.txt; echo b > b.txt; echo x 2>/dev/null >> .git/config && echo wrote-git || echo git-ro' });
+        assert.equal(r.exit_code, 0, r.output);
+        if (target.mountAt === false) assert.match(r.isolation.warnings.join('\n'), /mount_at and shared dependencies need bubblewrap/);
+        else assert.equal(r.output, `${at}\na\ngit-ro\n`);
+        assert.deepEqual(r.diff?.files.map((f) => f.path), ['b.txt']);
+        assert.equal(existsSync(at), false, 'the mount point must not appear on the host');
+        await assert.rejects(run({ worktree: repo.dir, mount_at: '/proc/x', cmd: 'true' }), InputError);
+        await assert.rejects(run({ worktree: repo.dir, mount_at: '/usr/lib/x', cmd: 'true' }), InputError);
+        await assert.rejects(run({ worktree: repo.dir, mount_at: `${at}/../etc`, cmd: 'true' }), InputError);
+        await assert.rejects(run({ mount_at: at, cmd: 'true' }), InputError);
+      } finally {
+        repo.cleanup();
+      }
+    });
+
+    const targetInfo = target;
+    it('shared_deps: installed dependencies read-only to the cell, writes go to a layer discarded with it, the source never changes', async function () {
+      const repo = makeRepo({ 'a.txt': 'a\n', '.gitignore': 'node_modules/\n' });
+      const deps = mkdtempSync(join(tmpdir(), 'forge-deps-src-'));
+      try {
+        mkdirSync(join(deps, 'left-pad'));
+        writeFileSync(join(deps, 'left-pad', 'index.js'), 'module.exports = 1;\n');
+        const target = join(repo.dir, 'node_modules');
+        const r = await run({
+          worktree: repo.dir, mount_at: repo.dir, shared_deps: [{ source: deps, target }],
+          cmd: 'cat node_modules/left-pad/index.js; echo x > node_modules/left-pad/index.js 2>/dev/null && echo wrote-pkg; mkdir -p node_modules/.cache/tool && echo c > node_modules/.cache/tool/f && echo cache-ok; true',
+        });
+        if (targetInfo.sharedDeps === false || targetInfo.mountAt === false) {
+          assert.match(r.isolation.warnings.join('\n'), /shared dependencies (are not mounted|need bubblewrap)/);
+          assert.deepEqual(readdirSync(deps), ['left-pad'], 'the source changed');
+          return;
+        }
+        assert.equal(r.exit_code, 0, r.output);
+        assert.match(r.output, /^module.exports = 1;\n/);
+        assert.doesNotMatch(r.output, /wrote-pkg/);
+        if ((process.getuid?.() ?? 0) === 0) assert.match(r.output, /cache-ok/, 'a root runner gives the cell an overlay layer');
+        assert.deepEqual(readdirSync(deps), ['left-pad'], 'the source changed');
+        assert.equal(readFileSync(join(deps, 'left-pad', 'index.js'), 'utf8'), 'module.exports = 1;\n');
+        assert.deepEqual(r.diff?.files, []);
+        await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: '/etc', target }], cmd: 'true' }), InputError);
+        await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: join(deps, 'missing'), target }], cmd: 'true' }), InputError);
+        await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: deps, target: '/proc/x' }], cmd: 'true' }), InputError);
+      } finally {
+        rmSync(deps, { recursive: true, force: true });
         repo.cleanup();
       }
     });

@@ -20,6 +20,7 @@ describeCellProviderConformance({
 // The degraded path must honour the same contract: it is what users without bubblewrap get.
 describeCellProviderConformance({
   title: 'host (plain subprocess fallback)',
+  mountAt: false,
   make: async () => ({ provider: new HostCellProvider({ bubblewrap: 'off' }) }),
 });
 

@@ -59,3 +59,25 @@ describe('bake identity and Dockerfile', () => {
     assert.doesNotMatch(renderDockerfile('sha256:base', [], null, 'abc'), /RUN/);
   });
 });
+
+describe('bake failure message', () => {
+  it('names the step, its exit code, its last lines (escapes stripped) and the way out', async () => {
+    const { describeBakeFailure } = await import('../../../runner/src/images/bakeImage.js');
+    const tail = ['Step 5/7 : RUN ["/bin/sh","-c","npm ci"]\n', ' ---> Running in 4b13747a7499\n', '\x1b[91mnpm ERR! code SELF_SIGNED_CERT_IN_CHAIN\n\x1b[0m', 'npm ERR! A complete log of this run can be found in:\n', 'Removing intermediate container 4b13747a7499\n'];
+    const m = describeBakeFailure('npm ci', "The command '/bin/sh -c npm ci' returned a non-zero code: 1", tail);
+    assert.match(m, /^bake: the install step "npm ci" failed \(exit 1\): npm ERR! code SELF_SIGNED_CERT_IN_CHAIN; the package registry was not reachable/);
+    assert.match(m, /--no-install/);
+    assert.doesNotMatch(m, /\x1b|\n|Removing|complete log/);
+    const own = describeBakeFailure('make deps', "returned a non-zero code: 2", ['Step 3/4 : ENV NODE_EXTRA_CA_CERTS=/etc/forge/ca.pem SSL_CERT_FILE=/etc/forge/ca.pem\n', 'make: *** No rule to make target deps.  Stop.\n']);
+    assert.match(own, /\(exit 2\): make: \*\*\* No rule/);
+    assert.doesNotMatch(own, /not reachable/);
+  });
+
+  it('the CA bundle goes in only with an install step, with the variables clients read', () => {
+    const df = renderDockerfile('sha256:base', ['package.json'], 'npm ci', 'abc', true);
+    assert.match(df, /COPY \["forge-host-ca.pem","\/etc\/forge\/ca.pem"\]/);
+    assert.match(df, /NODE_EXTRA_CA_CERTS=\/etc\/forge\/ca.pem .*REQUESTS_CA_BUNDLE=\/etc\/forge\/ca.pem PIP_CERT=\/etc\/forge\/ca.pem/);
+    assert.ok(df.indexOf('ca.pem') < df.indexOf('RUN'));
+    assert.doesNotMatch(renderDockerfile('sha256:base', [], null, 'abc', true), /ca\.pem/);
+  });
+});

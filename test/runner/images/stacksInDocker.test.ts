@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import Docker from 'dockerode';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bakeImage } from '../../../runner/src/images/bakeImage.js';
@@ -92,6 +93,22 @@ describe('stacks in docker cells from a baked image', function () {
       assert.equal(r.output, 'custom\n');
       await provider.drain();
       await docker.getImage(custom.image).remove().catch(() => undefined);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('forge-runner bake whose install step fails: exit 2, one line with the exit code, the last lines and the way out', () => {
+    const repo = makeRepo(PROJECTS.node!);
+    try {
+      const r = spawnSync(process.execPath, [join(process.cwd(), 'dist', 'runner.js'), 'bake', '--repo', repo.dir, '--base', TEST_IMAGES.bookworm,
+        '--install', 'echo fetching; echo "gyp ERR! missing python3-dev" >&2; exit 7'], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      const errors = r.stderr.split('\n').filter((l) => l.startsWith('forge-runner:'));
+      assert.equal(errors.length, 1, r.stderr);
+      assert.match(errors[0]!, /install step .* failed \(exit 7\): .*gyp ERR! missing python3-dev.*--no-install/);
+      assert.doesNotMatch(r.stderr, /internal error|    at /);
+      assert.ok(!existsSync(join(repo.dir, '.forge', 'bake.json')), 'a failed bake must not be recorded');
     } finally {
       repo.cleanup();
     }

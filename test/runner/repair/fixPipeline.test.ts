@@ -95,7 +95,7 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     }
   });
 
-  it('--install-cmd runs in a cell on every worktree before the tests; a failing one stops the run', () => {
+  it('--install-cmd runs once for the run, in its own cell; a failing one stops the run with its last lines', () => {
     const repo = sampleRepo('c-clamp');
     try {
       const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--attempts', '2', '--install-cmd', 'make test_clamp']);
@@ -103,10 +103,11 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       const db = new Database(join(process.env.FORGE_STATE_DIR!, 'forge.db'), { readonly: true });
       const installs = (db.prepare(`SELECT count(*) n FROM cell_executions WHERE run_id = ? AND purpose = 'install'`).get(r.report!.run_id) as { n: number }).n;
       db.close();
-      assert.equal(installs, 4, 'baseline + 2 attempts + ground truth');
+      assert.equal(installs, 1, 'once for the run, not per worktree');
       const bad = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--install-cmd', 'exit 7']);
       assert.equal(bad.status, 2);
-      assert.match(bad.stderr, /install command failed \(exit 7\)/);
+      assert.match(bad.stderr, /install command failed \(exit 7\).*fix --install-cmd/);
+      assert.equal(git(repo.dir, 'worktree', 'list').trim().split('\n').length, 1, 'the install worktree was left behind');
     } finally {
       repo.cleanup();
     }
@@ -194,6 +195,33 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       assert.equal(r.status, 2);
       assert.match(r.stderr, /already pass on the base commit/);
     } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a broken environment stops the run before any attempt: exit 2, one line, report.json naming the cause and the fix', () => {
+    const repo = sampleRepo('js-slug');
+    const out = mkdtempSync(join(tmpdir(), 'forge-out-'));
+    try {
+      for (const [testCmd, cause, said] of [
+        ['tape test/*.js', 'command_not_found', /tape: command not found .*install the project's dependencies/],
+        [`node -e "require('left-pad')"`, 'missing_module', /a module the tests import is missing: left-pad/],
+      ] as const) {
+        const r = fix(repo.dir, ['--provider', 'host', '--issue-text', 'x', '--model', replay('js-slug'), '--test-cmd', testCmd, '--out', out]);
+        assert.equal(r.status, 2, r.stderr);
+        const errors = r.stderr.trim().split('\n').filter((l) => l.startsWith('forge-runner:'));
+        assert.equal(errors.length, 1, r.stderr);
+        assert.match(errors[0]!, said);
+        assert.equal(r.report!.status, 'broken_environment');
+        assert.equal(r.report!.environment!.cause, cause);
+        assert.deepEqual(r.report!.attempts, []);
+        const written = FixReportSchema.parse(JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')));
+        assert.equal(written.environment!.cause, cause);
+        assert.match(readFileSync(join(out, 'summary.md'), 'utf8'), /no attempt was started/);
+        assert.equal(git(repo.dir, 'branch', '--list', 'forge/*'), '');
+      }
+    } finally {
+      rmSync(out, { recursive: true, force: true });
       repo.cleanup();
     }
   });

@@ -4,7 +4,7 @@ import { normalizePatch, selectWinner, type Candidate } from '../../../runner/sr
 import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
 
 const verdict = (green: boolean, failed = green ? 0 : 1): Verdict => ({
-  exit_code: green ? 0 : 1, framework: 'pytest', passed: 3, failed, skipped: 0, failing: [], regressions: [], regressions_known: true, green,
+  exit_code: green ? 0 : 1, framework: 'pytest', passed: 3, failed, skipped: 0, failing: [], regressions: [], regressions_known: true, hook_failures: [], green,
 });
 const patch = (lines: number, tag = 'x') =>
   `diff --git a/f.py b/f.py\nindex 111..222 100644\n--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n` + Array.from({ length: lines }, (_, i) => `+${tag}${i}`).join('\n') + '\n';

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { judgeTestRun } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
 import { parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
+import { classifyBaseline, describeBrokenEnvironment } from '../../../runner/src/repair/verdicts/classifyBaseline.js';
 
 const fixture = (name: string) => readFileSync(join('test', 'fixtures', 'test-output', name), 'utf8');
 
@@ -77,5 +78,109 @@ describe('judgeTestRun', () => {
     const v = judgeTestRun(1, 'noise', null, fixture('junit.sample.xml'));
     assert.equal(v.framework, 'junit');
     assert.deepEqual(v.failing, ['calc.CalcTest.subs']);
+  });
+});
+
+describe('test output parsers for frameworks added with real projects (captured from the real tools)', () => {
+  it('tape: assertions named under their test, totals with any spacing, skipped tests from "# SKIP"', () => {
+    const r = parseTestOutput(fixture('tape.txt'))!;
+    assert.equal(r.framework, 'tap');
+    assert.deepEqual([r.passed, r.failed, r.skipped], [2, 1, 1]);
+    assert.deepEqual([...r.tests], [['adds › should be equal', 'pass'], ['adds › should be truthy', 'pass'], ['subs › should be equal', 'fail'], ['later', 'skip']]);
+  });
+
+  it('pytest 9 subtests: SUBFAILED lines are named, counts include them', () => {
+    const r = parseTestOutput(fixture('pytest9-subtests-rA.txt'))!;
+    assert.equal(r.framework, 'pytest');
+    assert.equal(r.tests.get('test_sub.py::test_split [case] (i=1)'), 'fail');
+    assert.equal(r.tests.get('test_sub.py::test_split'), 'fail');
+    assert.equal(r.tests.get('test_sub.py::test_adds'), 'pass');
+    assert.deepEqual([r.passed, r.failed, r.skipped], [1, 2, 1]);
+  });
+
+  it('unittest: -v names every test; without -v the failures are still named from their headers', () => {
+    const v = parseTestOutput(fixture('unittest-v.txt'))!;
+    assert.equal(v.framework, 'unittest');
+    assert.deepEqual([v.passed, v.failed, v.skipped], [1, 1, 1]);
+    assert.equal(v.tests.get('test_calc_ut.TestCalc.test_adds'), 'pass');
+    assert.equal(v.tests.get('test_calc_ut.TestCalc.test_subs'), 'fail');
+    const d = parseTestOutput(fixture('unittest-default.txt'))!;
+    assert.deepEqual([d.framework, d.passed, d.failed, d.skipped], ['unittest', 1, 1, 1]);
+    assert.deepEqual([...d.tests], [['test_calc_ut.TestCalc.test_subs', 'fail']]);
+    assert.deepEqual([parseTestOutput('....\n----------------------------------------------------------------------\nRan 4 tests in 0.002s\n\nOK\n')?.passed], [4]);
+  });
+
+  it('regressions are known only when the baseline named the tests it passed', () => {
+    const quiet = parseTestOutput(fixture('pytest-default.txt'));
+    const broke = 'FAILED test_calc.py::test_adds - assert 0\nFAILED test_calc.py::test_subs - assert 0\n2 failed in 0.10s\n';
+    const v = judgeTestRun(1, broke, quiet);
+    assert.deepEqual([v.regressions, v.regressions_known], [[], false]);
+    const named = judgeTestRun(1, broke, parseTestOutput(fixture('pytest-qrA.txt')));
+    assert.deepEqual([named.regressions, named.regressions_known], [['test_calc.py::test_adds'], true]);
+  });
+});
+
+describe('npm lifecycle hooks (real npm output)', () => {
+  it('tests passed, posttest failed for want of the network: green, and the hook is named', () => {
+    const out = fixture('npm-posttest-network.txt');
+    const v = judgeTestRun(1, out, null);
+    assert.equal(v.green, true);
+    assert.deepEqual(v.hook_failures, [{ hook: 'posttest', command: 'npm audit --audit-level=high', reason: 'network' }]);
+    assert.deepEqual([v.passed, v.failed], [2, 0]);
+  });
+
+  it('a failing test stage is red even when the output mentions the network elsewhere', () => {
+    const v = judgeTestRun(1, fixture('npm-test-failing.txt'), null);
+    assert.equal(v.green, false);
+    assert.deepEqual(v.hook_failures, []);
+    assert.deepEqual(v.failing, ['subs']);
+  });
+
+  it('a posttest that fails for a reason of its own stays red', () => {
+    const out = fixture('npm-posttest-network.txt').replace(/getaddrinfo EAI_AGAIN registry.npmjs.org/, 'found 3 high severity vulnerabilities');
+    assert.equal(judgeTestRun(1, out, null).green, false);
+  });
+});
+
+describe('classifyBaseline: a broken environment is not a failing test', () => {
+  const facts = (output: string, exitCode = 1, more: Partial<Parameters<typeof classifyBaseline>[0]> = {}) =>
+    ({ exitCode, timedOut: false, output, report: parseTestOutput(output), testCmd: 'npm test', cellTimeoutS: 600, ...more });
+
+  it('names each cause with the way out', () => {
+    const cases: [string, number, string, RegExp][] = [
+      ['sh: 1: tape: not found\n', 127, 'command_not_found', /tape: command not found.*--install-cmd/],
+      ["bash: line 1: pytest: command not found\n", 127, 'command_not_found', /pytest: command not found/],
+      ["Error: Cannot find module 'left-pad'\nRequire stack:\n- /w/index.js\n", 1, 'missing_module', /left-pad/],
+      ["E   ModuleNotFoundError: No module named 'requests'\n", 2, 'missing_module', /requests/],
+      ['npm error network request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n', 1, 'network', /--allow-net/],
+      ['\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n', 5, 'no_tests', /--test-cmd/],
+    ];
+    for (const [out, code, cause, fix] of cases) {
+      const b = classifyBaseline(facts(out, code));
+      assert.equal(b?.cause, cause, out);
+      assert.match(describeBrokenEnvironment(b!), fix);
+    }
+    assert.equal(classifyBaseline(facts('', 137, { timedOut: true }))?.cause, 'timeout');
+    // pytest counts a collection error as a failure: not one test ran.
+    const collection = classifyBaseline(facts(fixture('pytest-collection-error.txt'), 2, { testCmd: 'python3 -m pytest -q' }));
+    assert.equal(collection?.cause, 'missing_module');
+    assert.match(collection!.detail, /textkit/);
+  });
+
+  it('tests that ran and failed are the oracle, whatever else the output says', () => {
+    assert.equal(classifyBaseline(facts(fixture('pytest-qrA.txt'))), null);
+    assert.equal(classifyBaseline(facts(fixture('npm-test-failing.txt'))), null);
+    const importFailure = "FAILED test_x.py::test_a - ModuleNotFoundError: No module named 'calc2'\n1 failed, 3 passed in 0.1s\n";
+    assert.equal(classifyBaseline(facts(importFailure)), null);
+  });
+});
+
+describe('plain TAP without totals (a C test program)', () => {
+  it('counts and names from the plan and the ok / not ok lines', () => {
+    const out = 'cc -Wall -o tests/t tests/t.c\n1..3\nok 1 - fifo order\nnot ok 2 - wraps around\nok 3 - later # SKIP no clock\n2 passed, 1 failed\nmake: *** [Makefile:19: test] Error 1\n';
+    const r = parseTestOutput(out)!;
+    assert.equal(r.framework, 'tap');
+    assert.deepEqual([r.passed, r.failed, r.skipped], [1, 1, 1]);
+    assert.deepEqual([...r.tests], [['fifo order', 'pass'], ['wraps around', 'fail'], ['later', 'skip']]);
   });
 });

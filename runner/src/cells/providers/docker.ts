@@ -11,8 +11,9 @@ import { InputError } from '../../protocol/inputError.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellUser, describeCellUser } from '../cellUser.js';
-import { collectAfterCell, prepareCellWorktree } from '../cellWorktree.js';
-import { buildContainerSpec, LABEL_CELL } from '../dockerContainerSpec.js';
+import { collectAfterCell, prepareCellMounts, prepareCellWorktree } from '../cellWorktree.js';
+import { findHostCaBundle } from '../hostCaBundle.js';
+import { buildContainerSpec, DOCKER_WORKDIR, LABEL_CELL } from '../dockerContainerSpec.js';
 import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../egressNetwork.js';
 import { EgressProxy } from '../egressProxy.js';
 import { assembleCellResult } from '../assembleCellResult.js';
@@ -146,9 +147,13 @@ export class DockerCellProvider implements CellProvider {
     const egress = spec.allow_net === false ? null : await this.egress();
     const grant = egress && spec.allow_net !== false ? egress.proxy.grant(cellId, spec.allow_net) : null;
     const proxyUrl = egress && grant ? `http://${cellId}:${grant.token}@${egress.network.gateway}:${egress.port}` : null;
+    const mounts = await prepareCellMounts(spec, worktree, () => DOCKER_WORKDIR, { env: this.env, stateDir: this.stateDir, cellId, user });
     const createOptions = buildContainerSpec(spec, {
       cellId,
       worktree: worktree ? { top: worktree.top, gitMetadata: worktree.gitEntry } : null,
+      ...(mounts.plan.worktree ? { worktreeTarget: mounts.plan.worktree.target } : {}),
+      deps: mounts.deps.mounts,
+      caBundle: (this.caBundle ??= findHostCaBundle(this.env)?.path ?? null),
       imagePath,
       uid: user.uid,
       gid: user.gid,
@@ -160,10 +165,14 @@ export class DockerCellProvider implements CellProvider {
     });
     const isolation = this.describeIsolation(null, egress ? 'allowlist' : 'none', { spec, rlimits: rl }, user);
     if (user.warning) isolation.warnings.push(user.warning);
+    isolation.warnings.push(...mounts.deps.warnings);
     if (egress?.unguarded) isolation.warnings.push(`host services on ${egress.network.gateway} are reachable from allow_net cells: ${egress.unguarded}`);
 
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
-    const container = await this.docker.createContainer(createOptions);
+    const container = await this.docker.createContainer(createOptions).catch(async (e: unknown) => {
+      await mounts.deps.release();
+      throw e;
+    });
     let killReason: 'timeout' | 'output' | 'cancel' | null = null;
     let finished = false;
     const kill = () => container.kill({ signal: 'SIGKILL' }).catch(() => undefined);
@@ -224,9 +233,12 @@ export class DockerCellProvider implements CellProvider {
       finished = true;
       egress?.proxy.revoke(cellId);
       // Removal is not on the result's clock; drain() waits for it.
-      this.track(container.remove({ force: true, v: true }));
+      // The layers go once the container that had them mounted is gone.
+      this.track(container.remove({ force: true, v: true }).finally(() => mounts.deps.release()));
     }
   }
+
+  private caBundle: string | null | undefined;
 
   private describeIsolation(cgroupVersion: 'v1' | 'v2' | null, net: 'none' | 'allowlist', cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null, user: CellUser | null): IsolationReport {
     const limits = cell?.spec.limits;
@@ -235,7 +247,7 @@ export class DockerCellProvider implements CellProvider {
       degraded: false,
       namespaces: ['mount', 'pid', 'ipc', 'uts', 'net', 'cgroup'],
       net,
-      filesystem: 'image root (container layer discarded with the cell); worktree read-write at /work (its .git read-only); private tmpfs /tmp (nosuid, nodev); never the docker socket',
+      filesystem: 'image root (container layer discarded with the cell); worktree read-write at /work or the repository\'s path (its .git read-only); shared dependencies read-only (writes to a discarded overlay layer); private tmpfs /tmp (nosuid, nodev); never the docker socket',
       user: user ? describeCellUser(user) : (process.getuid?.() ?? 0) === 0 ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)' : "the runner's own user",
       masked_paths: [],
       rlimits: cell?.rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },

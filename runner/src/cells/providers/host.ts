@@ -15,7 +15,8 @@ import { pruneCellLogs } from '../cellLogRetention.js';
 import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
 import { type CellUser, chownTree, describeCellUser } from '../cellUser.js';
-import { collectAfterCell, prepareCellWorktree } from '../cellWorktree.js';
+import { caBundleEnv, findHostCaBundle } from '../hostCaBundle.js';
+import { collectAfterCell, prepareCellMounts, prepareCellWorktree, vetCellMounts } from '../cellWorktree.js';
 import { assembleCellResult } from '../assembleCellResult.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
@@ -150,9 +151,21 @@ export class HostCellProvider implements CellProvider {
     let launcher: CellLauncher | null = null;
     let plainScratch: string | null = null;
     let command: string[];
+    const mountWarnings: string[] = [];
+    const mounts = useBwrap
+      ? await prepareCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir, cellId, user })
+      : (vetCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir }), null);
+    if (!useBwrap && (spec.shared_deps.length > 0 || (spec.mount_at && spec.mount_at !== worktree?.top))) {
+      mountWarnings.push('mount_at and shared dependencies need bubblewrap: the cell ran at the worktree\'s own path without them');
+    }
     if (useBwrap) {
-      const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', spec.env);
-      command = [env.bubblewrap.path!, ...buildBubblewrapArgs({ layout: env.layout, worktree: worktree?.top ?? null, gitMetadata: worktree?.gitEntry ?? null, shareNet, env: cellEnv, argv, dropTo })];
+      const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', { ...this.caEnv(env.layout), ...spec.env });
+      mountWarnings.push(...mounts!.deps.warnings);
+      command = [env.bubblewrap.path!, ...buildBubblewrapArgs({
+        layout: env.layout, worktree: worktree?.top ?? null, gitMetadata: worktree?.gitEntry ?? null, shareNet, env: cellEnv, argv, dropTo,
+        ...(mounts!.plan.worktree ? { worktreeTarget: mounts!.plan.worktree.target } : {}),
+        deps: mounts!.deps.mounts,
+      })];
       launcher = this.takeWarm() ?? this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/');
     } else {
       plainScratch = mkdtempSync(join(tmpdir(), `forge-${cellId}-`));
@@ -176,6 +189,7 @@ export class HostCellProvider implements CellProvider {
     });
     const isolation = this.describeIsolation(env, shareNet, cgroupReport, rlimits, user);
     if (user.warning) isolation.warnings.push(user.warning);
+    isolation.warnings.push(...mountWarnings);
     const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
     const child = launcher.child;
     let exited = false;
@@ -243,10 +257,20 @@ export class HostCellProvider implements CellProvider {
       // Removing the group waits for the dying processes to leave it; the result need not wait.
       if (cgroup) this.track(cgroup.release());
       if (plainScratch) rmSync(plainScratch, { recursive: true, force: true });
+      await mounts?.deps.release();
       // Spawning is a synchronous fork of the runner: do it after the caller has its result.
       if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
     }
   }
+
+  /** The host's CA bundle for clients in the cell, when the cell can see it (not behind a mask). */
+  private caEnv(layout: { tmpfsMasks: string[]; nullMasks: string[] }): Record<string, string> {
+    const ca = (this.caBundle ??= findHostCaBundle(this.env) ?? false);
+    if (!ca || [...layout.tmpfsMasks, ...layout.nullMasks].some((m) => ca.path === m || ca.path.startsWith(`${m}/`))) return {};
+    return caBundleEnv(ca.path);
+  }
+
+  private caBundle: { path: string } | false | undefined;
 
   private startLauncher(env: Environment, launcherEnv: Record<string, string>, cwd: string): CellLauncher {
     let cgroup: CellCgroup | null = null;
@@ -289,7 +313,7 @@ export class HostCellProvider implements CellProvider {
         // A root runner's bwrap makes no user namespace: the command switches to a real unprivileged uid instead.
         namespaces: [...(rootRunner ? SANDBOX_NAMESPACES.filter((n) => n !== 'user') : SANDBOX_NAMESPACES), ...(shareNet ? [] : ['net'])],
         net: shareNet ? 'host' : 'none',
-        filesystem: 'read-only host root (nosuid, nodev); worktree read-write (its .git read-only); private /tmp and HOME; home directories, /run and secret files hidden; only descriptors 0-2 are inherited',
+        filesystem: 'read-only host root (nosuid, nodev); worktree read-write (at the repository\'s path in fix runs; its .git read-only); shared dependencies read-only (writes to a discarded overlay layer); private /tmp and HOME; home directories, /run and secret files hidden; only descriptors 0-2 are inherited',
         user: who,
         masked_paths: [...env.layout.tmpfsMasks, ...env.layout.nullMasks],
         rlimits: rl,

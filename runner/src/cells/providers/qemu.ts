@@ -14,6 +14,7 @@ import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellUser, describeCellUser } from '../cellUser.js';
+import { vetCellMounts } from '../cellWorktree.js';
 import { collectAfterCell, prepareCellWorktree } from '../cellWorktree.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { imageRoot } from '../qemu/imageRoot.js';
@@ -125,7 +126,15 @@ export class QemuCellProvider implements CellProvider {
     const cellEnv = buildCellEnvironment(root ? { ...this.env, PATH: root.path } : this.env, CELL_HOME, '/tmp', { ...netEnv, ...spec.env });
     const nonce = randomBytes(16).toString('hex');
     const inodeBudget = virtiofsdInodeBudget(readFileSync('/proc/self/limits', 'utf8'));
-    const request: GuestRequest = { mode: 'run', nonce, env: cellEnv, argv, cwd: worktree?.top ?? CELL_SCRATCH, worktree: worktree?.top ?? null, net: Boolean(egress), user, inodeBudget };
+    const plan = vetCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir });
+    const worktreeAt = plan.worktree?.target ?? null;
+    const badTarget = plan.deps.find((d) => /[\t\n]/.test(d.target));
+    if (badTarget) throw new InputError(`shared dependency target ${JSON.stringify(badTarget.target)} has a tab or newline, which qemu cells cannot mount`);
+    const depShares = plan.deps.map((d, i) => ({ ...d, tag: `forge-dep${i}` }));
+    const request: GuestRequest = {
+      mode: 'run', nonce, env: cellEnv, argv, cwd: worktreeAt ?? CELL_SCRATCH, worktree: worktreeAt, net: Boolean(egress), user, inodeBudget,
+      deps: depShares.map((d) => ({ tag: d.tag, target: d.target, writable: d.layer === 'overlay' })),
+    };
     const requestBytes = requestArchive(request);
     if (requestBytes.length > MAX_REQUEST_BYTES) {
       egress?.proxy.revoke(cellId);
@@ -169,6 +178,12 @@ export class QemuCellProvider implements CellProvider {
         shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
         const ro = worktree.gitEntry ? [worktree.gitEntry] : [];
         children.push(this.startVirtiofsd(tools, [...confinedRootArgs(this.layout, { rw: [sockDir, worktree.top], ro }), ...virtiofsdArgs(tools.virtiofsd, shares[1]!.socket, worktree.top)]));
+      }
+      // Each shared dependency: its own virtiofsd, which sees the directory read-only.
+      for (const d of depShares) {
+        const share = { tag: d.tag, socket: join(sockDir, `${d.tag}.sock`) };
+        shares.push(share);
+        children.push(this.startVirtiofsd(tools, [...confinedRootArgs(this.layout, { rw: [sockDir], ro: [d.source] }), ...virtiofsdArgs(tools.virtiofsd, share.socket, d.source)]));
       }
       for (const [i, s] of shares.entries()) {
         if (!(await waitForFile(s.socket, 15_000, children[i]))) {

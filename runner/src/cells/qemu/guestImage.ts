@@ -87,6 +87,8 @@ export interface GuestRequest {
   user?: { uid: number; gid: number };
   /** Guest inodes of shared filesystems allowed before unused ones are dropped (virtiofsd descriptors). */
   inodeBudget?: number;
+  /** Shared dependencies: a virtiofs tag mounted read-only at target, under a guest overlay when writable. */
+  deps?: { tag: string; target: string; writable: boolean }[];
 }
 
 /** Pure: a word quoted for sh: any byte but NUL survives exactly. */
@@ -122,6 +124,8 @@ export function requestArchive(r: GuestRequest): Buffer {
     { path: 'forge/net', kind: 'file', data: Buffer.from(r.net ? 'on' : 'off') },
     { path: 'forge/user', kind: 'file', data: Buffer.from(`${user.uid} ${user.gid}\n`) },
     { path: 'forge/fdbudget', kind: 'file', data: Buffer.from(String(r.inodeBudget ?? 0)) },
+    // One line each, "tag<TAB>mode<TAB>target": a target with a tab or newline is refused before.
+    { path: 'forge/deps', kind: 'file', data: Buffer.from((r.deps ?? []).map((d) => `${d.tag}\t${d.writable ? 'rw' : 'ro'}\t${d.target}\n`).join('')) },
     { path: 'forge/ready', kind: 'file', data: r.readiness?.length ? Buffer.from(guestCommandScript(r.readiness, r.env, r.cwd)) : Buffer.alloc(0) },
     { path: 'forge/cmd', kind: 'file', data: Buffer.from(r.mode === 'probe' ? '' : guestCommandScript(r.argv, r.env, r.cwd)) },
   ]);

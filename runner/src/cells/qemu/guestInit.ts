@@ -67,6 +67,21 @@ if [ -n "$BUDGET" ] && [ "$BUDGET" -gt 0 ]; then
 fi
 read CUID CGID < /forge/user
 [ -n "$CUID" ] && [ "$CUID" != 0 ] || fail "no unprivileged cell user"
+# Shared dependencies: read-only virtiofs, under an overlay whose upper layer is guest memory
+# (discarded with the VM) when tools may write caches there; its top belongs to the cell user.
+i=0
+while IFS='	' read -r TAG DMODE TARGET; do
+  [ -n "$TAG" ] || continue
+  i=$((i+1))
+  mkdir -p /deps/l$i /upper/d$i /upper/dw$i "/newroot$TARGET"
+  mount -t virtiofs "$TAG" /deps/l$i -o ro,nosuid,nodev || fail "cannot mount the shared dependency $TARGET"
+  if [ "$DMODE" = rw ]; then
+    mount -t overlay overlay -o lowerdir=/deps/l$i,upperdir=/upper/d$i,workdir=/upper/dw$i,nosuid,nodev "/newroot$TARGET" || fail "cannot mount the layer over $TARGET"
+    chown "$CUID:$CGID" "/newroot$TARGET"
+  else
+    mount --bind /deps/l$i "/newroot$TARGET" && mount -o remount,bind,ro,nosuid,nodev "/newroot$TARGET" || fail "cannot mount the shared dependency $TARGET"
+  fi
+done < /forge/deps
 # chroot, become the cell user for good, no setuid gains, then the runner's script.
 as_cell() { chroot /newroot /.forge/busybox nsenter -S "$CUID" -G "$CGID" -- /.forge/busybox setpriv --nnp -- /.forge/busybox env -i /.forge/busybox sh "$1"; }
 sync

@@ -1,5 +1,6 @@
+import { failedNetworkHook, type HookFailure, splitNpmStages } from './npmLifecycle.js';
 import { parseTestOutput } from './parsers.js';
-import type { TestReport } from './testReport.js';
+import { plain, type TestReport } from './testReport.js';
 
 export interface Verdict {
   exit_code: number;
@@ -11,21 +12,40 @@ export interface Verdict {
   failing: string[];
   /** Tests that passed in the baseline and fail now. */
   regressions: string[];
-  /** False when the outputs name no tests, so regressions could not be checked. */
+  /** Lifecycle hooks (npm posttest...) that failed for want of the network after the tests passed. */
+  hook_failures: HookFailure[];
+  /**
+   * True only when regressions were really checked: the baseline named the tests it passed
+   * and this run named the tests it failed (pytest -q, for one, names no passing test).
+   */
   regressions_known: boolean;
   /** Exit 0 and no regressions: the selection's first criterion. */
   green: boolean;
 }
 
+/** Pure: the report names every test of an outcome it counted (e.g. all its passing tests). */
+export function namesAll(report: TestReport, outcome: 'pass' | 'fail'): boolean {
+  const named = [...report.tests.values()].filter((o) => o === outcome).length;
+  return named >= (outcome === 'pass' ? report.passed : report.failed);
+}
+
 /**
  * Pure: the verdict of one test run, compared with the baseline run on the base commit.
- * A test counts as regressed when it passed in the baseline and fails (or vanished from a
- * failing run) now.
+ * A test the baseline ran and passed that fails now is a regression; whether that could be
+ * checked at all is said (regressions_known).
  */
 export function judgeTestRun(exitCode: number, output: string, baseline: TestReport | null, junitXml?: string): Verdict {
-  const report = (junitXml ? parseTestOutput(junitXml) : null) ?? parseTestOutput(output);
+  // npm's test run: the report is the test stage's; a hook after it that failed only for
+  // want of the network is said, not held against the tests.
+  const stages = splitNpmStages(plain(output));
+  const testStage = stages.find((s) => s.name === 'test');
+  const hook = failedNetworkHook(exitCode, stages, (s) => {
+    const r = parseTestOutput(s.output);
+    return Boolean(r && r.failed === 0 && r.passed > 0);
+  });
+  const report = (junitXml ? parseTestOutput(junitXml) : null) ?? (testStage ? parseTestOutput(testStage.output) : null) ?? parseTestOutput(output);
   const failing = report ? [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : [];
-  const known = Boolean(report && baseline && report.tests.size > 0 && baseline.tests.size > 0);
+  const known = Boolean(report && baseline && baseline.passed > 0 && namesAll(baseline, 'pass') && namesAll(report, 'fail'));
   const regressions = known
     ? [...baseline!.tests].filter(([name, o]) => o === 'pass' && report!.tests.get(name) === 'fail').map(([name]) => name)
     : [];
@@ -38,6 +58,7 @@ export function judgeTestRun(exitCode: number, output: string, baseline: TestRep
     failing,
     regressions,
     regressions_known: known,
-    green: exitCode === 0 && regressions.length === 0,
+    hook_failures: hook ? [hook] : [],
+    green: (exitCode === 0 || hook !== null) && regressions.length === 0,
   };
 }

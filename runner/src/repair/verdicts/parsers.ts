@@ -19,31 +19,108 @@ export function parsePytest(out: string): TestReport | null {
   r.failed = count('failed') + count('errors?');
   r.skipped = count('skipped') + count('xfailed') + count('deselected');
   for (const l of lines) {
-    const m = /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+?::\S+?)(?: - .*)?$/.exec(l.trim());
-    if (!m) continue;
-    const outcome: TestOutcome = m[1] === 'PASSED' || m[1] === 'XPASS' ? 'pass' : m[1] === 'FAILED' || m[1] === 'ERROR' ? 'fail' : 'skip';
-    r.tests.set(m[2]!, outcome);
+    const t = l.trim();
+    const m = /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+?::\S+?)(?: - .*)?$/.exec(t);
+    if (m) {
+      const outcome: TestOutcome = m[1] === 'PASSED' || m[1] === 'XPASS' ? 'pass' : m[1] === 'FAILED' || m[1] === 'ERROR' ? 'fail' : 'skip';
+      r.tests.set(m[2]!, outcome);
+      continue;
+    }
+    // pytest 9 subtests: "SUBFAILED[msg] (i=1) test_x.py::test_y - AssertionError".
+    const sub = /^SUB(PASSED|FAILED|SKIPPED)(\[[^\]]*\])?((?: \([^)]*\))*) (\S+?::\S+?)(?: - .*)?$/.exec(t);
+    if (sub) {
+      const label = `${sub[2] ?? ''}${sub[3] ?? ''}`.trim();
+      r.tests.set(`${sub[4]!}${label ? ` ${label}` : ''}`, sub[1] === 'PASSED' ? 'pass' : sub[1] === 'FAILED' ? 'fail' : 'skip');
+    }
   }
   return r;
 }
 
-/** node --test: TAP ("# pass 3") when piped, spec ("ℹ pass 3") on a terminal. */
+/** node --test with the spec reporter (on a terminal): "ℹ pass 3", "✔ name (1.2ms)". */
 export function parseNodeTest(out: string): TestReport | null {
-  const tap = /^# tests (\d+)$/m.test(out) && /^# pass (\d+)$/m.test(out);
-  const spec = /^ℹ tests (\d+)$/m.test(out) && /^ℹ pass (\d+)$/m.test(out);
-  if (!tap && !spec) return null;
-  const p = tap ? '#' : 'ℹ';
-  const get = (k: string) => num(new RegExp(`^${p} ${k} (\\d+)$`, 'm').exec(out)?.[1]);
+  if (!/^ℹ tests (\d+)$/m.test(out) || !/^ℹ pass (\d+)$/m.test(out)) return null;
+  const get = (k: string) => num(new RegExp(`^ℹ ${k} (\\d+)$`, 'm').exec(out)?.[1]);
   const r = emptyReport('node:test');
   r.passed = get('pass');
   r.failed = get('fail') + get('cancelled');
   r.skipped = get('skipped') + get('todo');
   for (const l of out.split('\n')) {
+    const t = /^([✔✖﹣]) (.+?) \([\d.]+m?s\)/.exec(l);
+    if (t) r.tests.set(t[2]!, t[1] === '✔' ? 'pass' : t[1] === '✖' ? 'fail' : 'skip');
+  }
+  return r;
+}
+
+/**
+ * TAP (node --test piped, tape, node-tap...): "ok 1 - name", "not ok 2 - name # SKIP", and
+ * the totals producers print ("# pass  169", "# fail 2": any spacing). node:test names its
+ * tests on top-level lines; tape names assertions under "# test name" comments, so names
+ * are "test › assertion" and a repeated one gets " #2".
+ */
+export function parseTap(out: string): TestReport | null {
+  const total = (k: string) => new RegExp(`^# ${k}[ \\t]+(\\d+)[ \\t]*$`, 'm').exec(out)?.[1];
+  const plan = /^1\.\.\d+$/m.test(out);
+  // Plain TAP (a plan and ok / not ok lines, no totals, as C and Perl producers print) is counted from its lines.
+  const bare = total('pass') === undefined && plan && /^(?:not )?ok \d+/m.test(out);
+  if (!bare && (total('pass') === undefined || (total('tests') === undefined && total('fail') === undefined && !plan))) return null;
+  const nodeTest = /^# Subtest: /m.test(out) || /^# suites \d+$/m.test(out);
+  const r = emptyReport(nodeTest ? 'node:test' : 'tap');
+  r.passed = num(total('pass'));
+  r.failed = num(total('fail')) + num(total('cancelled'));
+  r.skipped = num(total('skipped')) + num(total('todo')) + num(total('skip'));
+  let group = '';
+  const seen = new Map<string, number>();
+  for (const l of out.split('\n')) {
+    // tape announces a skipped test as a comment: "# SKIP name".
+    const skipped = !nodeTest ? /^# SKIP (.+)$/.exec(l) : null;
+    if (skipped) {
+      r.tests.set(skipped[1]!.trim(), 'skip');
+      if (total('skip') === undefined && total('skipped') === undefined) r.skipped++;
+      continue;
+    }
+    const comment = /^# (?!tests\b|pass\b|fail\b|skip|todo\b|suites\b|cancelled\b|duration|Subtest:|ok\b)(.+)$/.exec(l);
+    if (comment && !nodeTest) {
+      group = comment[1]!.trim();
+      continue;
+    }
     // Top-level results only: subtests are indented.
-    const t = tap ? /^(not ok|ok) \d+ - (.+?)(?: # (SKIP|TODO).*)?$/.exec(l) : /^([✔✖﹣]) (.+?) \([\d.]+m?s\)/.exec(l);
+    const t = /^(not ok|ok) \d+(?: -)? ?(.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(l);
     if (!t) continue;
-    const outcome: TestOutcome = tap ? (t[3] ? 'skip' : t[1] === 'ok' ? 'pass' : 'fail') : t[1] === '✔' ? 'pass' : t[1] === '✖' ? 'fail' : 'skip';
-    r.tests.set(t[2]!, outcome);
+    const base = nodeTest || !group ? t[2]! : `${group} › ${t[2]!}`;
+    const n = (seen.get(base) ?? 0) + 1;
+    seen.set(base, n);
+    const name = n === 1 ? base : `${base} #${n}`;
+    r.tests.set(name, t[3] ? 'skip' : t[1] === 'ok' ? 'pass' : 'fail');
+    if (bare) {
+      if (t[3]) r.skipped++;
+      else if (t[1] === 'ok') r.passed++;
+      else r.failed++;
+    }
+  }
+  return r;
+}
+
+/**
+ * Python's unittest: "Ran 3 tests in 0.001s" then "OK" / "FAILED (failures=1, errors=1,
+ * skipped=1)"; names from -v lines ("test_x (mod.Cls.test_x) ... ok") and from the
+ * "FAIL: test_x (mod.Cls.test_x)" headers it prints either way.
+ */
+export function parseUnittest(out: string): TestReport | null {
+  const ran = /^Ran (\d+) tests? in [\d.]+s$/m.exec(out);
+  if (!ran) return null;
+  const verdict = /^(OK|FAILED)(?: \(([^)]*)\))?[ \t]*$/m.exec(out.slice(ran.index));
+  if (!verdict) return null;
+  const counts = Object.fromEntries((verdict[2] ?? '').split(',').map((kv) => kv.trim().split('=')).filter((kv) => kv.length === 2).map(([k, v]) => [k!, num(v)]));
+  const r = emptyReport('unittest');
+  r.failed = (counts.failures ?? 0) + (counts.errors ?? 0) + (counts.unexpected_successes ?? 0);
+  r.skipped = (counts.skipped ?? 0) + (counts.expected_failures ?? 0);
+  r.passed = num(ran[1]) - r.failed - r.skipped;
+  const nameOf = (method: string, dotted: string | undefined) => dotted ?? method;
+  for (const l of out.split('\n')) {
+    const v = /^(\w+) \(([\w.]+)\)[^\n]* \.\.\. (ok|FAIL|ERROR|skipped|expected failure|unexpected success)/.exec(l);
+    if (v) r.tests.set(nameOf(v[1]!, v[2]), v[3] === 'ok' || v[3] === 'expected failure' ? 'pass' : v[3] === 'skipped' ? 'skip' : 'fail');
+    const h = /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/.exec(l);
+    if (h) r.tests.set(nameOf(h[2]!, h[3]), 'fail');
   }
   return r;
 }
@@ -187,7 +264,7 @@ export function parsePlainSummary(out: string): TestReport | null {
   return r;
 }
 
-const PARSERS = [parseJunitXml, parseCargoTest, parseGoTest, parseCtest, parsePytest, parseVitest, parseJest, parseMocha, parseNodeTest, parsePlainSummary];
+const PARSERS = [parseJunitXml, parseCargoTest, parseGoTest, parseCtest, parsePytest, parseUnittest, parseVitest, parseJest, parseMocha, parseTap, parseNodeTest, parsePlainSummary];
 
 /** Tries each framework's parser on the (ANSI-stripped) output; null when none recognises it. */
 export function parseTestOutput(output: string): TestReport | null {

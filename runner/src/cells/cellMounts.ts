@@ -1,0 +1,70 @@
+import { posix } from 'node:path';
+import type { SharedDependency } from '../protocol/cellSpec.js';
+import type { CellWorktree } from '../workspace/inspectWorktree.js';
+import { isInside } from '../workspace/pathInside.js';
+import { refuseWorktreeLocation, SYSTEM_TREES, type WorktreeLocationFacts } from './worktreeLocation.js';
+
+/** What a cell mounts besides its root: the worktree where the cell sees it, and shared dependencies. */
+export interface CellMountPlan {
+  worktree: { source: string; target: string } | null;
+  /** The worktree's .git, read-only over its place in the cell. */
+  gitMetadata: { source: string; target: string } | null;
+  deps: { source: string; target: string; layer: SharedDependency['layer'] }[];
+}
+
+/** Cell paths a mount must not cover: the sandbox's own kernel filesystems. */
+const KERNEL_TREES = ['/proc', '/sys', '/dev'];
+
+/**
+ * Pure: where each mount goes. `defaultTarget` is the provider's place for a worktree when the
+ * spec gives none (host: its own path; docker and qemu: /work).
+ */
+export function planCellMounts(
+  spec: { mount_at?: string | undefined; shared_deps: SharedDependency[] },
+  worktree: Pick<CellWorktree, 'top' | 'gitEntry'> | null,
+  defaultTarget: (top: string) => string,
+): CellMountPlan {
+  if (!worktree) return { worktree: null, gitMetadata: null, deps: spec.shared_deps.map((d) => ({ ...d })) };
+  const target = spec.mount_at ?? defaultTarget(worktree.top);
+  return {
+    worktree: { source: worktree.top, target },
+    gitMetadata: worktree.gitEntry ? { source: worktree.gitEntry, target: posix.join(target, posix.basename(worktree.gitEntry)) } : null,
+    deps: spec.shared_deps.map((d) => ({ ...d })),
+  };
+}
+
+/**
+ * Pure: why this plan must not be mounted, or null. A mount target must leave the sandbox's
+ * kernel filesystems alone and must not cover the worktree; two mounts must not share a target;
+ * a worktree's place must not be a system directory the cell needs.
+ */
+export function refuseMountPlan(plan: CellMountPlan): string | null {
+  const targets = [...(plan.worktree ? [plan.worktree.target] : []), ...plan.deps.map((d) => d.target)];
+  for (const t of targets) {
+    if (t === '/') return 'a cell mount cannot cover / (the whole cell filesystem)';
+    const kernel = KERNEL_TREES.find((k) => isInside(t, k));
+    if (kernel) return `a cell mount cannot go to ${t}: it is inside ${kernel}, which the sandbox provides`;
+  }
+  if (plan.worktree) {
+    const system = SYSTEM_TREES.find((s) => isInside(plan.worktree!.target, s));
+    if (system) return `mount_at ${plan.worktree.target} is inside the system directory ${system}; pass the repository's own path`;
+    const over = plan.deps.find((d) => isInside(plan.worktree!.target, d.target));
+    if (over) return `shared dependency target ${over.target} would cover the worktree at ${plan.worktree.target}`;
+  }
+  const seen = new Set<string>();
+  for (const t of targets) {
+    if (seen.has(t)) return `two cell mounts go to ${t}`;
+    seen.add(t);
+  }
+  return null;
+}
+
+/**
+ * Pure: why a real host directory must not be shared read-only into a cell, or null. Sharing
+ * shows the cell what is inside: it must not be or contain anything the cell must not see
+ * (the masks, the runner's state and home), nor be a system tree.
+ */
+export function refuseSharedSource(realPath: string, facts: WorktreeLocationFacts): string | null {
+  const why = refuseWorktreeLocation(realPath, facts);
+  return why ? `shared dependency ${why.replace(/^worktree /, '')}` : null;
+}

@@ -1,0 +1,177 @@
+import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
+import { z } from 'zod';
+import { InputError } from '../../protocol/inputError.js';
+import { readRegularPath } from '../../workspace/readRegularFile.js';
+import { isInside } from '../../workspace/pathInside.js';
+
+/** An installed dependency directory every cell of a run sees, without a copy. */
+export interface SharedDependencyFound {
+  kind: 'node_modules' | 'virtualenv' | 'go-module-cache' | 'maven-repository' | 'gradle-cache' | 'configured';
+  /** Host directory. */
+  source: string;
+  /** Where the cell sees it (inside the repository path for the checkout's own). */
+  target: string;
+  /** For people: "232 packages", "python 3.11". */
+  detail: string;
+  layer: 'overlay' | 'read-only';
+}
+
+export interface SharedDependencies {
+  deps: SharedDependencyFound[];
+  /** Variables the cells need to find them (GOMODCACHE...). */
+  env: Record<string, string>;
+}
+
+/** The project file: `.forge/config.json` in the repository. */
+export const ForgeConfigSchema = z
+  .object({
+    dependencies: z
+      .object({
+        share: z.array(z.string().min(1)).max(32).default([])
+          .describe('More directories to share read-only: relative to the repository (its own, e.g. "vendor/bundle") or absolute (a cache outside it, seen at the same path).'),
+        exclude: z.array(z.string().min(1)).max(64).default([])
+          .describe('Detected directories not to share, relative to the repository (e.g. "venv"), or a kind: node_modules, virtualenv, go-module-cache, maven-repository, gradle-cache.'),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+export type ForgeConfig = z.output<typeof ForgeConfigSchema>;
+
+export const FORGE_CONFIG_FILE = join('.forge', 'config.json');
+const CELL_HOME = '/tmp/forge-home';
+/** Where cells see the Go module cache. */
+export const GO_MODCACHE_TARGET = '/tmp/forge-deps/go-mod';
+/** The checkout walk for node_modules of workspace packages stops here. */
+const MAX_DEPTH = 4;
+const MAX_DIRS = 20_000;
+const SKIP_DIRS = new Set(['.git', 'node_modules', '.venv', 'venv', '.forge', 'target', 'dist', 'build', '__pycache__']);
+
+/** Reads `.forge/config.json`; null when absent. Bad content is bad input, named with the fix. */
+export function readForgeConfig(repo: string): ForgeConfig | null {
+  const path = join(repo, FORGE_CONFIG_FILE);
+  const raw = readRegularPath(path, 1024 * 1024);
+  if (raw === null) return null;
+  if (!Buffer.isBuffer(raw)) throw new InputError(`${path} is larger than 1 MiB; it holds a few settings`);
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    throw new InputError(`${path} is not JSON (${(e as Error).message}); fix it or remove it`);
+  }
+  const parsed = ForgeConfigSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InputError(`${path}: ${issue.path.join('.') || 'top level'}: ${issue.message} (see README "Dependencies")`);
+  }
+  return parsed.data;
+}
+
+const isDir = (p: string) => {
+  try {
+    return lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/** Packages in a node_modules directory (a scope counts its members). */
+function countPackages(dir: string): number {
+  let n = 0;
+  for (const e of safeList(dir)) {
+    if (e.startsWith('.')) continue;
+    n += e.startsWith('@') ? safeList(join(dir, e)).length : 1;
+  }
+  return n;
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** node_modules of the root and of workspace packages, found by a bounded walk. */
+function findNodeModules(checkout: string): string[] {
+  const found: string[] = [];
+  const queue: [string, number][] = [[checkout, 0]];
+  let seen = 0;
+  while (queue.length > 0 && seen < MAX_DIRS) {
+    const [dir, depth] = queue.shift()!;
+    seen++;
+    if (isDir(join(dir, 'node_modules'))) found.push(join(dir, 'node_modules'));
+    if (depth >= MAX_DEPTH) continue;
+    for (const e of safeList(dir)) {
+      if (SKIP_DIRS.has(e) || e.startsWith('.')) continue;
+      const p = join(dir, e);
+      if (isDir(p)) queue.push([p, depth + 1]);
+    }
+  }
+  return found;
+}
+
+function pythonOf(venv: string): string {
+  const cfg = readRegularPath(join(venv, 'pyvenv.cfg'), 64 * 1024);
+  const version = Buffer.isBuffer(cfg) ? /^version(?:_info)?\s*=\s*(\S+)/m.exec(cfg.toString('utf8'))?.[1] : undefined;
+  return version ? `python ${version}` : 'python';
+}
+
+/**
+ * What the checkout has installed, and the toolchain caches its stack reads: each is shared
+ * read-only with every cell of the run at the path its tools expect (`checkout`'s own
+ * directories appear inside `repoPath`, where the attempt is mounted).
+ */
+export function detectSharedDeps(checkout: string, repoPath: string, opts: { env: NodeJS.ProcessEnv; config: ForgeConfig | null }): SharedDependencies {
+  const deps: SharedDependencyFound[] = [];
+  const env: Record<string, string> = {};
+  const inRepo = (abs: string) => join(repoPath, relative(checkout, abs));
+  for (const nm of findNodeModules(checkout)) {
+    const n = countPackages(nm);
+    if (n > 0) deps.push({ kind: 'node_modules', source: nm, target: inRepo(nm), detail: `${n} package${n === 1 ? '' : 's'}`, layer: 'overlay' });
+  }
+  for (const name of ['.venv', 'venv', 'env']) {
+    const v = join(checkout, name);
+    if (isDir(v) && existsSync(join(v, 'pyvenv.cfg'))) deps.push({ kind: 'virtualenv', source: v, target: inRepo(v), detail: pythonOf(v), layer: 'overlay' });
+  }
+  const home = opts.env.HOME;
+  if (existsSync(join(checkout, 'go.mod'))) {
+    const cache = opts.env.GOMODCACHE || (opts.env.GOPATH ? join(opts.env.GOPATH.split(':')[0]!, 'pkg', 'mod') : home ? join(home, 'go', 'pkg', 'mod') : '');
+    if (cache && isDir(cache)) {
+      // At a path every cell user can reach (a home directory may be closed to it, as /root is).
+      deps.push({ kind: 'go-module-cache', source: cache, target: GO_MODCACHE_TARGET, detail: `${safeList(cache).filter((e) => !e.startsWith('cache')).length} module path(s)`, layer: 'read-only' });
+      // Modules only from the cache: a cell has no network, and a download would be lost anyway.
+      Object.assign(env, { GOMODCACHE: GO_MODCACHE_TARGET, GOPROXY: 'off', GOTOOLCHAIN: 'local' });
+    }
+  }
+  if (home && (existsSync(join(checkout, 'pom.xml')) || existsSync(join(checkout, 'build.gradle')) || existsSync(join(checkout, 'build.gradle.kts')))) {
+    const m2 = join(home, '.m2', 'repository');
+    if (isDir(m2)) deps.push({ kind: 'maven-repository', source: m2, target: join(CELL_HOME, '.m2', 'repository'), detail: 'local Maven repository', layer: 'overlay' });
+    const gradle = join(home, '.gradle', 'caches');
+    if (isDir(gradle)) deps.push({ kind: 'gradle-cache', source: gradle, target: join(CELL_HOME, '.gradle', 'caches'), detail: 'Gradle caches', layer: 'overlay' });
+  }
+  for (const extra of opts.config?.dependencies.share ?? []) {
+    const source = isAbsolute(extra) ? extra : join(checkout, extra);
+    if (!isAbsolute(extra) && !isInside(source, checkout)) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" leaves the repository; give a path inside it or an absolute path`);
+    if (!isDir(source)) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is not a directory in ${isAbsolute(extra) ? 'the host' : checkout}`);
+    if (deps.some((d) => d.source === source)) continue;
+    deps.push({ kind: 'configured', source, target: isAbsolute(extra) ? extra : inRepo(source), detail: `from ${FORGE_CONFIG_FILE}`, layer: 'overlay' });
+  }
+  const excluded = new Set(opts.config?.dependencies.exclude ?? []);
+  const kept = deps.filter((d) => !excluded.has(d.kind) && !excluded.has(relative(checkout, d.source)));
+  return { deps: dedupeNested(kept), env };
+}
+
+/** A directory inside another shared one needs no mount of its own (a package's own node_modules). */
+function dedupeNested(deps: SharedDependencyFound[]): SharedDependencyFound[] {
+  return deps.filter((d) => !deps.some((o) => o !== d && isInside(d.source, o.source) && d.source !== o.source));
+}
+
+/** One line per dependency for progress and the report: "node_modules from the checkout, 232 packages, read-only + overlay". */
+export function describeSharedDep(d: SharedDependencyFound, repoPath: string, layers: 'overlay' | 'read-only'): string {
+  const where = isInside(d.target, repoPath) ? `${relative(repoPath, d.target) || '.'} from the checkout` : `${d.source} at ${d.target}`;
+  const layer = d.layer === 'overlay' && layers === 'overlay' ? 'read-only + overlay' : 'read-only';
+  return `${d.kind === 'node_modules' || d.kind === 'virtualenv' ? where : `${d.kind.replace(/-/g, ' ')} ${where}`}, ${d.detail}, ${layer}`;
+}

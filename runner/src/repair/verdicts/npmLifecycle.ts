@@ -1,0 +1,43 @@
+/**
+ * npm runs `pretest`, `test` and `posttest` in turn, each announced by a banner
+ * ("> name@1.0.0 posttest" then "> the command"), and stops at the first that fails. From
+ * the banners the output splits into stages, so a verdict can tell the tests themselves
+ * from a lifecycle hook around them (an `npm audit` in `posttest` that needs the network).
+ */
+export interface NpmStage {
+  /** pretest, test, posttest (or any script name npm announced). */
+  name: string;
+  command: string;
+  output: string;
+}
+
+const BANNER = /^> \S+ (\S+)\n> (.*)\n/gm;
+
+/** Pure: the stages npm announced, in order; [] when the output has no npm banner. */
+export function splitNpmStages(output: string): NpmStage[] {
+  const marks = [...output.matchAll(BANNER)].map((m) => ({ name: m[1]!, command: m[2]!, at: m.index!, body: m.index! + m[0].length }));
+  return marks.map((m, i) => ({ name: m.name, command: m.command, output: output.slice(m.body, marks[i + 1]?.at ?? output.length) }));
+}
+
+/** Output that says a network access was refused or could not resolve (a cell without network). */
+export const NETWORK_REFUSED = /\b(EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|getaddrinfo|Temporary failure in name resolution|Could not resolve host|Network is unreachable|network is unreachable|Name or service not known)\b/;
+
+export interface HookFailure {
+  hook: string;
+  command: string;
+  reason: 'network';
+}
+
+/**
+ * Pure: when a failed `npm test` failed in a lifecycle hook after the test stage passed, and
+ * the hook failed for want of the network (cells have none unless allowed), that hook; null
+ * otherwise (the tests failed, or the hook failed for a reason of its own).
+ */
+export function failedNetworkHook(exitCode: number, stages: NpmStage[], testStagePassed: (stage: NpmStage) => boolean): HookFailure | null {
+  if (exitCode === 0 || stages.length === 0) return null;
+  const last = stages[stages.length - 1]!;
+  if (!last.name.startsWith('post')) return null;
+  const test = stages.find((s) => s.name === last.name.slice('post'.length));
+  if (!test || !testStagePassed(test) || !NETWORK_REFUSED.test(last.output)) return null;
+  return { hook: last.name, command: last.command, reason: 'network' };
+}

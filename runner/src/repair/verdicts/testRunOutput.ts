@@ -1,0 +1,25 @@
+import type { CellResult } from '../../protocol/cellResult.js';
+import { readRegularPath } from '../../workspace/readRegularFile.js';
+
+/**
+ * Variables that make test runners name their tests in their ordinary console output without
+ * changing what the user's command runs: pytest lists every outcome in its short summary
+ * (`-rA`: passing tests too, and pytest 9 subtests), go test names each test (`-v`). Other
+ * runners name their tests by default, or are read from their totals. Inert for everything else.
+ */
+export const TEST_REPORTING_ENV: Readonly<Record<string, string>> = {
+  PYTEST_ADDOPTS: '-rA',
+  GOFLAGS: '-v',
+};
+
+/** The largest log read back for parsing (the cell's log is capped at this by default). */
+const MAX_PARSED_LOG = 8 * 1024 * 1024;
+
+/**
+ * A test cell's output for the parsers: its full (capped) log, where a long test run's
+ * summary and every named outcome are, not just the head and tail shown to people.
+ */
+export function testOutputOf(result: Pick<CellResult, 'output' | 'full_output_path'>): string {
+  const log = readRegularPath(result.full_output_path, MAX_PARSED_LOG);
+  return Buffer.isBuffer(log) ? log.toString('utf8') : result.output;
+}

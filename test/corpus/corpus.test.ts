@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { corpusEntries, prepareCorpusRepo, runCorpusFix } from './corpusRepos.js';
+import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
+import { requireFeature } from '../helpers/requirement.js';
+
+/**
+ * Every corpus repository is fixed with default flags after its ordinary install step: the
+ * regression-causing attempt loses with its regression named, the correct one wins.
+ */
+describe('corpus: realistic repositories fixed with default flags', function () {
+  this.timeout(900_000);
+
+  for (const provider of ['host', 'docker'] as const) {
+    describe(`${provider} cells`, () => {
+      before(async function () {
+        if (provider === 'docker') {
+          const why = await dockerUnavailable(TEST_IMAGES.bookworm);
+          requireFeature(this, why === null, why ?? '');
+        }
+      });
+
+      for (const entry of corpusEntries()) {
+        it(`${entry.name}: ${entry.description}`, function () {
+          for (const program of entry.needs ?? []) {
+            const found = spawnSync('/bin/sh', ['-c', `command -v ${program}`]).status === 0;
+            requireFeature(this, found, `${program} is not installed (.ci/run installs it)`);
+          }
+          const repo = prepareCorpusRepo(entry);
+          try {
+            const out = runCorpusFix(entry, repo.dir, provider, provider === 'docker' ? TEST_IMAGES.bookworm : undefined);
+            assert.equal(out.exitCode, 0, out.stderr.slice(-3000));
+            assert.equal(out.fixed, true);
+            assert.ok(out.winner?.endsWith(`-${entry.winner}`), `winner ${out.winner}`);
+            assert.ok(out.regressions.includes(entry.regression), `regression "${entry.regression}" not named; named: ${JSON.stringify(out.regressions)}`);
+            assert.ok(out.report!.dependencies.length > 0 || !entry.setup, 'installed dependencies were not detected');
+          } finally {
+            repo.cleanup();
+          }
+        });
+      }
+    });
+  }
+
+  describe('nothing installed in the checkout: --install-cmd runs once for the run, with only the registry reachable', () => {
+    for (const provider of ['host', 'docker'] as const) {
+      it(`js-tape-nyc on ${provider} cells: one install cell, its node_modules shared with every attempt`, async function () {
+        if (provider === 'docker') {
+          const why = await dockerUnavailable(TEST_IMAGES.bookworm);
+          requireFeature(this, why === null, why ?? '');
+        }
+        const entry = corpusEntries().find((e) => e.name === 'js-tape-nyc')!;
+        const repo = prepareCorpusRepo(entry, { install: false });
+        try {
+          const out = runCorpusFix(entry, repo.dir, provider, provider === 'docker' ? TEST_IMAGES.bookworm : undefined, ['--install-cmd', 'npm ci --no-audit --no-fund']);
+          assert.equal(out.exitCode, 0, out.stderr.slice(-3000));
+          assert.match(out.stderr, /install: npm ci --no-audit --no-fund \(once for the run; network: registry\.npmjs\.org/);
+          assert.equal((out.stderr.match(/^forge: install:/gm) ?? []).length, 1);
+          assert.ok(out.winner?.endsWith('-a1'));
+          assert.match(out.report!.dependencies.map((d) => d.shared).join('\n'), /^node_modules from the install, \d+ packages/m);
+          assert.equal(existsSync(join(repo.dir, 'node_modules')), false, 'the install wrote into the checkout');
+        } finally {
+          repo.cleanup();
+        }
+      });
+    }
+  });
+});
