@@ -32,6 +32,20 @@ export function setprivArgs(to: { uid: number; gid: number; setpriv: string }): 
 }
 
 /**
+ * Pure: the command's environment applied only after the switch to the cell user. setpriv
+ * still runs as root: a spec's LD_PRELOAD (or any loader variable) in its environment would
+ * run the spec's code as root. So setpriv gets PATH alone, and `env -i` (already the cell
+ * user) sets the command's whole environment; `sh -c 'exec "$@"'` keeps an argv[0] like
+ * "FOO=bar" a program name, as env would read it as a variable.
+ */
+export function afterDropArgv(env: Record<string, string>, argv: string[]): string[] {
+  return ['/usr/bin/env', '-i', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), '/bin/sh', '-c', 'exec "$@"', 'forge-cell', ...argv];
+}
+
+/** The only variable the root part of a cell's start (setpriv) sees. */
+export const ROOT_STAGE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
  * Pure: the bwrap command line for one cell. Order matters: bwrap applies mounts in order, so
  * masks come after the read-only root and the worktree comes after the masks (it may live
  * under /tmp or a home directory).
@@ -78,9 +92,17 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   // Only what bwrap needs to enter a worktree only its owner may (a 0700 directory) and setpriv
   // needs to switch users; the switch to an unprivileged uid clears them all.
   if (plan.dropTo) args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_DAC_READ_SEARCH');
+  if (plan.dropTo) {
+    // Last: whatever a mount above covered, the setpriv that runs as root is the host's own.
+    args.push('--ro-bind', plan.dropTo.setpriv, plan.dropTo.setpriv);
+  }
   args.push('--clearenv');
-  for (const [name, value] of Object.entries(plan.env)) args.push('--setenv', name, value);
-  args.push('--', ...(plan.dropTo ? setprivArgs(plan.dropTo) : []), ...plan.argv);
+  if (plan.dropTo) {
+    args.push('--setenv', 'PATH', ROOT_STAGE_PATH, '--', ...setprivArgs(plan.dropTo), ...afterDropArgv(plan.env, plan.argv));
+  } else {
+    for (const [name, value] of Object.entries(plan.env)) args.push('--setenv', name, value);
+    args.push('--', ...plan.argv);
+  }
   return args;
 }
 

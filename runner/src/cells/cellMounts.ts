@@ -12,6 +12,9 @@ export interface CellMountPlan {
   deps: { source: string; target: string; layer: SharedDependency['layer'] }[];
 }
 
+/** Where a dependency may go outside the worktree: the cell's own scratch (a tmpfs in every provider). */
+export const DEP_SCRATCH = ['/tmp/forge-deps', '/tmp/forge-home'];
+
 /** Cell paths a mount must not cover: the sandbox's own kernel filesystems. */
 const KERNEL_TREES = ['/proc', '/sys', '/dev'];
 
@@ -48,8 +51,18 @@ export function refuseMountPlan(plan: CellMountPlan): string | null {
   if (plan.worktree) {
     const system = SYSTEM_TREES.find((s) => isInside(plan.worktree!.target, s));
     if (system) return `mount_at ${plan.worktree.target} is inside the system directory ${system}; pass the repository's own path`;
+    if (plan.worktree.target === '/.forge' || isInside(plan.worktree.target, '/.forge')) return 'mount_at /.forge is where qemu cells keep their own files';
     const over = plan.deps.find((d) => isInside(plan.worktree!.target, d.target));
     if (over) return `shared dependency target ${over.target} would cover the worktree at ${plan.worktree.target}`;
+  }
+  // A dependency goes inside the worktree (node_modules, .venv) or to the cell's own scratch
+  // places; anywhere else it could cover what the cell's start runs as root (setpriv, libc).
+  for (const d of plan.deps) {
+    const inWorktree = plan.worktree !== null && isInside(d.target, plan.worktree.target) && d.target !== plan.worktree.target;
+    if (inWorktree && posix.relative(plan.worktree!.target, d.target).split('/').includes('.git')) return `shared dependency target ${d.target} is inside the worktree's .git`;
+    if (!inWorktree && !DEP_SCRATCH.some((p) => isInside(d.target, p) && d.target !== p)) {
+      return `shared dependency target ${d.target} must be inside the worktree${plan.worktree ? ` (${plan.worktree.target})` : ''} or below ${DEP_SCRATCH.join(' or ')}`;
+    }
   }
   const seen = new Set<string>();
   for (const t of targets) {

@@ -8,8 +8,9 @@ import { probeSandboxLayout } from './sandboxLayout.js';
 import { refuseWorktreeLocation } from './worktreeLocation.js';
 import { type CellMountPlan, planCellMounts, refuseMountPlan, refuseSharedSource } from './cellMounts.js';
 import { type MountedDependencies, mountDependencyLayers } from './dependencyLayers.js';
-import { realpathSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, realpathSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { isInside } from '../workspace/pathInside.js';
 import { InputError } from '../protocol/inputError.js';
 
 export interface PreparedWorktree {
@@ -56,6 +57,10 @@ export function vetCellMounts(
 ): CellMountPlan {
   const layout = probeSandboxLayout(ctx.env);
   const facts = { masked: [...layout.tmpfsMasks, ...layout.nullMasks], runnerHome: ctx.env.HOME, stateDir: ctx.stateDir };
+  // Below a hidden tree only the repository's own directories and the toolchain caches may be shared.
+  // The repository an attempt belongs to holds it (<repo>/.git/forge-cells/<id>), and must itself be a place a worktree may be.
+  const repoRoot = spec.mount_at && worktree && isInside(worktree.top, spec.mount_at) && !refuseWorktreeLocation(spec.mount_at, facts) ? spec.mount_at : worktree?.top ?? null;
+  const allowedHidden = [...(repoRoot ? [repoRoot] : []), ...toolchainCaches(ctx.env)];
   const shared = spec.shared_deps.map((d) => {
     let real: string;
     try {
@@ -66,12 +71,44 @@ export function vetCellMounts(
     if (!statSync(real).isDirectory()) throw new InputError(`shared dependency ${d.source} is not a directory`);
     const why = refuseSharedSource(real, facts);
     if (why) throw new InputError(`${why}; share only installed dependencies`);
+    const hidden = [...facts.masked, ...(facts.runnerHome && facts.runnerHome !== '/' ? [facts.runnerHome] : []), ctx.stateDir].find((m) => isInside(real, m));
+    if (hidden && !allowedHidden.some((a) => isInside(real, a))) {
+      throw new InputError(`shared dependency ${d.source} is inside ${hidden}, which cells must not see; share the repository's own dependencies or a toolchain cache`);
+    }
     return { ...d, source: real };
   });
   const plan = planCellMounts({ mount_at: spec.mount_at, shared_deps: shared }, worktree, defaultTarget);
   const refused = refuseMountPlan(plan);
   if (refused) throw new InputError(refused);
+  // The mount points inside the worktree are made by the sandbox as root: none may pass through
+  // a link or a file the cell planted (a node_modules -> /usr/bin link would cover setpriv).
+  if (plan.worktree) {
+    for (const d of plan.deps) {
+      if (!isInside(d.target, plan.worktree.target)) continue;
+      let host = plan.worktree.source;
+      for (const part of relative(plan.worktree.target, d.target).split('/')) {
+        host = join(host, part);
+        let st;
+        try {
+          st = lstatSync(host);
+        } catch {
+          break;
+        }
+        if (!st.isDirectory()) throw new InputError(`shared dependency target ${d.target} passes through ${host}, which is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'} in the worktree; remove it`);
+      }
+    }
+  }
   return plan;
+}
+
+/** Toolchain caches outside the repository that may be shared although they live in a home directory. */
+export function toolchainCaches(env: NodeJS.ProcessEnv): string[] {
+  const home = env.HOME && env.HOME !== '/' ? env.HOME : null;
+  return [
+    ...(env.GOMODCACHE ? [env.GOMODCACHE] : []),
+    ...(env.GOPATH ? env.GOPATH.split(':').filter(Boolean).map((p) => join(p, 'pkg', 'mod')) : []),
+    ...(home ? [join(home, 'go', 'pkg', 'mod'), join(home, '.m2', 'repository'), join(home, '.gradle', 'caches')] : []),
+  ].filter((p) => p.startsWith('/'));
 }
 
 export interface AfterCell {

@@ -51,7 +51,14 @@ describe('cell safety decisions (pure)', () => {
     assert.ok(!args.includes('--unshare-all') && !args.includes('--unshare-user'));
     for (const f of ['--unshare-pid', '--unshare-net', '--unshare-ipc']) assert.ok(args.includes(f), f);
     const dd = args.indexOf('--');
-    assert.deepEqual(args.slice(dd + 1), ['/usr/bin/setpriv', '--reuid=65532', '--regid=65533', '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--', 'make']);
+    // The command's environment only after the switch: setpriv (root) sees PATH alone.
+    assert.deepEqual(args.slice(dd + 1), ['/usr/bin/setpriv', '--reuid=65532', '--regid=65533', '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--',
+      '/usr/bin/env', '-i', 'PATH=/bin', '/bin/sh', '-c', 'exec "$@"', 'forge-cell', 'make']);
+    const setenvs = args.flatMap((a, i) => (a === '--setenv' ? [args[i + 1]] : []));
+    assert.deepEqual(setenvs, ['PATH']);
+    // The last mount puts the host's own setpriv back, whatever a mount above covered.
+    const lastBind = args.lastIndexOf('--ro-bind');
+    assert.deepEqual(args.slice(lastBind, lastBind + 3), ['--ro-bind', '/usr/bin/setpriv', '/usr/bin/setpriv']);
     const seq = (xs: string[]) => args.some((_, i) => xs.every((x, j) => args[i + j] === x));
     assert.ok(seq(['--perms', '1777', '--tmpfs', '/tmp']), 'the cell user can write /tmp');
     assert.ok(seq(['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']), 'setpriv can switch');

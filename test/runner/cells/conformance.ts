@@ -216,10 +216,11 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
 
     const targetInfo = target;
     it('shared_deps: installed dependencies read-only to the cell, writes go to a layer discarded with it, the source never changes', async function () {
-      const repo = makeRepo({ 'a.txt': 'a\n', '.gitignore': 'node_modules/\n' });
-      const deps = mkdtempSync(join(tmpdir(), 'forge-deps-src-'));
+      // The installed dependencies of the repository itself (sources elsewhere under /tmp are refused).
+      const repo = makeRepo({ 'a.txt': 'a\n', '.gitignore': 'node_modules/\ninstalled/\n' });
+      const deps = join(repo.dir, 'installed');
       try {
-        mkdirSync(join(deps, 'left-pad'));
+        mkdirSync(join(deps, 'left-pad'), { recursive: true });
         writeFileSync(join(deps, 'left-pad', 'index.js'), 'module.exports = 1;\n');
         const target = join(repo.dir, 'node_modules');
         const r = await run({
@@ -242,7 +243,6 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: join(deps, 'missing'), target }], cmd: 'true' }), InputError);
         await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: deps, target: '/proc/x' }], cmd: 'true' }), InputError);
       } finally {
-        rmSync(deps, { recursive: true, force: true });
         repo.cleanup();
       }
     });

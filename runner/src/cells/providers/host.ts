@@ -7,7 +7,7 @@ import type { ProviderHealth } from '../../protocol/health.js';
 import type { CgroupReport, IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
 import { BoundedOutputCollector } from '../boundedOutput.js';
-import { buildBubblewrapArgs, CELL_HOME, setprivArgs } from '../bubblewrapArgs.js';
+import { afterDropArgv, buildBubblewrapArgs, CELL_HOME, ROOT_STAGE_PATH, setprivArgs } from '../bubblewrapArgs.js';
 import { type BubblewrapProbe, findOnPath, probeBubblewrap } from '../bubblewrapProbe.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
@@ -171,9 +171,10 @@ export class HostCellProvider implements CellProvider {
       plainScratch = mkdtempSync(join(tmpdir(), `forge-${cellId}-`));
       for (const d of ['home', 'tmp', 'work']) mkdirSync(join(plainScratch, d));
       if (dropTo) chownTree(plainScratch, user);
-      command = dropTo ? [...setprivArgs(dropTo), ...argv] : argv;
       const cellEnv = buildCellEnvironment(this.env, join(plainScratch, 'home'), join(plainScratch, 'tmp'), spec.env);
-      launcher = this.startLauncher(env, cellEnv, worktree?.top ?? join(plainScratch, 'work'));
+      // A root launcher must not carry the spec's environment (LD_PRELOAD...): it is set after the drop.
+      command = dropTo ? [...setprivArgs(dropTo), ...afterDropArgv(cellEnv, argv)] : argv;
+      launcher = this.startLauncher(env, dropTo ? { PATH: ROOT_STAGE_PATH } : cellEnv, worktree?.top ?? join(plainScratch, 'work'));
     }
 
     const cgroup = launcher.cgroup;

@@ -77,7 +77,11 @@ while IFS='	' read -r TAG DMODE TARGET; do
   mount -t virtiofs "$TAG" /deps/l$i -o ro,nosuid,nodev || fail "cannot mount the shared dependency $TARGET"
   if [ "$DMODE" = rw ]; then
     mount -t overlay overlay -o lowerdir=/deps/l$i,upperdir=/upper/d$i,workdir=/upper/dw$i,nosuid,nodev "/newroot$TARGET" || fail "cannot mount the layer over $TARGET"
-    chown "$CUID:$CGID" "/newroot$TARGET"
+    chown -h "$CUID:$CGID" "/newroot$TARGET"
+    # Caches installed with the dependencies are not the cell's: it gets empty ones.
+    for c in .cache .vite .vitest; do
+      if [ -d "/deps/l$i/$c" ] && [ ! -L "/deps/l$i/$c" ]; then mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "/newroot$TARGET/$c"; fi
+    done
   else
     mount --bind /deps/l$i "/newroot$TARGET" && mount -o remount,bind,ro,nosuid,nodev "/newroot$TARGET" || fail "cannot mount the shared dependency $TARGET"
   fi

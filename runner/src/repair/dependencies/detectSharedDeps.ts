@@ -153,6 +153,7 @@ export function detectSharedDeps(checkout: string, repoPath: string, opts: { env
     if (isDir(gradle)) deps.push({ kind: 'gradle-cache', source: gradle, target: join(CELL_HOME, '.gradle', 'caches'), detail: 'Gradle caches', layer: 'overlay' });
   }
   for (const extra of opts.config?.dependencies.share ?? []) {
+    if (extra.split('/').includes('.git')) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is inside .git; share dependency directories only`);
     const source = isAbsolute(extra) ? extra : join(checkout, extra);
     if (!isAbsolute(extra) && !isInside(source, checkout)) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" leaves the repository; give a path inside it or an absolute path`);
     if (!isDir(source)) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is not a directory in ${isAbsolute(extra) ? 'the host' : checkout}`);
