@@ -47,6 +47,27 @@ describe('shared dependencies security (each test tries to break one claim)', fu
     }
   });
 
+  it('a dependency cannot be mounted through another one (a link in the first one\'s content: q -> ../../../etc)', async () => {
+    const repo = makeRepo({ 'a.txt': 'a\n', '.gitignore': 'evil/\netcfake/\n' });
+    try {
+      mkdirSync(join(repo.dir, 'evil'));
+      symlinkSync('../../../etc', join(repo.dir, 'evil', 'q'));
+      mkdirSync(join(repo.dir, 'etcfake'));
+      for (const [a, b] of [['/tmp/forge-deps/a', '/tmp/forge-deps/a/q'], [join(repo.dir, 'node_modules'), join(repo.dir, 'node_modules', 'q')]]) {
+        await assert.rejects(
+          provider.run({ cmd: 'id -u', worktree: repo.dir, mount_at: repo.dir, capture_diff: false, shared_deps: [{ source: join(repo.dir, 'evil'), target: a!, layer: 'read-only' }, { source: join(repo.dir, 'etcfake'), target: b!, layer: 'read-only' }] }),
+          (e: Error) => e instanceof InputError && /inside another one/.test(e.message),
+        );
+      }
+      // mount_at through a host link (/var/run -> /run) is refused: the worktree would land elsewhere.
+      if (lstatSync('/var/run').isSymbolicLink()) {
+        await assert.rejects(provider.run({ cmd: 'true', worktree: repo.dir, mount_at: '/var/run/forge-x' }), (e: Error) => e instanceof InputError && /passes through the link/.test(e.message));
+      }
+    } finally {
+      repo.cleanup();
+    }
+  });
+
   it('a link the cell planted in the worktree does not redirect a dependency mount (node_modules -> /usr/bin)', async () => {
     const repo = makeRepo({ 'a.txt': 'a\n', '.gitignore': 'deps/\n' });
     const deps = join(repo.dir, 'deps');

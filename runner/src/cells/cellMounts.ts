@@ -69,6 +69,12 @@ export function refuseMountPlan(plan: CellMountPlan): string | null {
     if (seen.has(t)) return `two cell mounts go to ${t}`;
     seen.add(t);
   }
+  // One dependency inside another would be mounted through the first one's content, whose
+  // links the sandbox (running as root) would follow: /tmp/forge-deps/a/q -> ../../../etc.
+  for (const d of plan.deps) {
+    const outer = plan.deps.find((o) => o !== d && isInside(d.target, o.target));
+    if (outer) return `shared dependency target ${d.target} is inside another one (${outer.target}); share the outer directory alone`;
+  }
   return null;
 }
 

@@ -80,6 +80,21 @@ export function vetCellMounts(
   const plan = planCellMounts({ mount_at: spec.mount_at, shared_deps: shared }, worktree, defaultTarget);
   const refused = refuseMountPlan(plan);
   if (refused) throw new InputError(refused);
+  // Where the worktree goes must be the path it names: a link on the way (/var/run -> /run)
+  // would put it somewhere the checks above never looked.
+  if (spec.mount_at) {
+    let prefix = '';
+    for (const part of spec.mount_at.split('/').filter(Boolean)) {
+      prefix = `${prefix}/${part}`;
+      let st;
+      try {
+        st = lstatSync(prefix);
+      } catch {
+        break;
+      }
+      if (st.isSymbolicLink()) throw new InputError(`mount_at ${spec.mount_at} passes through the link ${prefix}; give the real path`);
+    }
+  }
   // The mount points inside the worktree are made by the sandbox as root: none may pass through
   // a link or a file the cell planted (a node_modules -> /usr/bin link would cover setpriv).
   if (plan.worktree) {
