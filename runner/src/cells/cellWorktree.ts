@@ -83,37 +83,39 @@ export function vetCellMounts(
   // Where the worktree goes must be the path it names: a link on the way (/var/run -> /run)
   // would put it somewhere the checks above never looked.
   if (spec.mount_at) {
-    let prefix = '';
-    for (const part of spec.mount_at.split('/').filter(Boolean)) {
-      prefix = `${prefix}/${part}`;
-      let st;
-      try {
-        st = lstatSync(prefix);
-      } catch {
-        break;
-      }
-      if (st.isSymbolicLink()) throw new InputError(`mount_at ${spec.mount_at} passes through the link ${prefix}; give the real path`);
-    }
+    const bad = firstNonDirectory('/', spec.mount_at.split('/').filter(Boolean));
+    if (bad?.link) throw new InputError(`mount_at ${spec.mount_at} passes through the link ${bad.path}; give the real path`);
   }
   // The mount points inside the worktree are made by the sandbox as root: none may pass through
   // a link or a file the cell planted (a node_modules -> /usr/bin link would cover setpriv).
   if (plan.worktree) {
     for (const d of plan.deps) {
       if (!isInside(d.target, plan.worktree.target)) continue;
-      let host = plan.worktree.source;
-      for (const part of relative(plan.worktree.target, d.target).split('/')) {
-        host = join(host, part);
-        let st;
-        try {
-          st = lstatSync(host);
-        } catch {
-          break;
-        }
-        if (!st.isDirectory()) throw new InputError(`shared dependency target ${d.target} passes through ${host}, which is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'} in the worktree; remove it`);
-      }
+      const bad = firstNonDirectory(plan.worktree.source, relative(plan.worktree.target, d.target).split('/'));
+      if (bad) throw new InputError(`shared dependency target ${d.target} passes through ${bad.path}, which is ${bad.link ? 'a symbolic link' : 'not a directory'} in the worktree; remove it`);
     }
   }
   return plan;
+}
+
+/**
+ * Walks `parts` down from `base` without following anything: the first existing entry that is
+ * not a directory (a link, a file), or null when every existing one is a directory (the walk
+ * stops at the first missing entry: the sandbox makes the rest itself).
+ */
+function firstNonDirectory(base: string, parts: string[]): { path: string; link: boolean } | null {
+  let path = base;
+  for (const part of parts) {
+    path = join(path, part);
+    let st;
+    try {
+      st = lstatSync(path);
+    } catch {
+      return null;
+    }
+    if (!st.isDirectory()) return { path, link: st.isSymbolicLink() };
+  }
+  return null;
 }
 
 /** Toolchain caches outside the repository that may be shared although they live in a home directory. */

@@ -48,6 +48,17 @@ export function openDirNoFollow(path: string): number {
 }
 
 /**
+ * Unmounts a layer (its overlay, then its tmpfs) and removes its directory. Lazy when busy:
+ * a process of the cell may still be on its way out.
+ */
+export async function removeLayer(dir: string): Promise<void> {
+  for (const m of [join(dir, 'merged'), dir]) {
+    if ((await execa('umount', [m], { reject: false })).exitCode !== 0) await execa('umount', ['-l', m], { reject: false });
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/**
  * Marks an upper-layer directory opaque (trusted.overlay.opaque=y): the lower directory of the
  * same name is hidden. Node has no setxattr; python3 (a dependency of the runner's machines)
  * does. Without it the directory merges with the installed one, which is then only partly writable.
@@ -81,12 +92,8 @@ export async function mountDependencyLayers(plan: CellMountPlan, layersDir: stri
   const made: string[] = [];
   const release = async () => {
     for (const dir of made.reverse()) {
-      // Lazy when busy: a process of the cell may still be on its way out.
-      for (const m of [join(dir, 'merged'), dir]) {
-        if ((await execa('umount', [m], { reject: false })).exitCode !== 0) await execa('umount', ['-l', m], { reject: false });
-      }
       try {
-        rmSync(dir, { recursive: true, force: true });
+        await removeLayer(dir);
       } catch {
         // A layer that will not go is left to gc (it lives in the state directory).
       }

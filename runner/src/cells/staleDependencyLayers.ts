@@ -1,7 +1,7 @@
-import { execa } from 'execa';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GcItem } from '../workspace/staleWorktrees.js';
+import { removeLayer } from './dependencyLayers.js';
 
 /**
  * Writable dependency layers (a tmpfs with an overlay on it, under <state>/layers, named
@@ -18,13 +18,7 @@ export async function collectStaleDependencyLayers(stateDir: string, dryRun: boo
       items.push({ kind: 'layer', id: name, action: 'left', reason: `in use by runner pid ${pid}` });
       continue;
     }
-    if (!dryRun) {
-      const dir = join(root, name);
-      for (const m of [join(dir, 'merged'), dir]) {
-        if ((await execa('umount', [m], { reject: false })).exitCode !== 0) await execa('umount', ['-l', m], { reject: false });
-      }
-      rmSync(dir, { recursive: true, force: true });
-    }
+    if (!dryRun) await removeLayer(join(root, name));
     items.push({ kind: 'layer', id: name, action: dryRun ? 'would remove' : 'removed', reason: `its runner (pid ${Number.isNaN(pid) ? '?' : pid}) is gone` });
   }
   return items;
