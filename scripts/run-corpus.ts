@@ -17,13 +17,13 @@ if (!['host', 'docker', 'qemu'].includes(provider)) {
 const image = flag('--image') ?? (provider === 'docker' ? 'forge-test/bookworm:3' : undefined);
 const only = flag('--only');
 const results: CorpusOutcome[] = [];
-for (const entry of corpusEntries().filter((e) => !only || e.name === only)) {
+for (const entry of corpusEntries().filter((e) => (!only || e.name === only) && (!e.providers || e.providers.includes(provider)))) {
   process.stderr.write(`${entry.name}: installing (${entry.setup ?? 'nothing to install'}) and fixing on ${provider} cells...\n`);
   let out: CorpusOutcome;
   try {
     const repo = prepareCorpusRepo(entry);
     try {
-      out = runCorpusFix(entry, repo.dir, provider, image);
+      out = runCorpusFix(entry, repo, provider, image);
     } finally {
       repo.cleanup();
     }

@@ -1,6 +1,6 @@
 import { execSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FixReportSchema, type FixReport } from '../../runner/src/protocol/fixReport.js';
 
@@ -22,6 +22,20 @@ export interface CorpusEntry {
   regression: string;
   /** Programs the set-up and the tests need on the host (and in the docker image). */
   needs?: string[];
+  /**
+   * Set-up and fix run with a home directory of their own ($HOME), which the set-up fills
+   * (e.g. a developer's ~/.m2; $FORGE_CORPUS_REAL_HOME is the machine's home to take it from).
+   */
+  own_home?: boolean;
+  /** The providers whose cells have this project's toolchain (default: all). */
+  providers?: ('host' | 'docker' | 'qemu')[];
+}
+
+export interface PreparedCorpusRepo {
+  dir: string;
+  /** Its own home directory (own_home), or null: the runner's. */
+  home: string | null;
+  cleanup: () => void;
 }
 
 export function corpusEntries(): CorpusEntry[] {
@@ -31,9 +45,13 @@ export function corpusEntries(): CorpusEntry[] {
 }
 
 /** A corpus repository as a fresh git checkout with its dependencies installed. */
-export function prepareCorpusRepo(entry: CorpusEntry, how: { install?: boolean } = {}): { dir: string; cleanup: () => void } {
+export function prepareCorpusRepo(entry: CorpusEntry, how: { install?: boolean } = {}): PreparedCorpusRepo {
   const dir = mkdtempSync(join(tmpdir(), `forge-corpus-${entry.name}-`));
-  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  const home = entry.own_home ? mkdtempSync(join(tmpdir(), `forge-corpus-home-${entry.name}-`)) : null;
+  const cleanup = () => {
+    rmSync(dir, { recursive: true, force: true });
+    if (home) rmSync(home, { recursive: true, force: true });
+  };
   try {
     cpSync(join(CORPUS, entry.name, 'repo'), dir, { recursive: true });
     const git = (...args: string[]) => execSync(`git -c user.email=corpus@forge.test -c user.name=corpus ${args.join(' ')}`, { cwd: dir, stdio: 'pipe' });
@@ -43,12 +61,12 @@ export function prepareCorpusRepo(entry: CorpusEntry, how: { install?: boolean }
     if (entry.setup && how.install !== false) {
       // The set-up may read the entry's own files and keep scratch next to the checkout.
       const scratch = mkdtempSync(join(tmpdir(), `forge-corpus-setup-${entry.name}-`));
-      const env = { ...process.env, FORGE_CORPUS_ENTRY: join(CORPUS, entry.name), FORGE_CORPUS_TMP: scratch };
+      const env = { ...process.env, FORGE_CORPUS_ENTRY: join(CORPUS, entry.name), FORGE_CORPUS_TMP: scratch, ...(home ? { HOME: home, FORGE_CORPUS_REAL_HOME: homedir() } : {}) };
       const r = spawnSync('/bin/sh', ['-c', entry.setup], { cwd: dir, encoding: 'utf8', timeout: 600_000, env });
       rmSync(scratch, { recursive: true, force: true });
       if (r.status !== 0) throw new Error(`${entry.name}: setup "${entry.setup}" failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
     }
-    return { dir, cleanup };
+    return { dir, home, cleanup };
   } catch (e) {
     cleanup();
     throw e;
@@ -69,15 +87,16 @@ export interface CorpusOutcome {
 }
 
 /** `forge-runner fix` with default flags (plus the provider and its image) on a prepared repository. */
-export function runCorpusFix(entry: CorpusEntry, repo: string, provider: 'host' | 'docker' | 'qemu', image?: string, extraArgs: string[] = []): CorpusOutcome {
+export function runCorpusFix(entry: CorpusEntry, prepared: PreparedCorpusRepo, provider: 'host' | 'docker' | 'qemu', image?: string, extraArgs: string[] = []): CorpusOutcome {
   const started = Date.now();
+  const repo = prepared.dir;
   // Its own state directory: the corpus leaves nothing in the store other tests read.
   const stateDir = mkdtempSync(join(tmpdir(), 'forge-corpus-state-'));
   const attempts = String((JSON.parse(readFileSync(join(CORPUS, entry.name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length);
   const r = spawnSync(process.execPath, [join(process.cwd(), 'dist', 'runner.js'), 'fix', '--repo', repo, '--json',
     '--issue-file', join(CORPUS, entry.name, 'issue.md'), '--model', `replay:${join(CORPUS, entry.name, 'replay.json')}`,
     '--attempts', attempts, '--provider', provider, ...(image ? ['--image', image] : []), ...extraArgs],
-    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FORGE_STATE_DIR: stateDir } });
+    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FORGE_STATE_DIR: stateDir, ...(prepared.home ? { HOME: prepared.home } : {}) } });
   rmSync(stateDir, { recursive: true, force: true });
   let report: FixReport | null = null;
   try {

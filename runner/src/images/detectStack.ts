@@ -66,15 +66,17 @@ export function detectStacks(repo: RepoFacts): DetectedStack[] {
   if (has('Cargo.toml')) {
     found.push({ stack: 'rust', detail: 'cargo', install: 'cargo fetch', test: 'cargo test', lockfiles: present('Cargo.toml', 'Cargo.lock') });
   }
+  // Cells have no network unless allowlisted: Maven and Gradle run offline on the shared local
+  // repository and caches (and name a missing artifact) instead of failing on a download.
   if (has('pom.xml')) {
-    found.push({ stack: 'java', detail: 'maven', install: 'mvn -q -B dependency:go-offline', test: 'mvn -q -B test', lockfiles: present('pom.xml') });
+    found.push({ stack: 'java', detail: 'maven', install: 'mvn -q -B dependency:go-offline', test: 'mvn -o -q -B test', lockfiles: present('pom.xml') });
   } else if (has('build.gradle') || has('build.gradle.kts')) {
     const gradle = has('gradlew') ? './gradlew' : 'gradle';
     found.push({
       stack: 'java',
       detail: `gradle${has('gradlew') ? ' (wrapper)' : ''}`,
       install: `${gradle} --no-daemon dependencies`,
-      test: `${gradle} --no-daemon test`,
+      test: `${gradle} --offline --no-daemon test`,
       lockfiles: present('build.gradle', 'build.gradle.kts', 'settings.gradle', 'settings.gradle.kts', 'gradle.lockfile'),
     });
   }

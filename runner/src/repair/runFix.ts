@@ -26,8 +26,9 @@ import { renderSummary } from './renderSummary.js';
 import { judgeTestRun, type Verdict } from './verdicts/judgeTestRun.js';
 import { parseTestOutput } from './verdicts/parsers.js';
 import { TEST_REPORTING_ENV, testOutputOf } from './verdicts/testRunOutput.js';
+import { readJunitReports } from './verdicts/junitReports.js';
 import { classifyBaseline, describeBrokenEnvironment } from './verdicts/classifyBaseline.js';
-import { describeSharedDep, detectSharedDeps, FORGE_CONFIG_FILE, readForgeConfig, type SharedDependencies } from './dependencies/detectSharedDeps.js';
+import { closedToCellUser, describeSharedDep, detectSharedDeps, FORGE_CONFIG_FILE, readForgeConfig, type SharedDependencies } from './dependencies/detectSharedDeps.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from './verdicts/testReport.js';
 
 export interface FixOptions {
@@ -79,6 +80,13 @@ export interface FixOutcome {
   report: FixReport;
   /** 0 fixed, 1 not fixed. */
   exitCode: 0 | 1;
+}
+
+/** A test cell's result, its console, and the report its build tool wrote (null: none). */
+interface TestRun {
+  result: CellResult;
+  output: string;
+  written: TestReport | null;
 }
 
 interface AttemptResult {
@@ -148,6 +156,16 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
   };
 
   /**
+   * The test command in a cell, and what it said: the console, and the report its build tool
+   * wrote (Maven, Gradle: JUnit XML in the worktree), read before the worktree goes.
+   */
+  const testCell = async (worktree: string, purpose: string, attemptIdx: number | null): Promise<TestRun> => {
+    const startedMs = Date.now();
+    const result = await cell(worktree, testCmd, purpose, attemptIdx);
+    return { result, output: testOutputOf(result), written: readJunitReports(worktree, { startedMs, endedMs: Date.now() }) };
+  };
+
+  /**
    * The install step runs once for the run, in a cell on its own checkout of the base whose
    * only network is the stack's package registries; what it installed (node_modules, a
    * .venv...) is then shared with every cell the same way as a checkout's own.
@@ -176,7 +194,11 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     await installOnce();
     if (opts.sharedDeps === false) opts.progress('dependencies: not shared (--no-shared-deps)');
     else if (dependencies.length === 0) opts.progress(`dependencies: none installed in the checkout (install them there, or pass --install-cmd; ${FORGE_CONFIG_FILE} can name more)`);
-    for (const d of dependencies) opts.progress(`dependencies: ${d.shared}`);
+    for (const d of dependencies) {
+      opts.progress(`dependencies: ${d.shared}`);
+      const closed = (process.getuid?.() ?? 0) === 0 ? closedToCellUser(d.source) : null;
+      if (closed) opts.progress(`dependencies: warning: the cells' user cannot read ${closed}, so its tools will not find what is there; make it readable (chmod -R o+rX ${d.source}) or run forge-runner as its owner`);
+    }
 
     // 1. Baseline: the failing run on the base commit is the oracle (kept across a resume).
     const stored = resumed ? parseStoredBaseline(store.getRun(runId)?.baseline_json ?? null) : null;
@@ -188,16 +210,16 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
     } else {
       opts.progress('baseline: running the tests on the base commit');
       const baselineWt = await createAttemptWorktree(repo, base, `${runId}-baseline`);
-      let baselineRun: CellResult;
+      let baselineTest: TestRun;
       try {
-        baselineRun = await cell(baselineWt.path, testCmd, 'baseline', null);
+        baselineTest = await testCell(baselineWt.path, 'baseline', null);
       } finally {
         await cleanUp(baselineWt);
       }
       throwIfCancelled(opts.signal);
-      const baselineOutput = testOutputOf(baselineRun);
-      baseline = judgeTestRun(baselineRun.exit_code, baselineOutput, null);
-      baselineReport = parseTestOutput(baselineOutput);
+      const { result: baselineRun, output: baselineOutput } = baselineTest;
+      baseline = judgeTestRun(baselineRun.exit_code, baselineOutput, null, baselineTest.written);
+      baselineReport = baselineTest.written ?? parseTestOutput(baselineOutput);
       // A baseline whose tests never ran says nothing about the code: stop before any attempt.
       const broken = classifyBaseline({
         exitCode: baselineRun.exit_code, timedOut: baselineRun.timed_out, output: baselineOutput, report: baselineReport, testCmd, cellTimeoutS: opts.cellTimeoutS,
@@ -232,7 +254,7 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
       }
       // A killed runner may have left this attempt's worktree and branch behind.
       await destroyAttemptWorktree({ repo, path: join(attemptsDir(await locateRepository(repo)), `${runId}-a${i}`), branch: `forge/attempt/${runId}-a${i}` }).catch(() => undefined);
-      return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell);
+      return runAttempt(opts, store, runId, repo, base, testCmd, i, t, baselineReport, cell, testCell);
     });
 
     throwIfCancelled(opts.signal);
@@ -252,8 +274,8 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
         let verdict: Verdict | null = null;
         if (applied.applied) {
           await purgePythonCaches(gtWt.path);
-          const r = await cell(gtWt.path, testCmd, 'ground_truth', null);
-          verdict = judgeTestRun(r.exit_code, testOutputOf(r), baselineReport);
+          const t = await testCell(gtWt.path, 'ground_truth', null);
+          verdict = judgeTestRun(t.result.exit_code, t.output, baselineReport, t.written);
         }
         groundTruth = { applied: applied.applied, conflicts: applied.conflicts, verdict };
       } finally {
@@ -335,6 +357,7 @@ async function runAttempt(
   opts: FixOptions, store: RunStore, runId: string, repo: string, base: string, testCmd: string, index: number, temperature: number,
   baselineReport: ReturnType<typeof parseTestOutput>,
   cell: (worktree: string, command: string, purpose: string, attemptIdx: number | null) => Promise<CellResult>,
+  testCell: (worktree: string, purpose: string, attemptIdx: number | null) => Promise<TestRun>,
 ): Promise<AttemptResult> {
   const attemptId = `${runId}-a${index}`;
   const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: EMPTY_PATCH, warnings: [], omitted: [], error: null };
@@ -358,10 +381,10 @@ async function runAttempt(
     throwIfCancelled(opts.signal);
     // The verdict comes from a fresh cell, whatever the model claimed.
     await purgePythonCaches(wt.path);
-    const final = await cell(wt.path, testCmd, 'verdict', index);
+    const final = await testCell(wt.path, 'verdict', index);
     throwIfCancelled(opts.signal);
-    if (final.diff?.incomplete) throw new Error(`its change could not be captured completely (${final.diff.incomplete}), so it cannot be reviewed or applied`);
-    result.verdict = judgeTestRun(final.exit_code, testOutputOf(final), baselineReport);
+    if (final.result.diff?.incomplete) throw new Error(`its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`);
+    result.verdict = judgeTestRun(final.result.exit_code, final.output, baselineReport, final.written);
     const change = await captureApplicablePatch({ location: wt.location, base });
     if (change.incomplete) throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
     result.patch = change.patch;

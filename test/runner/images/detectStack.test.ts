@@ -26,9 +26,9 @@ describe('detectStacks', () => {
   it('go, rust, java (maven, gradle with and without wrapper), cmake and make', () => {
     assert.equal(first('go.mod', 'go.sum')?.test, 'go test ./...');
     assert.equal(first('Cargo.toml', 'Cargo.lock')?.install, 'cargo fetch');
-    assert.equal(first('pom.xml')?.test, 'mvn -q -B test');
-    assert.equal(first('build.gradle.kts', 'gradlew')?.test, './gradlew --no-daemon test');
-    assert.equal(first('build.gradle')?.test, 'gradle --no-daemon test');
+    assert.equal(first('pom.xml')?.test, 'mvn -o -q -B test');
+    assert.equal(first('build.gradle.kts', 'gradlew')?.test, './gradlew --offline --no-daemon test');
+    assert.equal(first('build.gradle')?.test, 'gradle --offline --no-daemon test');
     assert.match(first('CMakeLists.txt')?.test ?? '', /ctest --test-dir build/);
     assert.equal(first('Makefile')?.test, 'make test');
     assert.equal(first('CMakeLists.txt', 'Makefile')?.stack, 'cmake');

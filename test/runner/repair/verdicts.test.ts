@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { judgeTestRun } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
-import { parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
+import { parseJunitXml, parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../../../runner/src/repair/verdicts/classifyBaseline.js';
 
 const fixture = (name: string) => readFileSync(join('test', 'fixtures', 'test-output', name), 'utf8');
@@ -75,7 +75,7 @@ describe('judgeTestRun', () => {
   });
 
   it('prefers a JUnit XML report over the console output', () => {
-    const v = judgeTestRun(1, 'noise', null, fixture('junit.sample.xml'));
+    const v = judgeTestRun(1, 'noise', null, parseJunitXml(fixture('junit.sample.xml')));
     assert.equal(v.framework, 'junit');
     assert.deepEqual(v.failing, ['calc.CalcTest.subs']);
   });

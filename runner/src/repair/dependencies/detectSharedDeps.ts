@@ -148,9 +148,20 @@ export function detectSharedDeps(checkout: string, repoPath: string, opts: { env
   }
   if (home && (existsSync(join(checkout, 'pom.xml')) || existsSync(join(checkout, 'build.gradle')) || existsSync(join(checkout, 'build.gradle.kts')))) {
     const m2 = join(home, '.m2', 'repository');
-    if (isDir(m2)) deps.push({ kind: 'maven-repository', source: m2, target: join(CELL_HOME, '.m2', 'repository'), detail: 'local Maven repository', layer: 'overlay' });
+    // Java finds its home in the password database, not $HOME: the cell user's is not the
+    // cell home, so Maven and Gradle are told where the shared repository and caches are.
+    if (isDir(m2)) {
+      deps.push({ kind: 'maven-repository', source: m2, target: join(CELL_HOME, '.m2', 'repository'), detail: 'local Maven repository', layer: 'overlay' });
+      env.MAVEN_OPTS = `-Dmaven.repo.local=${join(CELL_HOME, '.m2', 'repository')}`;
+    }
     const gradle = join(home, '.gradle', 'caches');
-    if (isDir(gradle)) deps.push({ kind: 'gradle-cache', source: gradle, target: join(CELL_HOME, '.gradle', 'caches'), detail: 'Gradle caches', layer: 'overlay' });
+    if (isDir(gradle)) {
+      deps.push({ kind: 'gradle-cache', source: gradle, target: join(CELL_HOME, '.gradle', 'caches'), detail: 'Gradle caches', layer: 'overlay' });
+      env.GRADLE_USER_HOME = join(CELL_HOME, '.gradle');
+    }
+    // The distribution ./gradlew runs, downloaded once per machine.
+    const wrapper = join(home, '.gradle', 'wrapper', 'dists');
+    if (isDir(wrapper)) deps.push({ kind: 'gradle-cache', source: wrapper, target: join(CELL_HOME, '.gradle', 'wrapper', 'dists'), detail: 'Gradle wrapper distributions', layer: 'read-only' });
   }
   for (const extra of opts.config?.dependencies.share ?? []) {
     if (extra.split('/').includes('.git')) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is inside .git; share dependency directories only`);
@@ -175,4 +186,23 @@ export function describeSharedDep(d: SharedDependencyFound, repoPath: string, la
   const where = isInside(d.target, repoPath) ? `${relative(repoPath, d.target) || '.'} from the checkout` : `${d.source} at ${d.target}`;
   const layer = d.layer === 'overlay' && layers === 'overlay' ? 'read-only + overlay' : 'read-only';
   return `${d.kind === 'node_modules' || d.kind === 'virtualenv' ? where : `${d.kind.replace(/-/g, ' ')} ${where}`}, ${d.detail}, ${layer}`;
+}
+
+/**
+ * Why the cell user cannot read a shared directory, or null. A root runner's cells run as an
+ * unprivileged user, who reads a directory only through its "other" permission bits: a
+ * cache made private to root (mode 750, as a home's often is) would be shared but unreadable,
+ * and its tools would fail as if nothing was installed. Checks the directory and its entries
+ * one level down.
+ */
+export function closedToCellUser(dir: string): string | null {
+  const closed = (p: string): string | null => {
+    try {
+      const st = lstatSync(p);
+      return st.isDirectory() && (st.mode & 0o005) !== 0o005 ? `${p} (mode ${(st.mode & 0o777).toString(8)})` : null;
+    } catch {
+      return null;
+    }
+  };
+  return closed(dir) ?? safeList(dir).slice(0, 50).map((e) => closed(join(dir, e))).find((c) => c !== null) ?? null;
 }

@@ -32,9 +32,10 @@ export function namesAll(report: TestReport, outcome: 'pass' | 'fail'): boolean 
 /**
  * Pure: the verdict of one test run, compared with the baseline run on the base commit.
  * A test the baseline ran and passed that fails now is a regression; whether that could be
- * checked at all is said (regressions_known).
+ * checked at all is said (regressions_known). `written` is the report the test runner wrote
+ * itself (JUnit XML): it names every test, so it comes before the console.
  */
-export function judgeTestRun(exitCode: number, output: string, baseline: TestReport | null, junitXml?: string): Verdict {
+export function judgeTestRun(exitCode: number, output: string, baseline: TestReport | null, written: TestReport | null = null): Verdict {
   // npm's test run: the report is the test stage's; a hook after it that failed only for
   // want of the network is said, not held against the tests.
   const stages = splitNpmStages(plain(output));
@@ -43,7 +44,7 @@ export function judgeTestRun(exitCode: number, output: string, baseline: TestRep
     const r = parseTestOutput(s.output);
     return Boolean(r && r.failed === 0 && r.passed > 0);
   });
-  const report = (junitXml ? parseTestOutput(junitXml) : null) ?? (testStage ? parseTestOutput(testStage.output) : null) ?? parseTestOutput(output);
+  const report = written ?? (testStage ? parseTestOutput(testStage.output) : null) ?? parseTestOutput(output);
   const failing = report ? [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : [];
   const known = Boolean(report && baseline && baseline.passed > 0 && namesAll(baseline, 'pass') && namesAll(report, 'fail'));
   const regressions = known

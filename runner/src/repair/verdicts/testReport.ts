@@ -30,3 +30,15 @@ export function plain(text: string): string {
   // eslint-disable-next-line no-control-regex
   return text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r\n?/g, '\n');
 }
+
+/** Pure: one report from several (one JUnit XML file per test class); counts from the names. */
+export function mergeReports(framework: string, reports: readonly TestReport[]): TestReport {
+  const merged = emptyReport(framework);
+  for (const r of reports) {
+    for (const [name, outcome] of r.tests) {
+      // A test reported twice (a rerun, two modules' same class) counts as failed if either failed.
+      if (merged.tests.get(name) !== 'fail') merged.tests.set(name, outcome);
+    }
+  }
+  return countTests(merged);
+}
