@@ -9,27 +9,17 @@ import '@vscode-elements/elements/dist/vscode-table-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-row/index.js';
+import type { AttemptDetailsData, DetailsMessage, DetailsPageMessage, InstanceDetailsData } from '../../runner/src/protocol/webviewMessages.js';
 
 /**
  * Attempt details and Instance details. The extension posts `{kind, data}` (the runner's
  * attempts/details or instances/status + history answers); this page only renders it.
  * Colors and fonts come from the theme's CSS variables.
  */
-declare function acquireVsCodeApi(): { postMessage(message: unknown): void };
+declare function acquireVsCodeApi(): { postMessage(message: DetailsPageMessage): void };
 
-interface Verdict { exit_code: number; framework: string | null; passed: number; failed: number; skipped: number; failing: string[]; regressions: string[]; green: boolean }
-interface Cell { cell_id: string; purpose: string; provider: string; image: string; command: string; running: boolean; exit_code: number | null; killed_by: string | null; duration_ms: number | null; log?: string }
-interface AttemptData {
-  run: { run_id: string; issue_title: string; test_cmd: string; provider: string; model: string };
-  attempt: { index: number; attempt_id: string; temperature: number; status: string; turns: number; tokens: number; green: boolean | null; diff_size: number; winner: boolean; error: string | null };
-  verdict: Verdict | null;
-  turns: { turn: number; content: string | null; tokens: number; tool_calls: { tool: string; arguments: unknown; result: string }[] }[];
-  cells: Cell[];
-}
-interface InstanceData {
-  status: { instance_id: string; cell: { state: string; generation: number; desired?: string | null } | null; observation: Record<string, unknown> | null; open_operations: { operation_id: string; action: string; generation: number; status: string }[] };
-  history: { at: number; source: string; actor: string; operation_id: string | null; generation: number; event: string; from_state: string | null; to_state: string | null; detail: string | null }[];
-}
+type AttemptData = AttemptDetailsData;
+type Verdict = NonNullable<AttemptData['verdict']>;
 
 const shared = css`
   :host { display: block; font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); padding: 0 16px 24px; }
@@ -51,7 +41,7 @@ class ForgeDetails extends LitElement {
   static override styles = shared;
   static override properties = { message: { state: true } };
   // `declare`: a class field would shadow Lit's reactive accessor (useDefineForClassFields).
-  declare message: { kind: 'attempt'; data: AttemptData } | { kind: 'instance'; data: InstanceData } | null;
+  declare message: DetailsMessage | null;
 
   constructor() {
     super();
@@ -60,8 +50,8 @@ class ForgeDetails extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    window.addEventListener('message', (e: MessageEvent) => {
-      this.message = e.data as typeof this.message;
+    window.addEventListener('message', (e: MessageEvent<DetailsMessage>) => {
+      this.message = e.data;
     });
     acquireVsCodeApi().postMessage({ type: 'ready' });
   }
@@ -119,7 +109,7 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
     ${v.regressions.length ? html`<div class="bad">Regressions: ${v.regressions.join(', ')}</div>` : nothing}`;
 }
 
-function renderInstance(d: InstanceData): TemplateResult {
+function renderInstance(d: InstanceDetailsData): TemplateResult {
   const s = d.status;
   return html`
     <h1>${s.instance_id} <vscode-badge>${s.cell?.state ?? 'unknown'}</vscode-badge></h1>

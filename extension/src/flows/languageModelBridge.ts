@@ -21,6 +21,11 @@ export function toChatMessages(req: ModelRequest): vscode.LanguageModelChatMessa
   });
 }
 
+/** The VS Code language model family the latest run asked for (forge.model `vscode-lm:FAMILY`); null: any. */
+export class LanguageModelChoice {
+  family: string | null = null;
+}
+
 /**
  * Answers the runner's model/reply requests with a VS Code language model (vscode.lm, e.g.
  * Copilot). The reply goes back to the runner, which validates it like any model output.

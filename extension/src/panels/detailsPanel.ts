@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
+import type { DetailsMessage, DetailsPageMessage } from '../../../runner/src/protocol/webviewMessages.js';
 
-export type DetailsMessage = { kind: 'attempt'; data: unknown } | { kind: 'instance'; data: unknown };
+export type { DetailsMessage };
 
 /**
  * Webview panels for Attempt details and Instance details: the UI is dist/webview.js (Lit +
@@ -26,7 +27,7 @@ export class DetailsPanel {
 <link rel="stylesheet" href="${codicons.toString()}" id="vscode-codicon-stylesheet">
 <title>${panel.title}</title></head>
 <body><forge-details></forge-details><script type="module" nonce="${nonce}" src="${script.toString()}"></script></body></html>`;
-    webview.onDidReceiveMessage((m: { type?: string }) => {
+    webview.onDidReceiveMessage((m: Partial<DetailsPageMessage> | undefined) => {
       if (m?.type === 'ready') {
         this.ready = true;
         void webview.postMessage(this.pending);

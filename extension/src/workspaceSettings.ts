@@ -1,0 +1,15 @@
+import * as vscode from 'vscode';
+import type { ForgeSettings } from './settings.js';
+
+/** The `forge.*` settings as they are now (read on every use: the user may change them at any time). */
+export function readSettings(): ForgeSettings {
+  const c = vscode.workspace.getConfiguration('forge');
+  return {
+    attempts: c.get<number>('attempts', 3),
+    provider: c.get<'host' | 'docker' | 'qemu'>('provider', 'host'),
+    image: c.get<string>('image', ''),
+    testCommand: c.get<string>('testCommand', ''),
+    model: c.get<string>('model', ''),
+    maxTurns: c.get<number>('maxTurns', 30),
+  };
+}
