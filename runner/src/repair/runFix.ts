@@ -26,7 +26,7 @@ import { renderSummary } from './renderSummary.js';
 import { judgeTestRun, type Verdict } from './verdicts/judgeTestRun.js';
 import { parseTestOutput } from './verdicts/parsers.js';
 import { TEST_REPORTING_ENV, testOutputOf } from './verdicts/testRunOutput.js';
-import { readJunitReports } from './verdicts/junitReports.js';
+import { readJunitReports, snapshotJunitReports } from './verdicts/junitReports.js';
 import { classifyBaseline, describeBrokenEnvironment } from './verdicts/classifyBaseline.js';
 import { closedToCellUser, describeSharedDep, detectSharedDeps, FORGE_CONFIG_FILE, readForgeConfig, type SharedDependencies } from './dependencies/detectSharedDeps.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from './verdicts/testReport.js';
@@ -160,9 +160,9 @@ export async function runFix(opts: FixOptions): Promise<FixOutcome> {
    * wrote (Maven, Gradle: JUnit XML in the worktree), read before the worktree goes.
    */
   const testCell = async (worktree: string, purpose: string, attemptIdx: number | null): Promise<TestRun> => {
-    const startedMs = Date.now();
+    const before = snapshotJunitReports(worktree);
     const result = await cell(worktree, testCmd, purpose, attemptIdx);
-    return { result, output: testOutputOf(result), written: readJunitReports(worktree, { startedMs, endedMs: Date.now() }) };
+    return { result, output: testOutputOf(result), written: readJunitReports(worktree, before) };
   };
 
   /**

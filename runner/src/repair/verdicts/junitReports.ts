@@ -1,6 +1,6 @@
-import { closeSync, constants, type Dirent, fstatSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, constants, type Dir, fstatSync, openSync, opendirSync } from 'node:fs';
 import { readRegularPath } from '../../workspace/readRegularFile.js';
-import { parseJunitXml } from './parsers.js';
+import { parseJunitXml } from './junitXml.js';
 import { mergeReports, type TestReport } from './testReport.js';
 
 /**
@@ -13,59 +13,123 @@ const REPORT_DIRS: readonly (readonly string[])[] = [['target', 'surefire-report
 /** Bounds on what is read back from a tree the tests (code the agent wrote) could fill. */
 export interface JunitLimits {
   maxModules: number;
+  /** Directory entries looked at, in all: a directory of a million links must not cost a minute. */
+  maxEntries: number;
   maxFiles: number;
   maxFileBytes: number;
   maxTotalBytes: number;
 }
 
-export const JUNIT_LIMITS: Readonly<JunitLimits> = { maxModules: 200, maxFiles: 2_000, maxFileBytes: 8 * 1024 * 1024, maxTotalBytes: 64 * 1024 * 1024 };
+export const JUNIT_LIMITS: Readonly<JunitLimits> = { maxModules: 200, maxEntries: 50_000, maxFiles: 2_000, maxFileBytes: 8 * 1024 * 1024, maxTotalBytes: 64 * 1024 * 1024 };
 
-export interface ReportWindow {
-  /** When the test cell started and ended (ms): a report written outside it is stale or planted. */
-  startedMs: number;
-  endedMs: number;
+/** The report files present before a test cell: (device, inode, ctime) of each. */
+export type ReportSnapshot = ReadonlySet<string>;
+
+/**
+ * The reports already in the worktree before its test cell runs (committed ones, an earlier
+ * cell's). Only files the cell then creates or changes count: a change moves the ctime, which
+ * no process can set.
+ */
+export function snapshotJunitReports(worktree: string, limits: Readonly<JunitLimits> = JUNIT_LIMITS): ReportSnapshot {
+  const seen = new Set<string>();
+  scanReportFiles(worktree, limits, (_path, id) => {
+    seen.add(id);
+    return true;
+  });
+  return seen;
 }
 
 /**
  * The JUnit XML reports the test cell's build tool wrote in the worktree, merged into one
- * report; null when there are none. Per-test outcomes from these name every test, passing
- * ones too, where the console (`mvn -q`) names only failures.
+ * report; null when there are none, or when there were more than the bounds allow (the
+ * console is then the source: a partial report would hide regressions). Per-test outcomes
+ * from these name every test, passing ones too, where the console (`mvn -q`) names only failures.
  *
  * The worktree is hostile: entries are opened one component at a time without following
- * links, only regular files are read, everything is bounded, and only files whose mtime lies
- * inside the cell's window count (an earlier cell's report, or one dated ahead, is ignored).
+ * links, only regular files are read, everything is bounded, one bad file is skipped, and
+ * nothing here throws.
  */
-export function readJunitReports(worktree: string, window: ReportWindow, limits: Readonly<JunitLimits> = JUNIT_LIMITS): TestReport | null {
+export function readJunitReports(worktree: string, before: ReportSnapshot, limits: Readonly<JunitLimits> = JUNIT_LIMITS): TestReport | null {
   const reports: TestReport[] = [];
   let files = 0;
   let bytes = 0;
-  const readReportsIn = (dir: number): void => {
-    for (const name of entries(dir, (e) => e.isFile() && /^TEST-.*\.xml$/.test(e.name)).sort()) {
-      if (files >= limits.maxFiles || bytes >= limits.maxTotalBytes) return;
-      const path = `/proc/self/fd/${dir}/${name}`;
-      if (!writtenInWindow(path, window)) continue;
-      const content = readRegularPath(path, Math.min(limits.maxFileBytes, limits.maxTotalBytes - bytes));
-      if (!Buffer.isBuffer(content)) continue;
+  let overflow = false;
+  try {
+    const complete = scanReportFiles(worktree, limits, (path, id) => {
+      if (before.has(id)) return true;
+      if (files >= limits.maxFiles || bytes >= limits.maxTotalBytes) {
+        overflow = true;
+        return false;
+      }
+      const content = readRegularPath(path, limits.maxFileBytes);
+      if (!Buffer.isBuffer(content)) {
+        overflow ||= content !== null;
+        return true;
+      }
       files++;
       bytes += content.length;
       const report = parseJunitXml(content.toString('utf8'));
       if (report) reports.push(report);
+      return true;
+    });
+    if (!complete || overflow) return null;
+  } catch {
+    return null;
+  }
+  return reports.length > 0 ? mergeReports('junit', reports) : null;
+}
+
+/**
+ * Calls `visit` with each `TEST-*.xml` regular file in the report directories (its
+ * /proc/self/fd path and identity) until it returns false. False when the walk was cut short
+ * (a bound reached, or visit stopped it).
+ */
+function scanReportFiles(worktree: string, limits: Readonly<JunitLimits>, visit: (path: string, id: string) => boolean): boolean {
+  let entries = 0;
+  let stopped = false;
+  /** Names in a directory, at most what is left of the entry budget; null when the budget ran out. */
+  const list = (dir: number, keep: (name: string, isDir: boolean, isFile: boolean) => boolean): string[] => {
+    const names: string[] = [];
+    let handle: Dir | null = null;
+    try {
+      handle = opendirSync(`/proc/self/fd/${dir}`);
+      for (let e = handle.readSync(); e !== null; e = handle.readSync()) {
+        if (++entries > limits.maxEntries) {
+          stopped = true;
+          break;
+        }
+        if (keep(e.name, e.isDirectory(), e.isFile())) names.push(e.name);
+      }
+    } catch {
+      // Unreadable or gone: nothing there.
+    } finally {
+      handle?.closeSync();
+    }
+    return names.sort();
+  };
+  const readReportsIn = (dir: number): void => {
+    for (const name of list(dir, (n, _d, isFile) => isFile && /^TEST-.*\.xml$/.test(n))) {
+      if (stopped) return;
+      const path = `/proc/self/fd/${dir}/${name}`;
+      const id = identity(path);
+      if (id && !visit(path, id)) stopped = true;
     }
   };
   const readModule = (dir: number): void => {
     for (const parts of REPORT_DIRS) {
+      if (stopped) return;
       withDir(dir, parts, (reportDir) => {
         if (parts[0] !== 'build') return readReportsIn(reportDir);
         // Gradle: one directory per test task (test, integrationTest...).
-        for (const task of entries(reportDir, (e) => e.isDirectory()).slice(0, 50)) withDir(reportDir, [task], readReportsIn);
+        for (const task of list(reportDir, (_n, isDir) => isDir).slice(0, 50)) if (!stopped) withDir(reportDir, [task], readReportsIn);
       });
     }
   };
   withDir(null, [worktree], (root) => {
     readModule(root);
-    for (const module of entries(root, (e) => e.isDirectory() && e.name !== '.git').slice(0, limits.maxModules)) withDir(root, [module], readModule);
+    for (const module of list(root, (n, isDir) => isDir && n !== '.git').slice(0, limits.maxModules)) if (!stopped) withDir(root, [module], readModule);
   });
-  return reports.length > 0 ? mergeReports('junit', reports) : null;
+  return !stopped;
 }
 
 /** Runs `work` on the directory `parts` below `dir` (or the absolute path, when dir is null), opened without following links; nothing when it is not there. */
@@ -85,25 +149,17 @@ function withDir(dir: number | null, parts: readonly string[], work: (fd: number
   }
 }
 
-function entries(dir: number, keep: (e: Dirent) => boolean): string[] {
-  try {
-    return readdirSync(`/proc/self/fd/${dir}`, { withFileTypes: true }).filter(keep).map((e) => e.name);
-  } catch {
-    return [];
-  }
-}
-
-function writtenInWindow(path: string, window: ReportWindow): boolean {
+/** "dev:ino:ctime" of a regular file, without following a link or blocking on a FIFO; null otherwise. */
+function identity(path: string): string | null {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
-    return false;
+    return null;
   }
   try {
-    const st = fstatSync(fd);
-    // Filesystem timestamps may be coarser than the clock: a second of slack either side.
-    return st.isFile() && st.mtimeMs >= window.startedMs - 1000 && st.mtimeMs <= window.endedMs + 1000;
+    const st = fstatSync(fd, { bigint: true });
+    return st.isFile() ? `${st.dev}:${st.ino}:${st.ctimeNs}` : null;
   } finally {
     closeSync(fd);
   }

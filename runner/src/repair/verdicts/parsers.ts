@@ -1,5 +1,7 @@
-import { XMLParser } from 'fast-xml-parser';
+import { parseJunitXml } from './junitXml.js';
 import { countTests, emptyReport, plain, type TestOutcome, type TestReport } from './testReport.js';
+
+export { parseJunitXml };
 
 /**
  * Pure parsers, one per framework. Each returns null when the output is not its own, so
@@ -219,34 +221,6 @@ export function parseCtest(out: string): TestReport | null {
   const total = num(summary[2]);
   const failed = num(summary[1]);
   return { ...counted, failed, passed: total - failed - counted.skipped, skipped: counted.skipped };
-}
-
-/** JUnit XML (surefire, pytest --junitxml, jest-junit...): testcase elements. */
-export function parseJunitXml(xml: string): TestReport | null {
-  if (!/<testsuites?\b/.test(xml)) return null;
-  let doc: unknown;
-  try {
-    doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'testcase' || name === 'testsuite' }).parse(xml);
-  } catch {
-    return null;
-  }
-  const r = emptyReport('junit');
-  const visit = (node: unknown): void => {
-    if (!node || typeof node !== 'object') return;
-    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
-      if (key === 'testcase' && Array.isArray(value)) {
-        for (const tc of value as Record<string, unknown>[]) {
-          const name = [tc.classname, tc.name].filter(Boolean).join('.');
-          const outcome: TestOutcome = 'failure' in tc || 'error' in tc ? 'fail' : 'skipped' in tc ? 'skip' : 'pass';
-          r.tests.set(name, outcome);
-        }
-      } else if (typeof value === 'object') {
-        visit(value);
-      }
-    }
-  };
-  visit(doc);
-  return countTests(r);
 }
 
 /**
