@@ -79,7 +79,18 @@ export const layerRules = [
 export default tseslint.config(
   {
     name: 'forge/ignores',
-    ignores: ['dist/**', 'dist-test/**', 'node_modules/**', 'test/corpus/*/repo/**', 'samples/**', 'celld/**', 'schemas/**', '.forge/**', '.tmp/**', 'test-results/**'],
+    ignores: [
+      'dist/**',
+      'dist-test/**',
+      'node_modules/**',
+      'test/corpus/*/repo/**',
+      'samples/**',
+      'celld/**',
+      'schemas/**',
+      '.forge/**',
+      '.tmp/**',
+      'test-results/**',
+    ],
   },
   {
     name: 'forge/typescript',
@@ -96,7 +107,13 @@ export default tseslint.config(
       // `_name` marks a deliberately unused parameter or a destructured-away field.
       '@typescript-eslint/no-unused-vars': [
         'error',
-        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true, caughtErrors: 'none' },
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+          caughtErrors: 'none',
+        },
       ],
       // Off on purpose: `let x = default` before a try/if is the house style, and errors
       // re-thrown as InputError deliberately drop the internal cause from the user-facing
@@ -111,7 +128,9 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     extends: [js.configs.recommended],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly', setTimeout: 'readonly' } },
-    rules: { 'no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_', ignoreRestSiblings: true, caughtErrors: 'none' }] },
+    rules: {
+      'no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_', ignoreRestSiblings: true, caughtErrors: 'none' }],
+    },
   },
   ...layerRules,
 );

@@ -16,7 +16,10 @@ describe('lint: layer rules (eslint.config.js)', function () {
 
   before(async () => {
     // A computed specifier: the config is plain JavaScript outside the TypeScript project.
-    const mod = (await import(pathToFileURL(join(root, 'eslint.config.js')).href)) as { default: Linter.Config[]; layerRules: Linter.Config[] };
+    const mod = (await import(pathToFileURL(join(root, 'eslint.config.js')).href)) as {
+      default: Linter.Config[];
+      layerRules: Linter.Config[];
+    };
     config = mod.default;
     layerRules = mod.layerRules;
     eslint = new ESLint({
@@ -42,7 +45,10 @@ describe('lint: layer rules (eslint.config.js)', function () {
     const errors = await restricted('runner/src/server/x.ts', "import * as vscode from 'vscode';\nexport const v = vscode;\n");
     assert.equal(errors.length, 1);
     assert.match(errors[0]!, /never imports the VS Code API/);
-    assert.deepEqual(await restricted('runner/src/server/x.ts', "import { ErrorCodes } from 'vscode-jsonrpc/node';\nexport const e = ErrorCodes;\n"), []);
+    assert.deepEqual(
+      await restricted('runner/src/server/x.ts', "import { ErrorCodes } from 'vscode-jsonrpc/node';\nexport const e = ErrorCodes;\n"),
+      [],
+    );
     assert.equal((await restricted('runner/src/cells/x.ts', "import 'vscode';\n")).length, 1, 'the cells block keeps the vscode rule');
   });
 
@@ -57,18 +63,30 @@ describe('lint: layer rules (eslint.config.js)', function () {
       assert.match(errors[0]!, /never import the repair layer/);
     }
     assert.deepEqual(await restricted('runner/src/cells/x.ts', "import { tail } from './tailRing.js';\nexport const t = tail;\n"), []);
-    assert.deepEqual(await restricted('runner/src/repair/x.ts', "import { c } from '../cells/cellProvider.js';\nexport const x = c;\n"), []);
+    assert.deepEqual(
+      await restricted('runner/src/repair/x.ts', "import { c } from '../cells/cellProvider.js';\nexport const x = c;\n"),
+      [],
+    );
   });
 
   it('extension imports only runner/src/protocol from the runner', async () => {
-    const bad = await restricted('extension/src/views/x.ts', "import { openStore } from '../../runner/src/store/openStore.js';\nexport const o = openStore;\n");
+    const bad = await restricted(
+      'extension/src/views/x.ts',
+      "import { openStore } from '../../runner/src/store/openStore.js';\nexport const o = openStore;\n",
+    );
     assert.equal(bad.length, 1);
     assert.match(bad[0]!, /import only runner\/src\/protocol/);
     assert.deepEqual(
-      await restricted('extension/src/views/x.ts', "import type { FixRunView } from '../../runner/src/protocol/rpcFix.js';\nexport type V = FixRunView;\n"),
+      await restricted(
+        'extension/src/views/x.ts',
+        "import type { FixRunView } from '../../runner/src/protocol/rpcFix.js';\nexport type V = FixRunView;\n",
+      ),
       [],
     );
-    assert.deepEqual(await restricted('extension/src/views/x.ts', "import { connect } from '../runner/runnerConnection.js';\nexport const c = connect;\n"), []);
+    assert.deepEqual(
+      await restricted('extension/src/views/x.ts', "import { connect } from '../runner/runnerConnection.js';\nexport const c = connect;\n"),
+      [],
+    );
   });
 
   it('webview imports only runner/src/protocol, no extension code and no vscode module', async () => {
