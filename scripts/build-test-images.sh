@@ -6,8 +6,36 @@
 #                             gcc, make and go (the toolchains the stack and corpus tests need),
 #                             built on forge-test/bookworm-base:1
 # Idempotent: an image that exists is kept. Needs root, dockerd, busybox-static, debootstrap.
+# The Debian mirror is the one this machine's apt already uses (FORGE_DEBIAN_MIRROR overrides).
 set -euo pipefail
-mirror=${FORGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+# Prints the first http(s) URI of a non-security `deb` source: deb822 *.sources files first
+# (Types/URIs/Suites stanzas), then one-line sources.list entries.
+apt_debian_mirror() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk '
+      function flush() {
+        if (types ~ /(^| )deb( |$)/ && suites !~ /-security/ && uri != "") { print uri; found = 1; exit }
+        types = ""; uris = ""; suites = ""; uri = ""
+      }
+      /^[ \t]*#/ { next }
+      /^[ \t]*$/ { flush(); next }
+      tolower($1) == "types:"  { $1 = ""; types = $0 }
+      tolower($1) == "suites:" { $1 = ""; suites = $0 }
+      tolower($1) == "uris:"   { for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) { uri = $i; break } }
+      END { if (!found) flush() }
+    ' "$f" | head -1
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    # deb [options] URI suite components...
+    sed -E 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" && $2 ~ /^https?:\/\// && $3 !~ /-security/ { print $2 }'
+  done
+}
+mirror=${FORGE_DEBIAN_MIRROR:-$(apt_debian_mirror | head -1)}
+mirror=${mirror%/}
 work=$(mktemp -d /var/tmp/forge-images.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -31,6 +59,10 @@ if have forge-test/bookworm-base:1; then
   echo "forge-test/bookworm-base:1 present"
 else
   root="$work/bookworm"
+  if [ -z "$mirror" ]; then
+    echo "no Debian mirror: none in /etc/apt/sources.list{,.d/*.list,.d/*.sources}; set FORGE_DEBIAN_MIRROR" >&2
+    exit 1
+  fi
   echo "debootstrap bookworm from $mirror (about a minute)..."
   debootstrap --variant=minbase --include=python3-pytest,nodejs,gcc,libc6-dev,make,git bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
     || { tail -30 "$work/debootstrap.log" >&2; exit 1; }

@@ -1,17 +1,26 @@
 // Mocha root hooks: every test run writes cell logs to its own temporary state directory
 // (never to the developer's ~/.local/state), and after the whole suite no container with a
-// forge label may remain from this run or from runner processes it started.
+// forge label may remain from this run or from runner processes it started, and no database
+// file (*.db, *.db-wal, *.db-shm...) may appear inside the repository tree (a store opened with
+// an unset state directory once wrote undefined/forge.db into the checkout).
 import Docker from 'dockerode';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 let dir: string | undefined;
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+let dbFilesBefore = new Set<string>();
 
 export const mochaHooks = {
   beforeAll(): void {
     dir = mkdtempSync(join(tmpdir(), 'forge-state-'));
     process.env.FORGE_STATE_DIR = dir;
+    dbFilesBefore = new Set(databaseFilesInRepo());
+    if (dbFilesBefore.size > 0) {
+      console.warn(`database files already in the repository tree (remove them): ${[...dbFilesBefore].join(', ')}`);
+    }
   },
   async afterAll(): Promise<void> {
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -21,6 +30,10 @@ export const mochaHooks = {
     if (instances.length > 0) throw new Error(`durable instances leaked by the suite: ${instances.join(', ')}`);
     const stray = strayWorktrees();
     if (stray.length > 0) throw new Error(`attempt worktrees left behind by the suite: ${stray.join(', ')}`);
+    const databases = databaseFilesInRepo().filter((f) => !dbFilesBefore.has(f));
+    if (databases.length > 0) {
+      throw new Error(`database files written into the repository tree by the suite: ${databases.join(', ')}`);
+    }
   },
 };
 
@@ -81,4 +94,26 @@ function strayWorktrees(): string[] {
     for (const wt of readdirSync(cells)) stray.push(join(cells, wt));
   }
   return stray;
+}
+
+/** SQLite files (*.db, *.db-wal, *.db-shm, *.db-journal, *.db.*) under the repository, outside node_modules and .git. */
+export function databaseFilesInRepo(root: string = REPO_ROOT): string[] {
+  const found: string[] = [];
+  const walk = (d: string): void => {
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (e.isDirectory()) {
+        if (e.name !== 'node_modules' && e.name !== '.git') walk(join(d, e.name));
+      } else if (/\.db(?:$|[-.])/i.test(e.name)) {
+        found.push(relative(root, join(d, e.name)));
+      }
+    }
+  };
+  walk(root);
+  return found.sort();
 }

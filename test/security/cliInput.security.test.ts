@@ -57,6 +57,7 @@ describe('CLI input (each test feeds something hostile or broken)', function () 
     try {
       const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--worktree', repo.dir, '--', "printf '\\033]0;pwned\\007\\033[31mred\\n'; touch \"$(printf 'x\\033[2Jy')\""], { encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
+      // eslint-disable-next-line no-control-regex -- the test looks for control characters
       assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stdout), false, 'a raw control character reached the terminal');
       assert.match(r.stdout, /\\x1b\]0;pwned\\x07\\x1b\[31mred/);
       assert.match(r.stdout, /x\\x1b\[2Jy/);

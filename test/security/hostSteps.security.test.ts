@@ -228,10 +228,12 @@ describe('host-side steps, second red-team pass (each test tries what broke once
     try {
       const install = cli(['fix', '--repo', repo.dir, '--provider', 'host', '--attempts', '1', '--issue-text', 'x', '--model', replay(scratch, [finish]), '--test-cmd', 'python3 -m pytest -q', '--install-cmd', "printf '\\033]0;PWN\\007'; exit 1"]);
       assert.equal(install.status, 2, install.stderr);
+      // eslint-disable-next-line no-control-regex -- the test looks for control characters
       assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(install.stderr), false, 'raw control characters on stderr');
       const longName = '\u001b]0;TITLE\u0007' + 'A'.repeat(300);
       const r = fix(repo.dir, replay(scratch, [{ tool_calls: [{ name: 'write_file', arguments: { path: longName, content: 'x' } }] }, fixAdd, finish]));
       assert.equal(r.status, 0, r.stderr.slice(-800));
+      // eslint-disable-next-line no-control-regex -- the test looks for control characters
       assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr), false);
     } finally {
       repo.cleanup();
@@ -248,6 +250,7 @@ describe('host-side steps, second red-team pass (each test tries what broke once
       spawnSync('rm', ['-rf', join(repo.dir, 'top')]);
       const r = fix(repo.dir, replay(scratch, [{ tool_calls: [{ name: 'run_command', arguments: { command: deep } }] }, fixAdd, finish]));
       assert.ok(r.status === 0 || r.status === 1, `exit ${r.status}: ${r.stderr.slice(-800)}`);
+      // eslint-disable-next-line no-control-regex -- the test looks for control characters
       assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr), false, 'raw control characters reached the terminal');
       const report = JSON.parse(r.stdout);
       assert.match(report.attempts[0].error ?? '', /could not be captured completely/);

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { relative, sep } from 'node:path';
 import { attemptsDir, BRANCH_PREFIX, destroyAttemptWorktree, locateRepository, LOCK_KEEP, LOCK_OWNER_PREFIX } from './attemptWorktree.js';
 import { repoTarget } from './repoLocation.js';
 import { runGit } from './safeGit.js';

@@ -3,14 +3,14 @@ import { hostAllowed, parseConnectTarget, parseProxyAuthorization } from '../../
 
 describe('egress policy', () => {
   it('matches exact names and *.suffix subdomains, case-insensitively', () => {
-    const list = ['registry.npmjs.org', '*.pythonhosted.org', '10.0.0.5'];
-    assert.equal(hostAllowed('registry.npmjs.org', list), true);
-    assert.equal(hostAllowed('REGISTRY.npmjs.org.', list), true);
-    assert.equal(hostAllowed('evil-registry.npmjs.org', list), false);
-    assert.equal(hostAllowed('registry.npmjs.org.evil.com', list), false);
-    assert.equal(hostAllowed('files.pythonhosted.org', list), true);
-    assert.equal(hostAllowed('pythonhosted.org', list), false);
-    assert.equal(hostAllowed('xpythonhosted.org', list), false);
+    const list = ['registry.example.org', '*.files.example.net', '10.0.0.5'];
+    assert.equal(hostAllowed('registry.example.org', list), true);
+    assert.equal(hostAllowed('REGISTRY.example.org.', list), true);
+    assert.equal(hostAllowed('evil-registry.example.org', list), false);
+    assert.equal(hostAllowed('registry.example.org.attacker.invalid', list), false);
+    assert.equal(hostAllowed('cdn.files.example.net', list), true);
+    assert.equal(hostAllowed('files.example.net', list), false);
+    assert.equal(hostAllowed('xfiles.example.net', list), false);
     assert.equal(hostAllowed('10.0.0.5', list), true);
     assert.equal(hostAllowed('10.0.0.6', list), false);
     assert.equal(hostAllowed('', list), false);

@@ -152,7 +152,7 @@ describe('cellSpecFromFlags', () => {
     assert.equal(cellSpecFromFlags({ ...flags, worktree: 'repo' }, ['x'], '/home/u').worktree, '/home/u/repo');
   });
   it('splits --allow-net and rejects empty lists', () => {
-    assert.deepEqual(cellSpecFromFlags({ ...flags, allowNet: 'a.org, b.org' }, ['x'], '/').allow_net, ['a.org', 'b.org']);
+    assert.deepEqual(cellSpecFromFlags({ ...flags, allowNet: 'a.example.org, b.example.org' }, ['x'], '/').allow_net, ['a.example.org', 'b.example.org']);
     assert.throws(() => cellSpecFromFlags({ ...flags, allowNet: ',' }, ['x'], '/'), InputError);
   });
 });

@@ -67,6 +67,7 @@ describe('bake failure message', () => {
     const m = describeBakeFailure('npm ci', "The command '/bin/sh -c npm ci' returned a non-zero code: 1", tail);
     assert.match(m, /^bake: the install step "npm ci" failed \(exit 1\): npm ERR! code SELF_SIGNED_CERT_IN_CHAIN; the package registry was not reachable/);
     assert.match(m, /--no-install/);
+    // eslint-disable-next-line no-control-regex -- the test looks for control characters
     assert.doesNotMatch(m, /\x1b|\n|Removing|complete log/);
     const own = describeBakeFailure('make deps', "returned a non-zero code: 2", ['Step 3/4 : ENV NODE_EXTRA_CA_CERTS=/etc/forge/ca.pem SSL_CERT_FILE=/etc/forge/ca.pem\n', 'make: *** No rule to make target deps.  Stop.\n']);
     assert.match(own, /\(exit 2\): make: \*\*\* No rule/);

@@ -1,3 +1,8 @@
+// Test-harness code shipped in production on purpose: `forge-runner qualify` (a
+// product command, see runner/src/instances/qualify/) proves crash convergence by arming these
+// fault points in real runner processes, so they must live in the shipped runner. Inert unless
+// FORGE_FAULT names a point (noFaults otherwise); the tests use them through qualify.
+
 /**
  * Named points where qualification kills the runner (SIGKILL, no cleanup) to prove that a
  * restart converges. Armed only by FORGE_FAULT (comma-separated names); `drop_response`

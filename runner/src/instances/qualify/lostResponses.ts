@@ -1,3 +1,9 @@
+// Qualification harness shipped in production on purpose: `forge-runner qualify` is a
+// product command that measures an operator's instance setup (crash convergence via the fault
+// points in ../management/faultPoints.ts, duplicate delivery, lost responses, stale
+// generations, worker capability honesty in workerd), so this code ships with the runner
+// rather than living under test/. It runs only when that command is invoked.
+
 import type { MeasureResult, QualifyContext } from './qualifyContext.js';
 
 /**
