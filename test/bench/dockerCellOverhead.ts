@@ -1,4 +1,4 @@
-import { DockerCellProvider } from '../../runner/src/cells/providers/docker.js';
+import { DockerCellProvider } from '../../runner/src/cells/providers/dockerCellProvider.js';
 import type { BenchLine } from './hostCellOverhead.js';
 import { interleaved, median, pairedRatio, timeAsync, timeSpawn } from './measure.js';
 

@@ -1,6 +1,6 @@
 import { buildBubblewrapArgs } from '../../runner/src/cells/bubblewrapArgs.js';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
-import { HostCellProvider } from '../../runner/src/cells/providers/host.js';
+import { HostCellProvider } from '../../runner/src/cells/providers/hostCellProvider.js';
 import { probeSandboxLayout } from '../../runner/src/cells/sandboxLayout.js';
 import { interleaved, median, pairedRatio, timeAsync, timeSpawn } from './measure.js';
 

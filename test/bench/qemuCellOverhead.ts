@@ -1,4 +1,4 @@
-import { QemuCellProvider } from '../../runner/src/cells/providers/qemu.js';
+import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
 import type { QemuTools } from '../../runner/src/cells/qemu/qemuRuntime.js';
 import type { BenchLine } from './hostCellOverhead.js';
 import { interleaved, median, pairedRatio, timeAsync } from './measure.js';

@@ -4,7 +4,7 @@ import Docker from 'dockerode';
 import { statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { DockerCellProvider, listForgeContainers } from '../../runner/src/cells/providers/docker.js';
+import { DockerCellProvider, listForgeContainers } from '../../runner/src/cells/providers/dockerCellProvider.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';

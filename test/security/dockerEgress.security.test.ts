@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
-import { DockerCellProvider } from '../../runner/src/cells/providers/docker.js';
+import { DockerCellProvider } from '../../runner/src/cells/providers/dockerCellProvider.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { requireFeature } from '../helpers/requirement.js';
 

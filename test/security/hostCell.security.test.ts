@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
 import { detectCgroupSupport } from '../../runner/src/cells/cgroup.js';
-import { HostCellProvider } from '../../runner/src/cells/providers/host.js';
+import { HostCellProvider } from '../../runner/src/cells/providers/hostCellProvider.js';
 import { captureWorktreeDiff } from '../../runner/src/workspace/captureWorktreeDiff.js';
 import { git, makeRepo, worktreeSource } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';

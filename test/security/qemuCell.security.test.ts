@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { createServer } from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QemuCellProvider } from '../../runner/src/cells/providers/qemu.js';
+import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { processesWith } from '../helpers/processes.js';
 

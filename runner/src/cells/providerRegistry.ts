@@ -3,9 +3,9 @@ import { ProviderNameSchema } from '../protocol/cellResult.js';
 import type { HealthReport, ProviderHealth } from '../protocol/health.js';
 import { InputError } from '../protocol/inputError.js';
 import type { CellProvider } from './provider.js';
-import { DockerCellProvider } from './providers/docker.js';
-import { HostCellProvider } from './providers/host.js';
-import { QemuCellProvider } from './providers/qemu.js';
+import { DockerCellProvider } from './providers/dockerCellProvider.js';
+import { HostCellProvider } from './providers/hostCellProvider.js';
+import { QemuCellProvider } from './providers/qemuCellProvider.js';
 
 /** Options every provider understands (each ignores what does not apply to it). */
 export interface ProviderOptions {

@@ -1,4 +1,4 @@
-import { DockerCellProvider } from '../../../runner/src/cells/providers/docker.js';
+import { DockerCellProvider } from '../../../runner/src/cells/providers/dockerCellProvider.js';
 import { DOCKER_WORKDIR } from '../../../runner/src/cells/dockerContainerSpec.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
 import { describeCellProviderConformance } from './conformance.js';

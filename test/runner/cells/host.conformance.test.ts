@@ -3,7 +3,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { LAUNCHER_SCRIPT } from '../../../runner/src/cells/cellLauncher.js';
 import { detectCgroupSupport } from '../../../runner/src/cells/cgroup.js';
-import { HostCellProvider } from '../../../runner/src/cells/providers/host.js';
+import { HostCellProvider } from '../../../runner/src/cells/providers/hostCellProvider.js';
 import { requireFeature } from '../../helpers/requirement.js';
 import { probeBubblewrap } from '../../../runner/src/cells/bubblewrapProbe.js';
 import { describeCellProviderConformance } from './conformance.js';

@@ -1,4 +1,4 @@
-import { QemuCellProvider } from '../../../runner/src/cells/providers/qemu.js';
+import { QemuCellProvider } from '../../../runner/src/cells/providers/qemuCellProvider.js';
 import { findQemuTools } from '../../../runner/src/cells/qemu/qemuRuntime.js';
 import { describeCellProviderConformance } from './conformance.js';
 

@@ -3,7 +3,7 @@ import { requireQemu } from '../../helpers/qemu.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QemuCellProvider } from '../../../runner/src/cells/providers/qemu.js';
+import { QemuCellProvider } from '../../../runner/src/cells/providers/qemuCellProvider.js';
 import { makeRepo } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';

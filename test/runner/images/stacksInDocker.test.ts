@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bakeImage } from '../../../runner/src/images/bakeImage.js';
-import { DockerCellProvider } from '../../../runner/src/cells/providers/docker.js';
+import { DockerCellProvider } from '../../../runner/src/cells/providers/dockerCellProvider.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
 import { git, makeRepo } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';

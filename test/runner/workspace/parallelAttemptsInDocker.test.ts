@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DockerCellProvider } from '../../../runner/src/cells/providers/docker.js';
+import { DockerCellProvider } from '../../../runner/src/cells/providers/dockerCellProvider.js';
 import { applyPatch } from '../../../runner/src/workspace/applyPatch.js';
 import {
   commitAttempt, createAttemptWorktree, destroyAttemptWorktree,

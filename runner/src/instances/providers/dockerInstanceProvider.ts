@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { PassThrough } from 'node:stream';
 import { runnerStateDir } from '../../cells/cellIdentity.js';
-import { socketFromDockerHost } from '../../cells/providers/docker.js';
+import { socketFromDockerHost } from '../../cells/providers/dockerCellProvider.js';
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
 import { instanceKey } from './hostInstanceProvider.js';

@@ -8,15 +8,14 @@ import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
-import { BoundedOutputCollector } from '../boundedOutput.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellUser, describeCellUser } from '../cellUser.js';
-import { collectAfterCell, prepareCellMounts, prepareCellWorktree } from '../cellWorktree.js';
+import { prepareCellMounts, prepareCellWorktree } from '../cellWorktree.js';
 import { findHostCaBundle } from '../hostCaBundle.js';
 import { buildContainerSpec, DOCKER_WORKDIR, LABEL_CELL } from '../dockerContainerSpec.js';
 import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../egressNetwork.js';
 import { EgressProxy } from '../egressProxy.js';
-import { assembleCellResult } from '../assembleCellResult.js';
+import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
 
@@ -145,8 +144,7 @@ export class DockerCellProvider implements CellProvider {
       { Name: 'nofile', Soft: rl.nofile!, Hard: rl.nofile! },
     ];
     const egress = spec.allow_net === false ? null : await this.egress();
-    const grant = egress && spec.allow_net !== false ? egress.proxy.grant(cellId, spec.allow_net) : null;
-    const proxyUrl = egress && grant ? `http://${cellId}:${grant.token}@${egress.network.gateway}:${egress.port}` : null;
+    const grant = grantEgress(egress?.proxy ?? null, cellId, spec.allow_net);
     const mounts = await prepareCellMounts(spec, worktree, () => DOCKER_WORKDIR, { env: this.env, stateDir: this.stateDir, cellId, user });
     const createOptions = buildContainerSpec(spec, {
       cellId,
@@ -160,7 +158,7 @@ export class DockerCellProvider implements CellProvider {
       runnerPid: process.pid,
       runnerHost: hostname(),
       networkMode: egress ? egress.network.name : 'none',
-      ...(proxyUrl ? { networkEnv: { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl } } : {}),
+      ...(egress && grant ? { networkEnv: proxyEnv(grant, egress.network.gateway, egress.port) } : {}),
       ulimits,
     });
     const isolation = this.describeIsolation(null, egress ? 'allowlist' : 'none', { spec, rlimits: rl }, user);
@@ -168,74 +166,59 @@ export class DockerCellProvider implements CellProvider {
     isolation.warnings.push(...mounts.deps.warnings);
     if (egress?.unguarded) isolation.warnings.push(`host services on ${egress.network.gateway} are reachable from allow_net cells: ${egress.unguarded}`);
 
-    const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
-    const container = await this.docker.createContainer(createOptions).catch(async (e: unknown) => {
-      await mounts.deps.release();
-      throw e;
-    });
-    let killReason: 'timeout' | 'output' | 'cancel' | null = null;
-    let finished = false;
-    const kill = () => container.kill({ signal: 'SIGKILL' }).catch(() => undefined);
-    const terminate = (reason: 'timeout' | 'output' | 'cancel') => {
-      if (killReason || finished) return;
-      killReason = reason;
-      void kill();
-    };
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        collector.push(chunk);
-        options.onOutput?.(chunk);
-        if (spec.limits.output_bytes > 0 && collector.totalBytes > spec.limits.output_bytes) terminate('output');
-        done();
+    let container: Docker.Container | null = null;
+    let finished: () => boolean = () => false;
+    const kill = (c: Docker.Container) => c.kill({ signal: 'SIGKILL' }).catch(() => undefined);
+
+    return runCellLifecycle({ cellId, provider: 'docker', spec, options, logPath, worktree, isolation, egress: grant }, {
+      start: async (ctx) => {
+        finished = ctx.finished;
+        const c = (container = await this.docker.createContainer(createOptions));
+        const sink = new Writable({
+          write(chunk: Buffer, _enc, done) {
+            ctx.output(chunk);
+            done();
+          },
+        });
+        const stream = await c.attach({ stream: true, stdout: true, stderr: true });
+        const streamEnded = new Promise<void>((resolve) => {
+          stream.on('end', resolve);
+          stream.on('close', resolve);
+          stream.on('error', () => resolve());
+        });
+        // Docker frames stdout and stderr in write order: one sink keeps them interleaved.
+        this.docker.modem.demuxStream(stream, sink, sink);
+        // 'next-exit': the default 'not-running' would return at once for a created container.
+        const waited = c.wait({ condition: 'next-exit' }) as Promise<{ StatusCode: number }>;
+        return { container: c, stream, streamEnded, waited };
       },
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const onAbort = () => terminate('cancel');
-    try {
-      const stream = await container.attach({ stream: true, stdout: true, stderr: true });
-      const streamEnded = new Promise<void>((resolve) => {
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        stream.on('error', () => resolve());
-      });
-      // Docker frames stdout and stderr in write order: one sink keeps them interleaved.
-      this.docker.modem.demuxStream(stream, sink, sink);
-      // 'next-exit': the default 'not-running' would return at once for a created container.
-      const waited = container.wait({ condition: 'next-exit' });
-      const started = Date.now();
-      await container.start();
-      timer = setTimeout(() => terminate('timeout'), spec.timeout_s * 1000);
-      if (options.signal?.aborted) onAbort();
-      options.signal?.addEventListener('abort', onAbort);
+      launch: async (h) => {
+        await h.container.start();
+      },
       // The engine's wait answer can get lost under load (seen once in a bench: the container
       // had exited, the wait never returned): inspection backs it up, so a cell always ends.
-      const status = await Promise.race([waited as Promise<{ StatusCode: number }>, exitedByInspection(container, () => finished)]);
-      const duration = Date.now() - started;
-      finished = true;
-      await Promise.race([streamEnded, delay(2000)]);
-      (stream as unknown as { destroy?: () => void }).destroy?.();
-      const state = (await container.inspect()).State;
-      const output = collector.finish();
-      const denied = egress ? egress.proxy.revoke(cellId) : [];
-      if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
-      const after = await collectAfterCell(worktree, spec.capture_diff);
-      isolation.warnings.push(...after.warnings);
-      return assembleCellResult(
-        { cellId, provider: 'docker', image: spec.image, durationMs: duration, output, logPath, diff: after.diff, neutralized: after.neutralized, isolation, labels: spec.labels },
+      wait: (h) => Promise.race([h.waited, exitedByInspection(h.container, finished)]),
+      settle: async (h, status) => {
+        await Promise.race([h.streamEnded, delay(2000)]);
+        (h.stream as unknown as { destroy?: () => void }).destroy?.();
+        const state = (await h.container.inspect()).State;
         // The engine reports OOM kills; a refused fork is not observable from outside.
-        { code: status.StatusCode, signal: null, killReason, oomKills: state.OOMKilled ? 1 : 0, pidsLimitHits: 0 },
-      );
-    } finally {
-      if (timer) clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-      collector.finish();
-      if (!finished) await kill();
-      finished = true;
-      egress?.proxy.revoke(cellId);
-      // Removal is not on the result's clock; drain() waits for it.
-      // The layers go once the container that had them mounted is gone.
-      this.track(container.remove({ force: true, v: true }).finally(() => mounts.deps.release()));
-    }
+        return { code: status.StatusCode, signal: null, oomKills: state.OOMKilled ? 1 : 0, pidsLimitHits: 0 };
+      },
+      kill: (h) => kill(h.container).then(() => undefined),
+      cleanup: async (h) => {
+        const c = container;
+        if (!c) {
+          await mounts.deps.release();
+          return;
+        }
+        // Created but never handed over (attach failed): the lifecycle could not kill it.
+        if (!h) await kill(c);
+        // Removal is not on the result's clock; drain() waits for it.
+        // The layers go once the container that had them mounted is gone.
+        this.track(c.remove({ force: true, v: true }).finally(() => mounts.deps.release()));
+      },
+    });
   }
 
   private caBundle: string | null | undefined;

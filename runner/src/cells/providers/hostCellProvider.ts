@@ -6,7 +6,6 @@ import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { CgroupReport, IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
-import { BoundedOutputCollector } from '../boundedOutput.js';
 import { afterDropArgv, buildBubblewrapArgs, CELL_HOME, ROOT_STAGE_PATH, setprivArgs } from '../bubblewrapArgs.js';
 import { type BubblewrapProbe, findOnPath, probeBubblewrap } from '../bubblewrapProbe.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
@@ -16,8 +15,8 @@ import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
 import { type CellUser, chownTree, describeCellUser } from '../cellUser.js';
 import { caBundleEnv, findHostCaBundle } from '../hostCaBundle.js';
-import { collectAfterCell, prepareCellMounts, prepareCellWorktree, vetCellMounts } from '../cellWorktree.js';
-import { assembleCellResult } from '../assembleCellResult.js';
+import { prepareCellMounts, prepareCellWorktree, vetCellMounts } from '../cellWorktree.js';
+import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
@@ -191,10 +190,7 @@ export class HostCellProvider implements CellProvider {
     const isolation = this.describeIsolation(env, shareNet, cgroupReport, rlimits, user);
     if (user.warning) isolation.warnings.push(user.warning);
     isolation.warnings.push(...mountWarnings);
-    const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
     const child = launcher.child;
-    let exited = false;
-    let killReason: 'timeout' | 'output' | 'cancel' | null = null;
 
     const killTree = () => {
       if (child.pid !== undefined) {
@@ -202,66 +198,44 @@ export class HostCellProvider implements CellProvider {
       }
       void cgroup?.killAll();
     };
-    const terminate = (reason: 'timeout' | 'output' | 'cancel') => {
-      if (killReason || exited) return;
-      killReason = reason;
-      killTree();
-    };
 
-    const streamClosed = new Promise<void>((resolve) => launcher.stdout.on('close', () => resolve()));
-    launcher.stdout.on('data', (chunk: Buffer) => {
-      collector.push(chunk);
-      options.onOutput?.(chunk);
-      if (spec.limits.output_bytes > 0 && collector.totalBytes > spec.limits.output_bytes) terminate('output');
-    });
-    const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-      if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
-      child.once('error', reject);
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-    });
-
-    const started = Date.now();
-    launcher.launch(ulimitPairs(rlimits), command);
-    const timer = setTimeout(() => terminate('timeout'), spec.timeout_s * 1000);
-    const onAbort = () => terminate('cancel');
-    if (options.signal?.aborted) onAbort();
-    options.signal?.addEventListener('abort', onAbort);
-
-    try {
-      const status = await ended;
-      exited = true;
-      const duration = Date.now() - started;
-      // The command is over: anything it left behind (daemons, background jobs) dies with the
-      // cell. Under bubblewrap the kernel already killed the pid namespace with its init.
-      if (!useBwrap) {
-        if (child.pid !== undefined) {
-          try { process.kill(-child.pid, 'SIGKILL'); } catch { /* nothing left */ }
+    return runCellLifecycle({ cellId, provider: 'host', spec, options, logPath, worktree, isolation, egress: null }, {
+      start: async (ctx) => {
+        const streamClosed = new Promise<void>((resolve) => launcher.stdout.on('close', () => resolve()));
+        launcher.stdout.on('data', (chunk: Buffer) => ctx.output(chunk));
+        const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+          if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+          child.once('error', reject);
+          child.once('exit', (code, signal) => resolve({ code, signal }));
+        });
+        return { ended, streamClosed };
+      },
+      launch: () => launcher.launch(ulimitPairs(rlimits), command),
+      wait: ({ ended }) => ended,
+      settle: async ({ streamClosed }, status) => {
+        // The command is over: anything it left behind (daemons, background jobs) dies with the
+        // cell. Under bubblewrap the kernel already killed the pid namespace with its init.
+        if (!useBwrap) {
+          if (child.pid !== undefined) {
+            try { process.kill(-child.pid, 'SIGKILL'); } catch { /* nothing left */ }
+          }
+          if (cgroup) await cgroup.killAll();
         }
-        if (cgroup) await cgroup.killAll();
-      }
-      await Promise.race([streamClosed, delay(2000)]);
-      launcher.stdout.destroy();
-
-      const events = cgroup?.events() ?? { oomKills: 0, pidsLimitHits: 0 };
-      const output = collector.finish();
-      const after = await collectAfterCell(worktree, spec.capture_diff);
-      isolation.warnings.push(...after.warnings);
-      return assembleCellResult(
-        { cellId, provider: 'host', image: '', durationMs: duration, output, logPath, diff: after.diff, neutralized: after.neutralized, isolation, labels: spec.labels },
-        { code: status.code, signal: status.signal, killReason, ...events },
-      );
-    } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-      collector.finish();
-      if (!exited) killTree();
-      // Removing the group waits for the dying processes to leave it; the result need not wait.
-      if (cgroup) this.track(cgroup.release());
-      if (plainScratch) rmSync(plainScratch, { recursive: true, force: true });
-      await mounts?.deps.release();
-      // Spawning is a synchronous fork of the runner: do it after the caller has its result.
-      if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
-    }
+        await Promise.race([streamClosed, delay(2000)]);
+        launcher.stdout.destroy();
+        const events = cgroup?.events() ?? { oomKills: 0, pidsLimitHits: 0 };
+        return { code: status.code, signal: status.signal, ...events };
+      },
+      kill: killTree,
+      cleanup: async () => {
+        // Removing the group waits for the dying processes to leave it; the result need not wait.
+        if (cgroup) this.track(cgroup.release());
+        if (plainScratch) rmSync(plainScratch, { recursive: true, force: true });
+        await mounts?.deps.release();
+        // Spawning is a synchronous fork of the runner: do it after the caller has its result.
+        if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
+      },
+    });
   }
 
   /** The host's CA bundle for clients in the cell, when the cell can see it (not behind a mask). */

@@ -8,14 +8,13 @@ import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
-import { assembleCellResult } from '../assembleCellResult.js';
-import { BoundedOutputCollector } from '../boundedOutput.js';
+import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellUser, describeCellUser } from '../cellUser.js';
 import { vetCellMounts } from '../cellWorktree.js';
-import { collectAfterCell, prepareCellWorktree } from '../cellWorktree.js';
+import { prepareCellWorktree } from '../cellWorktree.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { imageRoot } from '../qemu/imageRoot.js';
 import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from '../qemu/guestImage.js';
@@ -120,9 +119,8 @@ export class QemuCellProvider implements CellProvider {
     const root = spec.image === '' ? null : await imageRoot(spec.image, this.cacheDir);
     const cellId = newCellId();
     const egress = spec.allow_net === false ? null : await this.egress();
-    const grant = egress && spec.allow_net !== false ? egress.proxy.grant(cellId, spec.allow_net) : null;
-    const proxyUrl = grant ? `http://${cellId}:${grant.token}@${GUEST_PROXY.host}:${GUEST_PROXY.port}` : null;
-    const netEnv: Record<string, string> = proxyUrl ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl } : {};
+    const grant = grantEgress(egress?.proxy ?? null, cellId, spec.allow_net);
+    const netEnv = proxyEnv(grant, GUEST_PROXY.host, GUEST_PROXY.port);
     const cellEnv = buildCellEnvironment(root ? { ...this.env, PATH: root.path } : this.env, CELL_HOME, '/tmp', { ...netEnv, ...spec.env });
     const nonce = randomBytes(16).toString('hex');
     const inodeBudget = virtiofsdInodeBudget(readFileSync('/proc/self/limits', 'utf8'));
@@ -137,7 +135,7 @@ export class QemuCellProvider implements CellProvider {
     };
     const requestBytes = requestArchive(request);
     if (requestBytes.length > MAX_REQUEST_BYTES) {
-      egress?.proxy.revoke(cellId);
+      grant?.proxy.revoke(cellId);
       throw new InputError(`command and environment are ${requestBytes.length} bytes; qemu cells take at most ${MAX_REQUEST_BYTES}`);
     }
     const accel = await this.accelerator(tools);
@@ -152,114 +150,101 @@ export class QemuCellProvider implements CellProvider {
     mkdirSync(sockDir, { recursive: true, mode: 0o700 });
     writeFileSync(join(dir, 'runner.pid'), String(process.pid));
     const children: ChildProcess[] = [];
-    const collector = new BoundedOutputCollector(logPath, spec.limits.log_bytes);
     const isolation = this.describeIsolation(accel, spec, user);
     if (egress) isolation.net = 'allowlist';
     if (user.warning) isolation.warnings.push(user.warning);
-    let killReason: 'timeout' | 'output' | 'cancel' | null = null;
     let qemu: ChildProcess | null = null;
-    const terminate = (reason: 'timeout' | 'output' | 'cancel') => {
-      if (killReason || !qemu) return;
-      killReason = reason;
-      killGroup(qemu);
-    };
-    const onAbort = () => terminate('cancel');
-    let timer: NodeJS.Timeout | undefined;
+    let qemuStderr = '';
     let output: Awaited<ReturnType<typeof listenUnix>> | null = null;
-    try {
-      const initrd = join(dir, 'initrd');
-      writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
-      const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
-      // The guest's root: the host's (masked like a host cell's) or the image's, read-only
-      // either way, and nothing writable inside the share (the socket lives outside it).
-      const rootShare = root ? { bwrap: confinedRootArgs(this.layout, { rw: [sockDir], ro: [root.dir] }), source: root.dir } : sharedRootArgs(this.layout, sockDir);
-      children.push(this.startVirtiofsd(tools, [...rootShare.bwrap, ...virtiofsdArgs(tools.virtiofsd, shares[0]!.socket, rootShare.source)]));
-      if (worktree) {
-        shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
-        const ro = worktree.gitEntry ? [worktree.gitEntry] : [];
-        children.push(this.startVirtiofsd(tools, [...confinedRootArgs(this.layout, { rw: [sockDir, worktree.top], ro }), ...virtiofsdArgs(tools.virtiofsd, shares[1]!.socket, worktree.top)]));
-      }
-      // Each shared dependency: its own virtiofsd, which sees the directory read-only.
-      for (const d of depShares) {
-        const share = { tag: d.tag, socket: join(sockDir, `${d.tag}.sock`) };
-        shares.push(share);
-        children.push(this.startVirtiofsd(tools, [...confinedRootArgs(this.layout, { rw: [sockDir], ro: [d.source] }), ...virtiofsdArgs(tools.virtiofsd, share.socket, d.source)]));
-      }
-      for (const [i, s] of shares.entries()) {
-        if (!(await waitForFile(s.socket, 15_000, children[i]))) {
-          const c = children[i]!;
-          const how = c.exitCode !== null || c.signalCode !== null ? `exited (${c.exitCode ?? c.signalCode})` : 'no socket after 15 s';
-          const said = virtiofsdStderr.get(c)?.().trim().split('\n').at(-1);
-          throw new Error(`virtiofsd for ${s.tag} did not start: ${how}${said ? `: ${said}` : ''}`);
+    const layout = this.layout;
+    const killChildren = async () => {
+      for (const c of children) killGroup(c);
+      await Promise.all(children.map(exitOf));
+    };
+
+    return runCellLifecycle({ cellId, provider: 'qemu', spec, options, logPath, worktree, isolation, egress: grant }, {
+      start: async (ctx) => {
+        const initrd = join(dir, 'initrd');
+        writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
+        const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
+        // The guest's root: the host's (masked like a host cell's) or the image's, read-only
+        // either way, and nothing writable inside the share (the socket lives outside it).
+        const rootShare = root ? { bwrap: confinedRootArgs(layout, { rw: [sockDir], ro: [root.dir] }), source: root.dir } : sharedRootArgs(layout, sockDir);
+        children.push(this.startVirtiofsd(tools, [...rootShare.bwrap, ...virtiofsdArgs(tools.virtiofsd, shares[0]!.socket, rootShare.source)]));
+        if (worktree) {
+          shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
+          const ro = worktree.gitEntry ? [worktree.gitEntry] : [];
+          children.push(this.startVirtiofsd(tools, [...confinedRootArgs(layout, { rw: [sockDir, worktree.top], ro }), ...virtiofsdArgs(tools.virtiofsd, shares[1]!.socket, worktree.top)]));
         }
-      }
-      output = await listenUnix(join(dir, 'output.sock'), (chunk) => {
-        collector.push(chunk);
-        options.onOutput?.(chunk);
-        if (spec.limits.output_bytes > 0 && collector.totalBytes > spec.limits.output_bytes) terminate('output');
-      });
-      const args = buildQemuArgs({
-        accel: accel.accel,
-        kernel: tools.kernel.kernel,
-        initrd,
-        memoryMib: Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib),
-        cpus: Math.max(1, Math.ceil(spec.limits.cpus ?? 1)),
-        tscKhz: hostTscKhz(),
-        consoleLog: join(dir, 'console.log'),
-        statusFile: join(dir, 'status'),
-        outputSocket: join(dir, 'output.sock'),
-        shares,
-        egressProxyPort: egress?.port ?? null,
-        busybox: tools.busybox,
-      });
-      const started = Date.now();
-      // qemu itself is confined too: read-only host view, only this cell's directory writable.
-      const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
-      // With allow_net qemu needs the host loopback (the proxy); the guest still reaches only the proxy.
-      qemu = spawn(tools.bwrap, [...confinedRootArgs(this.layout, { rw: [dir], ro: [tools.kernel.kernel], dev }, Boolean(egress)), '--', tools.qemu, ...args], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-      children.push(qemu);
-      let qemuStderr = '';
-      qemu.stderr!.on('data', (d: Buffer) => (qemuStderr = (qemuStderr + d.toString()).slice(-2000)));
-      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => qemu!.once('exit', (code, signal) => resolve({ code, signal })));
-      timer = setTimeout(() => terminate('timeout'), spec.timeout_s * 1000);
-      if (options.signal?.aborted) onAbort();
-      options.signal?.addEventListener('abort', onAbort);
-      await exited;
-      const duration = Date.now() - started;
-      await Promise.race([output.ended, new Promise((r) => setTimeout(r, 1000))]);
-      const statusText = existsSync(join(dir, 'status')) ? readFileSync(join(dir, 'status'), 'utf8') : '';
-      const status = parseGuestStatus(statusText, nonce);
-      let code: number | null = null;
-      let signal: string | null = null;
-      if (killReason) signal = 'SIGKILL';
-      else if (status?.kind === 'exit') code = status.code;
-      else {
-        const consoleTail = existsSync(join(dir, 'console.log')) ? readFileSync(join(dir, 'console.log'), 'utf8').trim().split('\n').slice(-3).join(' | ') : '';
-        const why = status?.kind === 'fail' ? `guest setup failed: ${status.reason}` : `the VM ended without an exit status (${qemuStderr.trim().split('\n').at(-1) ?? ''} ${consoleTail})`.trim();
-        isolation.warnings.push(why);
-        code = 125;
-      }
-      const denied = egress ? egress.proxy.revoke(cellId) : [];
-      if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
-      const summary = collector.finish();
-      for (const c of children) killGroup(c);
-      await Promise.all(children.map(exitOf));
-      const after = await collectAfterCell(worktree, spec.capture_diff);
-      isolation.warnings.push(...after.warnings);
-      return assembleCellResult(
-        { cellId, provider: 'qemu', image: spec.image, durationMs: duration, output: summary, logPath, diff: after.diff, neutralized: after.neutralized, isolation, labels: spec.labels },
-        { code, signal, killReason, oomKills: 0, pidsLimitHits: 0 },
-      );
-    } finally {
-      if (timer) clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-      collector.finish();
-      egress?.proxy.revoke(cellId);
-      for (const c of children) killGroup(c);
-      await Promise.all(children.map(exitOf));
-      output?.server.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+        // Each shared dependency: its own virtiofsd, which sees the directory read-only.
+        for (const d of depShares) {
+          const share = { tag: d.tag, socket: join(sockDir, `${d.tag}.sock`) };
+          shares.push(share);
+          children.push(this.startVirtiofsd(tools, [...confinedRootArgs(layout, { rw: [sockDir], ro: [d.source] }), ...virtiofsdArgs(tools.virtiofsd, share.socket, d.source)]));
+        }
+        for (const [i, s] of shares.entries()) {
+          if (!(await waitForFile(s.socket, 15_000, children[i]))) {
+            const c = children[i]!;
+            const how = c.exitCode !== null || c.signalCode !== null ? `exited (${c.exitCode ?? c.signalCode})` : 'no socket after 15 s';
+            const said = virtiofsdStderr.get(c)?.().trim().split('\n').at(-1);
+            throw new Error(`virtiofsd for ${s.tag} did not start: ${how}${said ? `: ${said}` : ''}`);
+          }
+        }
+        output = await listenUnix(join(dir, 'output.sock'), (chunk) => ctx.output(chunk));
+        const args = buildQemuArgs({
+          accel: accel.accel,
+          kernel: tools.kernel.kernel,
+          initrd,
+          memoryMib: Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib),
+          cpus: Math.max(1, Math.ceil(spec.limits.cpus ?? 1)),
+          tscKhz: hostTscKhz(),
+          consoleLog: join(dir, 'console.log'),
+          statusFile: join(dir, 'status'),
+          outputSocket: join(dir, 'output.sock'),
+          shares,
+          egressProxyPort: egress?.port ?? null,
+          busybox: tools.busybox,
+        });
+        return { args, output, exited: null as Promise<unknown> | null };
+      },
+      launch: (h) => {
+        // qemu itself is confined too: read-only host view, only this cell's directory writable.
+        const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
+        // With allow_net qemu needs the host loopback (the proxy); the guest still reaches only the proxy.
+        const vm = (qemu = spawn(tools.bwrap, [...confinedRootArgs(layout, { rw: [dir], ro: [tools.kernel.kernel], dev }, Boolean(egress)), '--', tools.qemu, ...h.args], { stdio: ['ignore', 'ignore', 'pipe'], detached: true }));
+        children.push(vm);
+        vm.stderr!.on('data', (d: Buffer) => (qemuStderr = (qemuStderr + d.toString()).slice(-2000)));
+        h.exited = new Promise((resolve) => vm.once('exit', resolve));
+      },
+      wait: async (h) => {
+        await h.exited;
+      },
+      settle: async (h, _exited, { killReason, isolation }) => {
+        await Promise.race([h.output.ended, new Promise((r) => setTimeout(r, 1000))]);
+        const statusText = existsSync(join(dir, 'status')) ? readFileSync(join(dir, 'status'), 'utf8') : '';
+        const status = parseGuestStatus(statusText, nonce);
+        let code: number | null = null;
+        let signal: string | null = null;
+        if (killReason) signal = 'SIGKILL';
+        else if (status?.kind === 'exit') code = status.code;
+        else {
+          const consoleTail = existsSync(join(dir, 'console.log')) ? readFileSync(join(dir, 'console.log'), 'utf8').trim().split('\n').slice(-3).join(' | ') : '';
+          const why = status?.kind === 'fail' ? `guest setup failed: ${status.reason}` : `the VM ended without an exit status (${qemuStderr.trim().split('\n').at(-1) ?? ''} ${consoleTail})`.trim();
+          isolation.warnings.push(why);
+          code = 125;
+        }
+        await killChildren();
+        return { code, signal, oomKills: 0, pidsLimitHits: 0 };
+      },
+      kill: () => {
+        if (qemu) killGroup(qemu);
+      },
+      cleanup: async () => {
+        await killChildren();
+        output?.server.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    });
   }
 
   /** Boots the same kernel and initramfs and runs argv from the initramfs alone (no shares): the bench's baseline. */
