@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
+import { FIX_LIMITS } from '../../runner/src/protocol/fixRequest.js';
 
 /** The forge.* settings as the extension reads them (VS Code's configuration, plain data). */
 export interface ForgeSettings {
@@ -34,12 +35,17 @@ export function fixStartParams(settings: ForgeSettings, repo: string, issue: str
     repo,
     issue,
     model: modelSpec,
-    attempts: Math.max(1, Math.min(64, Math.floor(settings.attempts))),
+    attempts: clampWhole(settings.attempts, FIX_LIMITS.attempts),
     provider: settings.provider,
     ...(settings.image.trim() ? { image: settings.image.trim() } : {}),
     ...(settings.testCommand.trim() ? { test_cmd: settings.testCommand.trim() } : {}),
-    max_turns: Math.max(1, Math.min(500, Math.floor(settings.maxTurns))),
+    max_turns: clampWhole(settings.maxTurns, FIX_LIMITS.max_turns),
   };
+}
+
+/** A setting out of the runner's bounds is brought within them (the runner would refuse it). */
+function clampWhole(value: number, limits: { min: number; max: number; default: number }): number {
+  return Number.isFinite(value) ? Math.max(limits.min, Math.min(limits.max, Math.floor(value))) : limits.default;
 }
 
 /** Secret names in SecretStorage and the environment variable each becomes in the runner process. */

@@ -8,7 +8,10 @@ import { DockerCellProvider } from '../../runner/src/cells/providers/dockerCellP
 import { HostCellProvider } from '../../runner/src/cells/providers/hostCellProvider.js';
 import { bakeImage } from '../../runner/src/images/bakeImage.js';
 import { ReplayModel } from '../../runner/src/repair/models/replayModel.js';
+import { FixRequestSchema } from '../../runner/src/protocol/fixRequest.js';
 import { runFix } from '../../runner/src/repair/runFix.js';
+import { openStore } from '../../runner/src/store/openStore.js';
+import { RunStore } from '../../runner/src/store/runStore.js';
 import type { BenchLine } from './hostCellOverhead.js';
 import { interleaved, median, pairedRatio, timeAsync } from './measure.js';
 
@@ -28,12 +31,12 @@ async function oneFix(provider: CellProvider, image: string, attempts: number, s
   const repo = sampleRepo();
   try {
     return await timeAsync(async () => {
-      const { report } = await runFix({
-        repo, issue: 'clamp is wrong', attempts, temperature: 0.7, provider, image,
-        model: ReplayModel.fromFile(join(process.cwd(), 'samples', SAMPLE, 'replay.json')),
-        maxTurns: 30, maxTokens: 1e6, timeoutPerAttemptS: 600, cellTimeoutS: 120, apply: false,
-        allowDirty: false, allowGreenBaseline: false, stateDir, progress: () => undefined,
+      const model = ReplayModel.fromFile(join(process.cwd(), 'samples', SAMPLE, 'replay.json'));
+      const request = FixRequestSchema.parse({
+        repo, issue: 'clamp is wrong', model: model.spec, attempts, temperature: 0.7, ...(image ? { image } : {}),
+        max_tokens: 1e6, timeout_per_attempt_s: 600, cell_timeout_s: 120,
       });
+      const { report } = await runFix(request, { store: new RunStore(openStore(join(stateDir, 'forge.db'))), provider, model, progress: () => undefined });
       if (report.status !== 'fixed') throw new Error(`bench fix run was not fixed: ${JSON.stringify(report.attempts.map((a) => a.error ?? a.verdict?.green))}`);
     });
   } finally {

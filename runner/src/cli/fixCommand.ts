@@ -4,6 +4,7 @@ import { accessSync, constants, existsSync, lstatSync, readFileSync, statSync } 
 import { dirname, join, resolve } from 'node:path';
 import { runnerStateDir } from '../cells/cellIdentity.js';
 import { createProvider } from '../cells/providerRegistry.js';
+import { FIX_LIMITS, type FixRequest, type FixRequestInput, FixRequestSchema } from '../protocol/fixRequest.js';
 import { InputError } from '../protocol/inputError.js';
 import { hostName } from '../protocol/cellSpec.js';
 import { createModel } from '../repair/models/createModel.js';
@@ -59,15 +60,15 @@ export function registerFixCommand(program: Command): void {
     .option('--allow-net <host>', 'let every cell of the run reach this host through the egress proxy (repeatable; e.g. registry.npmjs.org for a test hook that needs it); default: no network', (v: string, all: string[] = []) => [...all, v])
     .option('--no-shared-deps', "don't share the checkout's installed dependencies (node_modules, .venv, the Go module cache...) with the cells; see README \"Dependencies\"")
     .option('--install-cmd <cmd>', 'install command, run in a cell on every worktree before its tests (faster: bake it into an image)')
-    .option('--attempts <k>', 'parallel repair attempts', '4')
-    .option('--temperature <t>', 'sampling temperature of attempts 1..K-1 (attempt 0 runs at 0)', '0.7')
+    .option('--attempts <k>', `parallel repair attempts (${FIX_LIMITS.attempts.min} to ${FIX_LIMITS.attempts.max})`, String(FIX_LIMITS.attempts.default))
+    .option('--temperature <t>', 'sampling temperature of attempts 1..K-1 (attempt 0 runs at 0)', String(FIX_LIMITS.temperature.default))
     .option('--provider <name>', 'cell provider: host or docker (default: docker when a baked image is known, else host)')
     .option('--image <image>', 'image for docker cells (default: the last forge-runner bake of the repo)')
     .option('--model <spec>', 'model: replay:FILE (default $FORGE_MODEL_SPEC)')
-    .option('--max-turns <n>', 'model turns per attempt', '30')
-    .option('--max-tokens <n>', 'model tokens per attempt', '200000')
-    .option('--timeout-per-attempt <s>', 'wall-clock budget of one attempt', '900')
-    .option('--cell-timeout <s>', 'budget of one cell (one test run)', '300')
+    .option('--max-turns <n>', 'model turns per attempt', String(FIX_LIMITS.max_turns.default))
+    .option('--max-tokens <n>', 'model tokens per attempt', String(FIX_LIMITS.max_tokens.default))
+    .option('--timeout-per-attempt <s>', 'wall-clock budget of one attempt', String(FIX_LIMITS.timeout_per_attempt_s.default))
+    .option('--cell-timeout <s>', 'budget of one cell (one test run)', String(FIX_LIMITS.cell_timeout_s.default))
     .option('--out <dir>', 'write winner.diff, report.json and summary.md there')
     .option('--apply', "apply the winner to your working tree (only if it applies cleanly)")
     .option('--branch <name>', 'create this branch at the winning commit')
@@ -112,8 +113,36 @@ const positiveInt = (name: string, raw: string): number => {
   return n;
 };
 
+/** The flag each FixRequest field comes from, and its raw text: errors name what the user typed. */
+const FLAG_OF: Partial<Record<keyof FixRequestInput, string>> = {
+  attempts: '--attempts', temperature: '--temperature', max_turns: '--max-turns', max_tokens: '--max-tokens',
+  timeout_per_attempt_s: '--timeout-per-attempt', cell_timeout_s: '--cell-timeout', test_cmd: '--test-cmd', install_cmd: '--install-cmd',
+  image: '--image', model: '--model', issue: 'the issue text', branch: '--branch', out_dir: '--out', allow_net: '--allow-net',
+};
+const RAW_OF: Partial<Record<keyof FixRequestInput, keyof FixFlags>> = {
+  attempts: 'attempts', temperature: 'temperature', max_turns: 'maxTurns', max_tokens: 'maxTokens', timeout_per_attempt_s: 'timeoutPerAttempt', cell_timeout_s: 'cellTimeout',
+};
+
+/** Flags -> a FixRequest; its schema holds the bounds and defaults. A refusal is one line naming the flag. */
+function parseFixRequest(input: FixRequestInput, flags: FixFlags): FixRequest {
+  const parsed = FixRequestSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const field = issue.path[0] as keyof FixRequestInput;
+  const flag = FLAG_OF[field] ?? `--${String(field).replace(/_/g, '-')}`;
+  const rawKey = RAW_OF[field];
+  const limits = field in FIX_LIMITS ? FIX_LIMITS[field as keyof typeof FIX_LIMITS] : null;
+  if (rawKey && limits && 'max' in limits) {
+    const kind = field === 'temperature' ? 'a number' : 'a whole number';
+    throw new InputError(`${flag} ${String(flags[rawKey])}: expected ${kind} from ${limits.min} to ${limits.max}`);
+  }
+  throw new InputError(`${flag}: ${issue.message}`);
+}
+
 export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${printable(l)}\n`), signal?: AbortSignal) {
-  if (flags.resume) return resumeFromFlags(flags, progress, signal);
+  // One store for the whole command: the run is recorded, resumed and reported through it.
+  const store = new RunStore(openStore(join(runnerStateDir(), 'forge.db')));
+  if (flags.resume) return resumeFromFlags(flags, store, progress, signal);
   if (Boolean(flags.issueFile) === Boolean(flags.issueText)) throw new InputError('give the issue with exactly one of --issue-file F or --issue-text T');
   let issue = flags.issueText ?? '';
   if (flags.issueFile) {
@@ -135,44 +164,40 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
   const providerName = flags.provider ?? (image ? 'docker' : 'host');
   if (providerName === 'docker' && !image) throw new InputError('docker cells need an image: pass --image IMG or run forge-runner bake first');
   const temperature = Number(flags.temperature);
-  if (!Number.isFinite(temperature) || temperature < 0 || temperature > 2) throw new InputError(`--temperature ${flags.temperature}: expected a number from 0 to 2`);
-  const attempts = positiveInt('--attempts', flags.attempts);
+  if (!Number.isFinite(temperature)) throw new InputError(`--temperature ${flags.temperature}: expected a number from ${FIX_LIMITS.temperature.min} to ${FIX_LIMITS.temperature.max}`);
   const allowNet = flags.allowNet ?? [];
   for (const h of allowNet) if (!hostName.safeParse(h).success) throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.npmjs.org (or *.example.com)`);
-  const provider = createProvider(providerName, { prewarm: Math.min(attempts, 4) });
-  return runFix({
+  const request = parseFixRequest({
     repo,
     issue,
-    ...(flags.testCmd ? { testCmd: flags.testCmd } : {}),
-    ...(flags.installCmd ? { installCmd: flags.installCmd } : {}),
-    sharedDeps: flags.sharedDeps !== false,
-    ...(allowNet.length > 0 ? { allowNet } : {}),
-    attempts,
+    model: modelSpec,
+    attempts: positiveInt('--attempts', flags.attempts),
+    ...(providerName === 'docker' && image ? { image } : {}),
+    ...(flags.testCmd ? { test_cmd: flags.testCmd } : {}),
+    ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
+    shared_deps: flags.sharedDeps !== false,
+    allow_net: allowNet,
     temperature,
-    provider,
-    image: providerName === 'docker' ? image : '',
-    model,
-    ...runSettings(flags, progress, signal),
-    allowDirty: flags.allowDirty ?? false,
-  });
+    ...runSettings(flags),
+    allow_dirty: flags.allowDirty ?? false,
+  }, flags);
+  const provider = createProvider(providerName, { prewarm: Math.min(request.attempts, 4) });
+  return runFix(request, { store, provider, model, progress, signal });
 }
 
-/** Budgets, outputs and plumbing shared by a new run and a resumed one. */
-function runSettings(flags: FixFlags, progress: (l: string) => void, signal: AbortSignal | undefined) {
+/** Budgets and outputs shared by a new run and a resumed one (FixRequest fields). */
+function runSettings(flags: FixFlags) {
   if (flags.out) checkOutDir(resolve(flags.out));
   if (flags.branch) checkBranchName(flags.branch);
   return {
-    maxTurns: positiveInt('--max-turns', flags.maxTurns),
-    maxTokens: positiveInt('--max-tokens', flags.maxTokens),
-    timeoutPerAttemptS: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt),
-    cellTimeoutS: positiveInt('--cell-timeout', flags.cellTimeout),
-    ...(flags.out ? { outDir: resolve(flags.out) } : {}),
+    max_turns: positiveInt('--max-turns', flags.maxTurns),
+    max_tokens: positiveInt('--max-tokens', flags.maxTokens),
+    timeout_per_attempt_s: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt),
+    cell_timeout_s: positiveInt('--cell-timeout', flags.cellTimeout),
+    ...(flags.out ? { out_dir: resolve(flags.out) } : {}),
     apply: flags.apply ?? false,
     ...(flags.branch ? { branch: flags.branch } : {}),
-    allowGreenBaseline: flags.allowGreenBaseline ?? false,
-    stateDir: runnerStateDir(),
-    progress,
-    ...(signal ? { signal } : {}),
+    allow_green_baseline: flags.allowGreenBaseline ?? false,
   };
 }
 
@@ -200,23 +225,23 @@ function checkBranchName(name: string): void {
 }
 
 /** --resume RUN_ID: repository, issue, model, provider and image come from the stored run. */
-async function resumeFromFlags(flags: FixFlags, progress: (l: string) => void, signal?: AbortSignal) {
-  const row = new RunStore(openStore(join(runnerStateDir(), 'forge.db'))).getRun(flags.resume!);
+async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: string) => void, signal?: AbortSignal) {
+  const row = store.getRun(flags.resume!);
   if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
   const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4) });
-  return runFix({
+  const model = createModel(row.model);
+  const request = parseFixRequest({
     repo: row.repo,
     issue: row.issue,
+    model: row.model,
     attempts: row.attempts,
-    temperature: Number(flags.temperature),
-    provider,
-    image: row.image,
-    model: createModel(row.model),
-    ...runSettings(flags, progress, signal),
+    ...(row.image ? { image: row.image } : {}),
+    ...runSettings(flags),
     // The run's base commit is fixed; the user's later edits are not part of it.
-    allowDirty: true,
-    resumeRunId: row.id,
-  });
+    allow_dirty: true,
+    resume_run_id: row.id,
+  }, flags);
+  return runFix(request, { store, provider, model, progress, signal });
 }
 
 function readBakeRecord(repo: string): string | null {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { HealthReportSchema } from './health.js';
 import { VerdictSchema } from './fixReport.js';
+import { FixStartParamsSchema } from './fixRequest.js';
 
 /**
  * JSON-RPC methods of `forge-runner serve --stdio` for Fix Issue in Cells (the extension's
@@ -80,22 +81,7 @@ export const ApplyFileOutcomeSchema = z.object({
 
 export const RPC_FIX_METHODS = {
   'fix/start': {
-    params: z.object({
-      repo: repoPath,
-      issue: z.string().min(1).max(200_000),
-      model: z.string().min(1).max(4096).describe('replay:FILE, openai[:MODEL], anthropic[:MODEL], or client:vscode-lm (the client answers model/reply).'),
-      attempts: z.number().int().min(1).max(64).default(3),
-      provider: z.enum(['host', 'docker', 'qemu']).optional(),
-      image: z.string().max(512).optional(),
-      test_cmd: z.string().min(1).max(4096).optional(),
-      install_cmd: z.string().min(1).max(4096).optional(),
-      shared_deps: z.boolean().default(true).describe("Share the checkout's installed dependencies with every cell (README \"Dependencies\")."),
-      temperature: z.number().min(0).max(2).default(0.7),
-      max_turns: z.number().int().min(1).max(500).default(30),
-      timeout_per_attempt_s: z.number().int().min(1).max(86_400).default(900),
-      cell_timeout_s: z.number().int().min(1).max(86_400).default(300),
-      allow_dirty: z.boolean().default(false),
-    }).strict(),
+    params: FixStartParamsSchema,
     result: z.object({ run_id: z.string() }).strict(),
   },
   'fix/cancel': {

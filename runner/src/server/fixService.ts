@@ -2,36 +2,19 @@ import { join } from 'node:path';
 import type { CellProvider } from '../cells/provider.js';
 import { createProvider } from '../cells/providerRegistry.js';
 import type { CellSpecInput } from '../protocol/cellSpec.js';
+import { FixRequestSchema, type FixStartParams } from '../protocol/fixRequest.js';
 import { InputError } from '../protocol/inputError.js';
 import type { CellSnapshot, RpcFixNotification, RpcFixResult, RunSnapshot } from '../protocol/rpcFix.js';
 import { ClientModel } from '../repair/models/clientModel.js';
 import { createModel } from '../repair/models/createModel.js';
 import type { RepairModel } from '../repair/models/repairModel.js';
-import { runFix } from '../repair/runFix.js';
+import { prepareRun, runPreparedFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { patchFromStore } from '../workspace/patchBytes.js';
 import { applyToWorkspace, discardRun, listReviewFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { runSnapshot } from './runSnapshots.js';
-
-export interface FixStartParams {
-  repo: string;
-  issue: string;
-  model: string;
-  attempts: number;
-  provider?: 'host' | 'docker' | 'qemu' | undefined;
-  image?: string | undefined;
-  test_cmd?: string | undefined;
-  install_cmd?: string | undefined;
-  /** Default true: the checkout's installed dependencies are shared with every cell. */
-  shared_deps?: boolean | undefined;
-  temperature: number;
-  max_turns: number;
-  timeout_per_attempt_s: number;
-  cell_timeout_s: number;
-  allow_dirty: boolean;
-}
 
 export interface FixServiceHooks {
   notify: (method: RpcFixNotification, params: unknown) => void;
@@ -62,52 +45,28 @@ export class FixService {
   }
 
   /** Resolves with the run id once the run is recorded; bad input rejects with nothing recorded. */
-  async start(p: FixStartParams, stateDir: string): Promise<{ run_id: string }> {
+  async start(p: FixStartParams): Promise<{ run_id: string }> {
     const providerName = p.provider ?? (p.image ? 'docker' : 'host');
     if (providerName === 'docker' && !p.image) throw new InputError('docker cells need an image: set forge.image (or run forge-runner bake and pass its image)');
     const model = this.createModel(p.model);
     const provider = this.observe(createProvider(providerName, { prewarm: Math.min(p.attempts, 4) }));
     const abort = new AbortController();
-    let runId: string | null = null;
-    let created!: (id: string) => void;
-    const recorded = new Promise<string>((resolve) => (created = resolve));
-    const outcome = runFix({
-      repo: p.repo,
-      issue: p.issue,
-      ...(p.test_cmd ? { testCmd: p.test_cmd } : {}),
-      ...(p.install_cmd ? { installCmd: p.install_cmd } : {}),
-      sharedDeps: p.shared_deps !== false,
-      attempts: p.attempts,
-      temperature: p.temperature,
+    const { image, ...params } = p;
+    const request = FixRequestSchema.parse({ ...params, ...(providerName === 'docker' && image ? { image } : {}) });
+    // The run is recorded (or refused) here, in this service's own store: the id is known
+    // before anything runs, so no progress line is lost and nothing races to learn it.
+    const run = await prepareRun(request, { store: this.store, provider, model });
+    const id = run.runId;
+    const done = runPreparedFix(run, request, {
+      store: this.store,
       provider,
-      image: providerName === 'docker' ? (p.image ?? '') : '',
       model,
-      maxTurns: p.max_turns,
-      maxTokens: 200_000,
-      timeoutPerAttemptS: p.timeout_per_attempt_s,
-      cellTimeoutS: p.cell_timeout_s,
-      apply: false,
-      allowDirty: p.allow_dirty,
-      allowGreenBaseline: false,
-      stateDir,
       signal: abort.signal,
       progress: (line) => {
-        if (!runId) return;
-        this.hooks.notify('fix/progress', { run_id: runId, line });
-        this.schedulePush(runId);
+        this.hooks.notify('fix/progress', { run_id: id, line });
+        this.schedulePush(id);
       },
-      onRunCreated: (id) => {
-        runId = id;
-        created(id);
-      },
-    }).then(() => null, (e: Error) => e);
-    const first = await Promise.race([recorded, outcome.then((e) => ({ early: e }))]);
-    if (typeof first !== 'string') {
-      if (first.early) throw first.early;
-      throw new Error('the run ended before it was recorded');
-    }
-    const id = first;
-    const done = outcome.then((error) => {
+    }).then(() => null, (e: Error) => e).then((error) => {
       this.active.delete(id);
       this.flushPush(id);
       const status = this.store.getRun(id)?.status ?? 'failed';

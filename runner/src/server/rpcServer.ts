@@ -72,7 +72,7 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
   };
 
   const fixHandlers: Handlers<typeof RPC_FIX_METHODS> = {
-    'fix/start': async (p) => fixes.start(p, o.stateDir),
+    'fix/start': async (p) => fixes.start(p),
     'fix/cancel': async ({ run_id }) => ({ cancelled: fixes.cancel(run_id) }),
     'runs/list': async ({ limit }) => fixes.store.listRuns(limit).map((r) => runSummary(r, processAlive)),
     'runs/show': async ({ run_id }) => {

@@ -1,0 +1,43 @@
+import type { FixReport } from '../../protocol/fixReport.js';
+import { applyPatch } from '../../workspace/applyPatch.js';
+import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
+import type { CandidateGroup } from '../selectWinner.js';
+import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import type { TestReport } from '../verdicts/testReport.js';
+import type { RunScope } from './fixRun.js';
+import { purgePythonCaches } from './purgePythonCaches.js';
+import type { RunCells } from './runCells.js';
+
+export interface GroundTruthInput extends RunScope {
+  cells: RunCells;
+  /** The selected winner; null when no attempt was green (then there is nothing to check). */
+  winner: CandidateGroup | null;
+  baselineReport: TestReport | null;
+}
+
+/**
+ * Phase 4, ground truth: the winner's diff on a fresh checkout of the base, in a fresh cell.
+ * What passed in the attempt's own worktree must pass from the patch alone.
+ */
+export async function checkGroundTruth({ run, deps, cells, winner, baselineReport }: GroundTruthInput): Promise<FixReport['ground_truth']> {
+  if (!winner) return null;
+  deps.progress(`ground truth: applying ${winner.attempts[0]}'s diff to a fresh checkout`);
+  const gtWt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-truth`);
+  try {
+    const applied = await applyPatch(gtWt, winner.patch);
+    let verdict: Verdict | null = null;
+    if (applied.applied) {
+      await purgePythonCaches(gtWt.path);
+      const t = await cells.testCell(gtWt.path, 'ground_truth', null);
+      verdict = judgeTestRun(t.result.exit_code, t.output, baselineReport, t.written);
+    }
+    return { applied: applied.applied, conflicts: applied.conflicts, verdict };
+  } finally {
+    await cells.cleanUp(gtWt);
+  }
+}
+
+/** Fixed: a winner whose diff applied to a fresh checkout and passed there. */
+export function isFixed(winner: CandidateGroup | null, groundTruth: FixReport['ground_truth']): boolean {
+  return Boolean(winner && groundTruth?.applied && groundTruth.verdict?.green);
+}

@@ -1,0 +1,90 @@
+import type { FixReport } from '../../protocol/fixReport.js';
+import { InputError } from '../../protocol/inputError.js';
+import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
+import { EMPTY_PATCH } from '../../workspace/patchBytes.js';
+import { classifyBaseline, describeBrokenEnvironment } from '../verdicts/classifyBaseline.js';
+import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import { parseTestOutput } from '../verdicts/parsers.js';
+import { countTests, emptyReport, type TestOutcome, type TestReport } from '../verdicts/testReport.js';
+import { writeOutputs } from './fixReport.js';
+import { hookNote, type RunScope, throwIfCancelled } from './fixRun.js';
+import type { RunCells, TestRun } from './runCells.js';
+
+/**
+ * The tests could not run on the base commit (a command or module missing, no test ran, the
+ * network refused, a timeout): bad input, not a failed fix. Carries the report that says so.
+ */
+export class BrokenEnvironmentError extends InputError {
+  constructor(message: string, readonly report: FixReport) {
+    super(message);
+  }
+}
+
+export interface BaselineInput extends RunScope {
+  cells: RunCells;
+}
+
+/** The base commit's test run: its verdict, and the per-test report regressions are judged against. */
+export interface Baseline {
+  verdict: Verdict;
+  report: TestReport | null;
+}
+
+/**
+ * Phase 2, baseline: the failing run on the base commit is the oracle (kept across a resume).
+ * A broken environment ends the run here (BrokenEnvironmentError, with its report written),
+ * and so does a green baseline unless the request allows it (InputError).
+ */
+export async function runBaseline(input: BaselineInput): Promise<Baseline> {
+  const { run, request, deps, cells } = input;
+  const { store, progress } = deps;
+  const stored = run.resumed ? parseStoredBaseline(store.getRun(run.runId)?.baseline_json ?? null) : null;
+  let baseline: Baseline;
+  if (stored) {
+    baseline = stored;
+    progress('baseline: kept from the interrupted run');
+  } else {
+    progress('baseline: running the tests on the base commit');
+    const baselineWt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-baseline`);
+    let baselineTest: TestRun;
+    try {
+      baselineTest = await cells.testCell(baselineWt.path, 'baseline', null);
+    } finally {
+      await cells.cleanUp(baselineWt);
+    }
+    throwIfCancelled(deps.signal);
+    const { result: baselineRun, output: baselineOutput } = baselineTest;
+    const verdict = judgeTestRun(baselineRun.exit_code, baselineOutput, null, baselineTest.written);
+    const report = baselineTest.written ?? parseTestOutput(baselineOutput);
+    // A baseline whose tests never ran says nothing about the code: stop before any attempt.
+    const broken = classifyBaseline({
+      exitCode: baselineRun.exit_code, timedOut: baselineRun.timed_out, output: baselineOutput, report, testCmd: run.testCmd, cellTimeoutS: request.cell_timeout_s,
+    });
+    if (broken) {
+      const message = describeBrokenEnvironment(broken);
+      const fixReport: FixReport = {
+        run_id: run.runId, status: 'broken_environment', repo: run.repo, base_commit: run.base, test_cmd: run.testCmd, provider: deps.provider.name, image: run.image, model: deps.model.spec,
+        baseline: verdict, environment: broken, dependencies: cells.dependencies, attempts: [], winner: null, best: null, ground_truth: null, applied_to: null, cells: store.cellCount(run.runId), duration_ms: Date.now() - run.started,
+      };
+      store.finishRun(run.runId, 'failed', null, { ...fixReport, error: message });
+      writeOutputs(request.out_dir, fixReport, EMPTY_PATCH);
+      throw new BrokenEnvironmentError(message, fixReport);
+    }
+    store.setBaseline(run.runId, { verdict, tests: report ? [...report.tests] : [], framework: report?.framework ?? null });
+    baseline = { verdict, report };
+  }
+  const v = baseline.verdict;
+  progress(`baseline: exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.framework ? ` (${v.framework})` : ''}${hookNote(v)}`);
+  if (v.exit_code === 0 && !request.allow_green_baseline) {
+    store.finishRun(run.runId, 'failed', null, { error: 'green baseline' });
+    throw new InputError(`the tests already pass on the base commit (${run.testCmd}), so there is no failing test to fix; write one that shows the bug, or pass --allow-green-baseline`);
+  }
+  return baseline;
+}
+
+function parseStoredBaseline(json: string | null): Baseline | null {
+  if (!json) return null;
+  const stored = JSON.parse(json) as { verdict: Verdict; tests: [string, TestOutcome][]; framework: string | null };
+  const report = stored.framework ? countTests({ ...emptyReport(stored.framework), tests: new Map(stored.tests) }) : null;
+  return { verdict: stored.verdict, report };
+}

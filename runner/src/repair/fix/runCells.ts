@@ -1,0 +1,77 @@
+import type { FixReport } from '../../protocol/fixReport.js';
+import type { CellResult } from '../../protocol/cellResult.js';
+import { type AttemptWorktree, destroyAttemptWorktree } from '../../workspace/attemptWorktree.js';
+import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
+import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
+import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
+import type { TestReport } from '../verdicts/testReport.js';
+import type { RunScope } from './fixRun.js';
+
+/** A test cell's result, its console, and the report its build tool wrote (null: none). */
+export interface TestRun {
+  result: CellResult;
+  output: string;
+  written: TestReport | null;
+}
+
+/**
+ * The cells of one run: every command of every phase goes through here, so each is labelled
+ * with its run, purpose and attempt, sees the run's shared dependencies, and is recorded.
+ */
+export class RunCells {
+  private deps!: SharedDependencies;
+  /** The shared dependencies as the report names them. */
+  dependencies: FixReport['dependencies'] = [];
+  private sharedSpec!: { mount_at: string; shared_deps: { source: string; target: string; layer: 'overlay' | 'read-only' }[] };
+  private readonly layers: 'overlay' | 'read-only';
+
+  constructor(private readonly scope: RunScope) {
+    // Every cell sees the attempt at the repository's own path, with the checkout's installed
+    // dependencies: absolute paths baked into installed tooling then resolve to the attempt.
+    // qemu cells make the writable layer inside the guest; host and docker cells need a root runner to mount it.
+    this.layers = scope.deps.provider.name === 'qemu' || (process.getuid?.() ?? 0) === 0 ? 'overlay' : 'read-only';
+    this.useDeps(scope.run.shared, 'from the checkout');
+  }
+
+  useDeps(found: SharedDependencies, from: string): void {
+    const repo = this.scope.run.repo;
+    this.deps = found;
+    this.dependencies = found.deps.map((d) => ({ kind: d.kind, source: d.source, target: d.target, detail: d.detail, shared: describeSharedDep(d, repo, this.layers).replace('from the checkout', from) }));
+    this.sharedSpec = { mount_at: repo, shared_deps: found.deps.map((d) => ({ source: d.source, target: d.target, layer: d.layer })) };
+  }
+
+  async cell(worktree: string, command: string, purpose: string, attemptIdx: number | null, how: { allowNet?: string[]; noDeps?: boolean } = {}): Promise<CellResult> {
+    const { run, request, deps } = this.scope;
+    // Test runs name their tests (regressions need the baseline's passing ones).
+    const env = { ...(how.noDeps ? {} : this.deps.env), ...(purpose === 'run_command' || purpose === 'install' ? {} : TEST_REPORTING_ENV) };
+    const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
+    const r = await deps.provider.run(
+      {
+        image: run.image, worktree, ...(how.noDeps ? { mount_at: run.repo } : this.sharedSpec), cmd: command, env, allow_net: allowNet.length > 0 ? allowNet : false,
+        capture_diff: purpose !== 'install', timeout_s: request.cell_timeout_s,
+        labels: { 'forge.run': run.runId, 'forge.purpose': purpose, ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }) },
+      },
+      deps.signal ? { signal: deps.signal } : {},
+    );
+    deps.store.recordCell(run.runId, attemptIdx, purpose, r, command);
+    return r;
+  }
+
+  /**
+   * The test command in a cell, and what it said: the console, and the report its build tool
+   * wrote (Maven, Gradle: JUnit XML in the worktree), read before the worktree goes.
+   */
+  async testCell(worktree: string, purpose: string, attemptIdx: number | null): Promise<TestRun> {
+    const before = snapshotJunitReports(worktree);
+    const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx);
+    return { result, output: testOutputOf(result), written: readJunitReports(worktree, before) };
+  }
+
+  /**
+   * A worktree whose cleanup fails (a cell can make a tree hard to remove) must not end the
+   * run and lose every other attempt's result: the failure is said, gc finishes the job.
+   */
+  async cleanUp(wt: AttemptWorktree, how: { keepBranch?: boolean } = {}): Promise<void> {
+    await destroyAttemptWorktree(wt, how).catch((e: Error) => this.scope.deps.progress(`cleanup: ${wt.attemptId} could not be removed (${e.message.split('\n')[0]}); forge-runner gc --repo ${this.scope.run.repo} removes it later`));
+  }
+}

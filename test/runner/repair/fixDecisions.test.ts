@@ -1,0 +1,195 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FixReportSchema } from '../../../runner/src/protocol/fixReport.js';
+import { type FixRequestInput, FixRequestSchema } from '../../../runner/src/protocol/fixRequest.js';
+import { InputError } from '../../../runner/src/protocol/inputError.js';
+import { ReplayModel } from '../../../runner/src/repair/models/replayModel.js';
+import type { ReplayScript } from '../../../runner/src/repair/models/replayScript.js';
+import { BrokenEnvironmentError, type FixDeps, runFix } from '../../../runner/src/repair/runFix.js';
+import { openStore } from '../../../runner/src/store/openStore.js';
+import { RunStore } from '../../../runner/src/store/runStore.js';
+import { type FakeCell, type FakeCellOutcome, FakeCellProvider, type FakeCellScript, pytestOutput } from '../../helpers/fakeCellProvider.js';
+import { git, makeRepo } from '../../helpers/gitRepo.js';
+
+/**
+ * The fix pipeline's decisions, in process: real git worktrees and the real tools, a replay
+ * model, and cells whose results a script derives from the worktree files (no process runs).
+ * fixPipeline.test.ts checks the same pipeline end to end with real cells.
+ */
+
+const BUGGY = 'def average(values):\n    return sum(values) / (len(values) + 1)\n\n\ndef total(values):\n    return sum(values)\n';
+const FIX = { name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string: 'return sum(values) / len(values)' } } as const;
+/** Fixes average, and breaks total (which passed on the base): a regression. */
+const FIX_WITH_REGRESSION = { name: 'edit_file', arguments: { path: 'calc.py', old_string: '    return sum(values) / (len(values) + 1)\n\n\ndef total(values):\n    return sum(values)', new_string: '    return sum(values) / len(values)\n\n\ndef total(values):\n    return 0' } } as const;
+const FINISH = { name: 'finish', arguments: { summary: 'done' } } as const;
+const TEST_CMD = 'python3 -m pytest -q';
+
+/** pytest on calc.py as it is in the cell's worktree. */
+const calcTests = (cell: FakeCell): FakeCellOutcome => {
+  const calc = cell.read('calc.py') ?? '';
+  return pytestOutput({
+    'test_calc.py::test_average': calc.includes('return sum(values) / len(values)\n'),
+    'test_calc.py::test_total': /def total\(values\):\n {4}return sum\(values\)\n/.test(calc),
+  });
+};
+const isTestRun = (cell: FakeCell) => cell.cmd === TEST_CMD;
+const ok: FakeCellOutcome = { exit_code: 0, output: '' };
+const script = (custom: (cell: FakeCell) => FakeCellOutcome | null = () => null): FakeCellScript => (cell) => custom(cell) ?? (isTestRun(cell) ? calcTests(cell) : ok);
+
+describe('fix pipeline decisions (fake cells, replay model, in process)', function () {
+  let stateDir: string;
+  let store: RunStore;
+  let repo: { dir: string; cleanup: () => void };
+  let lines: string[];
+
+  beforeEach(() => {
+    stateDir = mkdtempSync(join(tmpdir(), 'forge-decisions-'));
+    store = new RunStore(openStore(join(stateDir, 'forge.db')));
+    repo = makeRepo({ 'calc.py': BUGGY, 'test_calc.py': 'from calc import average\n' });
+    lines = [];
+  });
+  afterEach(() => {
+    repo.cleanup();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  const request = (over: Partial<FixRequestInput> = {}) => FixRequestSchema.parse({ repo: repo.dir, issue: 'average is wrong', model: 'replay:fake', test_cmd: TEST_CMD, attempts: 2, ...over });
+  const deps = (provider: FakeCellProvider, attempts: ReplayScript['attempts'], signal?: AbortSignal): FixDeps => ({
+    store, provider, model: new ReplayModel('replay:fake', { version: 1, attempts }), progress: (l) => lines.push(l), ...(signal ? { signal } : {}),
+  });
+  const forgeBranches = () => git(repo.dir, 'branch', '--list', 'forge/*').split('\n').map((b) => b.trim()).filter(Boolean);
+  const worktrees = () => git(repo.dir, 'worktree', 'list').trim().split('\n').length;
+  const purposes = (p: FakeCellProvider) => p.cells.map((c) => `${c.purpose}${c.attempt === null ? '' : `:${c.attempt}`}`);
+
+  it('a regression-causing attempt loses to the correct one; ground truth passes; only the winner branch remains', async () => {
+    const provider = new FakeCellProvider(script());
+    const { report, exitCode } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX_WITH_REGRESSION] }, { tool_calls: [FINISH] }], [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
+    FixReportSchema.parse(report);
+    assert.equal(exitCode, 0);
+    assert.equal(report.status, 'fixed');
+    assert.equal(report.baseline.green, false);
+    const [a0, a1] = report.attempts;
+    assert.equal(a0!.verdict!.green, false, 'the attempt that broke total must be red');
+    assert.deepEqual(a0!.verdict!.regressions, ['test_calc.py::test_total']);
+    assert.equal(a1!.verdict!.green, true);
+    assert.deepEqual(report.winner!.attempts, [`${report.run_id}-a1`]);
+    assert.equal(report.ground_truth!.verdict!.green, true);
+    assert.deepEqual(forgeBranches(), [report.winner!.branch]);
+    assert.equal(worktrees(), 1, 'every attempt worktree is gone');
+    assert.match(git(repo.dir, 'show', `${report.winner!.branch!}:calc.py`), /return sum\(values\) \/ len\(values\)\n/);
+    assert.equal(git(repo.dir, 'status', '--porcelain'), '', "the user's tree is untouched");
+    assert.equal(store.getRun(report.run_id)!.status, 'fixed');
+    assert.equal(store.getRun(report.run_id)!.winner_attempt, 1);
+    assert.equal(store.cellCount(report.run_id), provider.cells.length);
+    assert.deepEqual(purposes(provider).filter((p) => !p.startsWith('verdict')), ['baseline', 'ground_truth']);
+    assert.deepEqual(purposes(provider).filter((p) => p.startsWith('verdict')).sort(), ['verdict:0', 'verdict:1']);
+  });
+
+  it('a green baseline is refused before any attempt', async () => {
+    const provider = new FakeCellProvider(script((c) => (isTestRun(c) ? pytestOutput({ 'test_calc.py::test_average': true }) : null)));
+    await assert.rejects(runFix(request(), deps(provider, [[{ tool_calls: [FIX] }]])), (e: Error) => e instanceof InputError && /already pass on the base commit/.test(e.message));
+    assert.deepEqual(purposes(provider), ['baseline']);
+    const [run] = store.listRuns(10);
+    assert.equal(run!.status, 'failed');
+    assert.ok(store.attempts(run!.id).every((a) => a.status === 'queued'), 'no attempt started');
+    assert.deepEqual(forgeBranches(), []);
+  });
+
+  it('a broken environment stops the run with zero attempts, and says so in report.json', async () => {
+    const out = join(stateDir, 'out');
+    const provider = new FakeCellProvider(script((c) => (isTestRun(c) ? { exit_code: 127, output: 'sh: 1: pytest: not found\n' } : null)));
+    await assert.rejects(runFix(request({ out_dir: out }), deps(provider, [[{ tool_calls: [FIX] }]])), (e: Error) => {
+      assert.ok(e instanceof BrokenEnvironmentError, e.message);
+      assert.equal(e.report.status, 'broken_environment');
+      assert.equal(e.report.environment!.cause, 'command_not_found');
+      assert.deepEqual(e.report.attempts, []);
+      return true;
+    });
+    assert.deepEqual(purposes(provider), ['baseline']);
+    assert.equal(FixReportSchema.parse(JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'))).environment!.cause, 'command_not_found');
+    assert.match(readFileSync(join(out, 'summary.md'), 'utf8'), /no attempt was started/);
+    assert.equal(worktrees(), 1);
+  });
+
+  it('a winner whose diff fails on a fresh checkout is not a fix', async () => {
+    const provider = new FakeCellProvider(script((c) => (c.purpose === 'ground_truth' ? pytestOutput({ 'test_calc.py::test_average': false }) : null)));
+    const { report, exitCode } = await runFix(request({ attempts: 1 }), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
+    assert.equal(exitCode, 1);
+    assert.equal(report.status, 'not_fixed');
+    assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
+    assert.equal(report.ground_truth!.applied, true);
+    assert.equal(report.ground_truth!.verdict!.green, false);
+    assert.equal(report.winner, null);
+    assert.deepEqual(report.best!.attempts, [`${report.run_id}-a0`]);
+    assert.deepEqual(forgeBranches(), [], 'no branch is kept for a fix that is not one');
+    assert.equal(store.getRun(report.run_id)!.status, 'not_fixed');
+  });
+
+  it('all attempts failing: not fixed, and the report names the closest attempt', async () => {
+    const provider = new FakeCellProvider(script());
+    const { report, exitCode } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX_WITH_REGRESSION] }], [{ content: 'I give up' }]]));
+    assert.equal(exitCode, 1);
+    assert.equal(report.winner, null);
+    assert.equal(report.ground_truth, null, 'nothing to check on a fresh checkout');
+    assert.deepEqual(report.best!.attempts, [`${report.run_id}-a0`]);
+    assert.deepEqual(forgeBranches(), []);
+    assert.equal(worktrees(), 1);
+  });
+
+  it('an attempt whose change could not be captured completely cannot win', async () => {
+    const provider = new FakeCellProvider(script((c) => (c.purpose === 'verdict' && c.attempt === 0 ? { ...calcTests(c), diff: { incomplete: 'deadline' } } : null)));
+    const { report } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
+    assert.equal(report.status, 'fixed');
+    assert.equal(report.attempts[0]!.status, 'failed');
+    assert.match(report.attempts[0]!.error!, /could not be captured completely \(deadline\)/);
+    assert.equal(report.attempts[0]!.verdict, null);
+    assert.deepEqual(report.winner!.attempts, [`${report.run_id}-a1`]);
+  });
+
+  it('a failing --install-cmd stops the run with its last lines and leaves no worktree', async () => {
+    const provider = new FakeCellProvider(script((c) => (c.purpose === 'install' ? { exit_code: 7, output: 'fetching\nno such package\n' } : null)));
+    await assert.rejects(runFix(request({ install_cmd: 'pip install nothing' }), deps(provider, [[{ tool_calls: [FIX] }]])), (e: Error) => e instanceof InputError && /install command failed \(exit 7\): fetching \| no such package; fix --install-cmd/.test(e.message));
+    assert.deepEqual(purposes(provider), ['install']);
+    assert.equal(worktrees(), 1, 'the install worktree was left behind');
+    assert.equal(store.listRuns(10)[0]!.status, 'failed');
+  });
+
+  it('cancel mid-run leaves the unfinished attempt not finished; a resume keeps the finished one and redoes the rest', async () => {
+    const attempts: ReplayScript['attempts'] = [
+      [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }],
+      [{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 30' } }] }, { tool_calls: [FINISH] }],
+    ];
+    const abort = new AbortController();
+    const provider = new FakeCellProvider(script((c) => (c.purpose === 'run_command' ? { ...ok, hang: true } : null)));
+    provider.onCell = (c) => {
+      if (c.purpose === 'run_command' && c.attempt === 1) abort.abort();
+    };
+    // One attempt at a time: attempt 0 has finished when attempt 1 is cancelled.
+    await assert.rejects(runFix(request({ concurrency: 1 }), deps(provider, attempts, abort.signal)), /cancelled/);
+    const [run] = store.listRuns(10);
+    const runId = run!.id;
+    assert.equal(run!.status, 'interrupted');
+    const rows = store.attempts(runId);
+    assert.equal(rows[0]!.status, 'finished');
+    assert.equal(rows[1]!.status, 'running', 'a cancelled attempt is not recorded as finished');
+    assert.ok(!existsSync(join(repo.dir, '.git', 'forge-cells', `${runId}-a1`)), "the cancelled attempt's worktree is gone");
+    const cellsBefore = provider.cells.length;
+
+    provider.setScript(script());
+    lines = [];
+    const { report } = await runFix(request({ resume_run_id: runId, allow_dirty: true }), deps(provider, attempts));
+    assert.equal(report.run_id, runId);
+    assert.equal(report.status, 'fixed');
+    assert.deepEqual(report.winner!.attempts, [`${runId}-a0`]);
+    assert.ok(lines.includes('attempt 0: finished before the interruption, kept'), lines.join('\n'));
+    assert.ok(lines.includes('baseline: kept from the interrupted run'), lines.join('\n'));
+    const resumedCells = provider.cells.slice(cellsBefore);
+    assert.ok(resumedCells.every((c) => c.attempt !== 0 && c.purpose !== 'baseline'), `attempt 0 or the baseline ran again: ${purposes(provider).slice(cellsBefore).join(', ')}`);
+    assert.ok(resumedCells.some((c) => c.purpose === 'verdict' && c.attempt === 1), 'attempt 1 was redone');
+    assert.deepEqual(forgeBranches(), [`forge/attempt/${runId}-a0`]);
+    assert.equal(worktrees(), 1);
+    await assert.rejects(runFix(request({ resume_run_id: runId }), deps(provider, attempts)), /already ended/);
+  });
+});
