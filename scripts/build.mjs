@@ -2,7 +2,7 @@
 // loaded by VS Code's extension host (CommonJS, `vscode` provided at runtime); the webview
 // runs in the browser sandbox of a webview panel.
 import { build } from 'esbuild';
-import { chmod, copyFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, rm, writeFile } from 'node:fs/promises';
 
 const common = { bundle: true, sourcemap: true, logLevel: 'warning', legalComments: 'none' };
 
@@ -20,12 +20,39 @@ const stubSsh2 = {
   },
 };
 
+// dockerode pulls in @grpc/grpc-js, protobufjs, tar-fs and more (over 1 MB): reading,
+// compiling and evaluating them cost every CLI command that merely imports a module able to
+// talk to Docker (`cell run --provider host` reaches it through the provider registry). It is
+// bundled on its own (dist/runner-chunks/dockerode.cjs) and required on the first `new Docker()`.
+const lazyDockerode = {
+  name: 'lazy-dockerode',
+  setup(b) {
+    b.onResolve({ filter: /^dockerode$/ }, () => ({ path: 'dockerode', namespace: 'forge-lazy' }));
+    b.onLoad({ filter: /^dockerode$/, namespace: 'forge-lazy' }, () => ({
+      contents: [
+        "import { createRequire } from 'node:module';",
+        // This shim lands in a chunk (dist/runner-chunks/) or, should the graph change, in dist/runner.js.
+        "const here = import.meta.url.includes('/runner-chunks/') ? './dockerode.cjs' : './runner-chunks/dockerode.cjs';",
+        'let real;',
+        'export default function Docker(...args) {',
+        '  real ??= createRequire(import.meta.url)(here);',
+        '  return new real(...args);',
+        '}',
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
 const lazyExtensionDeps = {
   name: 'lazy-extension-deps',
   setup(b) {
     b.onResolve({ filter: /\/lazyDeps\.js$/ }, () => ({ path: './extension-deps.cjs', external: true }));
   },
 };
+
+// Chunk names carry content hashes: drop the previous build's, or the VSIX ships stale ones.
+await rm('dist/runner-chunks', { recursive: true, force: true });
 
 await Promise.all([
   build({
@@ -39,16 +66,27 @@ await Promise.all([
   }),
   build({
     ...common,
+    stdin: { contents: "module.exports = require('dockerode');", resolveDir: process.cwd(), loader: 'js' },
+    outfile: 'dist/runner-chunks/dockerode.cjs',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    plugins: [stubSsh2],
+    sourcemap: false,
+  }),
+  build({
+    ...common,
     entryPoints: { runner: 'runner/src/cli/entry.ts' },
     outdir: 'dist',
-    // Chunks: `serve --stdio` loads its handshake first and the rest in the background.
+    // Chunks: `serve --stdio` loads its handshake first and the rest in the background; each
+    // CLI command loads its own module and what that imports (runner/src/cli/main.ts).
     splitting: true,
     chunkNames: 'runner-chunks/[name]-[hash]',
     platform: 'node',
     target: 'node20',
     format: 'esm',
     // Bundled CommonJS dependencies call require() for Node built-ins.
-    plugins: [stubSsh2],
+    plugins: [stubSsh2, lazyDockerode],
     // Native addon: loaded from node_modules at run time, never bundled.
     external: ['better-sqlite3'],
     // Half the bytes to read and compile at every start (the extension spawns it on
