@@ -44,6 +44,21 @@ const lazyDockerode = {
   },
 };
 
+// dockerode's BuildKit session (@grpc/grpc-js, @grpc/proto-loader, protobufjs: most of its
+// bytes) serves only buildImage with version 2, which the runner never asks for. It is a
+// third file, required on the first such call.
+const lazyDockerodeSession = {
+  name: 'lazy-dockerode-session',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/session$/ }, (args) => (/dockerode[\\/]lib[\\/]docker\.js$/.test(args.importer) ? { path: 'session', namespace: 'forge-lazy' } : undefined));
+    b.onLoad({ filter: /^session$/, namespace: 'forge-lazy' }, () => ({
+      contents: "module.exports = function withSession(...args) { return require('./dockerode-session.cjs')(...args); };",
+      loader: 'js',
+    }));
+    b.onResolve({ filter: /^\.\/dockerode-session\.cjs$/ }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
 const lazyExtensionDeps = {
   name: 'lazy-extension-deps',
   setup(b) {
@@ -71,7 +86,16 @@ await Promise.all([
     platform: 'node',
     target: 'node20',
     format: 'cjs',
-    plugins: [stubSsh2],
+    plugins: [stubSsh2, lazyDockerodeSession],
+    sourcemap: false,
+  }),
+  build({
+    ...common,
+    stdin: { contents: "module.exports = require('dockerode/lib/session.js');", resolveDir: process.cwd(), loader: 'js' },
+    outfile: 'dist/runner-chunks/dockerode-session.cjs',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
     sourcemap: false,
   }),
   build({
