@@ -10,6 +10,7 @@ import { interleaved, median, pairedRatio, timeSpawn } from './measure.js';
  * runs it, against what it wraps: `--version` against a bare `node -e 0`; a one-shot host cell
  * against a bare node start plus a bare bubblewrap sandbox; a one-shot docker cell against
  * `docker run --rm` (when `image` is given). All variants interleaved in the same rounds.
+ * FORGE_BENCH_RUNNER=path/to/runner.js measures another build (e.g. the one before a change).
  */
 export async function benchCliStartup(runs: number, image: string | null): Promise<BenchLine[]> {
   const runner = resolve(process.env.FORGE_BENCH_RUNNER ?? join('dist', 'runner.js'));
