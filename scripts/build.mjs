@@ -2,7 +2,7 @@
 // loaded by VS Code's extension host (CommonJS, `vscode` provided at runtime); the webview
 // runs in the browser sandbox of a webview panel.
 import { build } from 'esbuild';
-import { chmod, copyFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, rm, writeFile } from 'node:fs/promises';
 
 const common = { bundle: true, sourcemap: true, logLevel: 'warning', legalComments: 'none' };
 
@@ -20,12 +20,54 @@ const stubSsh2 = {
   },
 };
 
+// dockerode pulls in @grpc/grpc-js, protobufjs, tar-fs and more (over 1 MB): reading,
+// compiling and evaluating them cost every CLI command that merely imports a module able to
+// talk to Docker (`cell run --provider host` reaches it through the provider registry). It is
+// bundled on its own (dist/runner-chunks/dockerode.cjs) and required on the first `new Docker()`.
+const lazyDockerode = {
+  name: 'lazy-dockerode',
+  setup(b) {
+    b.onResolve({ filter: /^dockerode$/ }, () => ({ path: 'dockerode', namespace: 'forge-lazy' }));
+    b.onLoad({ filter: /^dockerode$/, namespace: 'forge-lazy' }, () => ({
+      contents: [
+        "import { createRequire } from 'node:module';",
+        // This shim lands in a chunk (dist/runner-chunks/) or, should the graph change, in dist/runner.js.
+        "const here = import.meta.url.includes('/runner-chunks/') ? './dockerode.cjs' : './runner-chunks/dockerode.cjs';",
+        'let real;',
+        'export default function Docker(...args) {',
+        '  real ??= createRequire(import.meta.url)(here);',
+        '  return new real(...args);',
+        '}',
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
+// dockerode's BuildKit session (@grpc/grpc-js, @grpc/proto-loader, protobufjs: most of its
+// bytes) serves only buildImage with version 2, which the runner never asks for. It is a
+// third file, required on the first such call.
+const lazyDockerodeSession = {
+  name: 'lazy-dockerode-session',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/session$/ }, (args) => (/dockerode[\\/]lib[\\/]docker\.js$/.test(args.importer) ? { path: 'session', namespace: 'forge-lazy' } : undefined));
+    b.onLoad({ filter: /^session$/, namespace: 'forge-lazy' }, () => ({
+      contents: "module.exports = function withSession(...args) { return require('./dockerode-session.cjs')(...args); };",
+      loader: 'js',
+    }));
+    b.onResolve({ filter: /^\.\/dockerode-session\.cjs$/ }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
 const lazyExtensionDeps = {
   name: 'lazy-extension-deps',
   setup(b) {
     b.onResolve({ filter: /\/lazyDeps\.js$/ }, () => ({ path: './extension-deps.cjs', external: true }));
   },
 };
+
+// Chunk names carry content hashes: drop the previous build's, or the VSIX ships stale ones.
+await rm('dist/runner-chunks', { recursive: true, force: true });
 
 await Promise.all([
   build({
@@ -39,16 +81,36 @@ await Promise.all([
   }),
   build({
     ...common,
+    stdin: { contents: "module.exports = require('dockerode');", resolveDir: process.cwd(), loader: 'js' },
+    outfile: 'dist/runner-chunks/dockerode.cjs',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    plugins: [stubSsh2, lazyDockerodeSession],
+    sourcemap: false,
+  }),
+  build({
+    ...common,
+    stdin: { contents: "module.exports = require('dockerode/lib/session.js');", resolveDir: process.cwd(), loader: 'js' },
+    outfile: 'dist/runner-chunks/dockerode-session.cjs',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    sourcemap: false,
+  }),
+  build({
+    ...common,
     entryPoints: { runner: 'runner/src/cli/entry.ts' },
     outdir: 'dist',
-    // Chunks: `serve --stdio` loads its handshake first and the rest in the background.
+    // Chunks: `serve --stdio` loads its handshake first and the rest in the background; each
+    // CLI command loads its own module and what that imports (runner/src/cli/main.ts).
     splitting: true,
     chunkNames: 'runner-chunks/[name]-[hash]',
     platform: 'node',
     target: 'node20',
     format: 'esm',
     // Bundled CommonJS dependencies call require() for Node built-ins.
-    plugins: [stubSsh2],
+    plugins: [stubSsh2, lazyDockerode],
     // Native addon: loaded from node_modules at run time, never bundled.
     external: ['better-sqlite3'],
     // Half the bytes to read and compile at every start (the extension spawns it on

@@ -7,10 +7,10 @@ export function median(values: number[]): number {
 }
 
 /** Wall time of one child process from spawn to exit, in ms. */
-export function timeSpawn(cmd: string, args: string[]): Promise<number> {
+export function timeSpawn(cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve, reject) => {
     const t = performance.now();
-    const child = spawn(cmd, args, { stdio: 'ignore' });
+    const child = spawn(cmd, args, { stdio: 'ignore', env });
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve(performance.now() - t) : reject(new Error(`${cmd} exited ${code}`))));
   });

@@ -9,6 +9,7 @@ import { benchSharedDependencies } from './sharedDependencies.js';
 import { benchFixIsolation, benchFixScaling } from './fixPipeline.js';
 import { benchQemuCells } from './qemuCellOverhead.js';
 import { benchExtensionStartup } from './extensionStartup.js';
+import { benchCliStartup } from './cliStartup.js';
 import { findQemuTools } from '../../runner/src/cells/qemu/qemuRuntime.js';
 
 const DOCKER_BENCH_IMAGE = process.env.FORGE_BENCH_IMAGE ?? 'forge-test/busybox:1';
@@ -21,6 +22,13 @@ async function main(): Promise<void> {
   const suites: Record<string, { rounds: number; lines: BenchLine[] }> = {};
   if (process.argv.includes('--only-extension')) {
     suites['extension startup'] = { rounds: 10, lines: await benchExtensionStartup(10) };
+    return report(suites);
+  }
+  if (process.argv.includes('--only-cli')) {
+    const image = (await dockerImageReady(DOCKER_BENCH_IMAGE)) ? DOCKER_BENCH_IMAGE : null;
+    if (!image) console.error(`CLI startup: docker cell skipped, no engine or no image ${DOCKER_BENCH_IMAGE}`);
+    const cliRounds = runsArg > 0 ? runs : 15;
+    suites['CLI startup (dist/runner.js)'] = { rounds: cliRounds, lines: await benchCliStartup(cliRounds, image) };
     return report(suites);
   }
   if (process.argv.includes('--only-deps')) {
@@ -44,7 +52,10 @@ async function main(): Promise<void> {
   console.error('diff capture: 20,000-file worktree, 1,000 changed files...');
   suites['diff capture'] = { rounds: worktreeRounds, lines: await benchDiffCapture(20_000, 1_000, worktreeRounds) };
   const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-  const dockerReady = await docker.ping().then(() => docker.getImage(DOCKER_BENCH_IMAGE).inspect()).then(() => true, () => false);
+  const dockerReady = await dockerImageReady(DOCKER_BENCH_IMAGE);
+  console.error('CLI startup: dist/runner.js --version, one-shot host and docker cells...');
+  const cliRounds = Math.max(10, Math.floor(runs / 3));
+  suites['CLI startup (dist/runner.js)'] = { rounds: cliRounds, lines: await benchCliStartup(cliRounds, dockerReady ? DOCKER_BENCH_IMAGE : null) };
   if (dockerReady) {
     console.error(`docker cells (${DOCKER_BENCH_IMAGE})...`);
     const dockerRounds = Math.max(15, Math.floor(runs / 2));
@@ -72,6 +83,11 @@ async function main(): Promise<void> {
     console.error(`docker cells: skipped, no engine or no image ${DOCKER_BENCH_IMAGE} (scripts/ensure-dockerd.sh, scripts/build-test-images.sh)`);
   }
   report(suites);
+}
+
+function dockerImageReady(image: string): Promise<boolean> {
+  const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+  return docker.ping().then(() => docker.getImage(image).inspect()).then(() => true, () => false);
 }
 
 function report(suites: Record<string, { rounds: number; lines: BenchLine[] }>): void {

@@ -1,15 +1,23 @@
-// dist/runner.js. `serve --stdio` is what the extension spawns on every start: it skips the
-// CLI's command tree and loads the rest of the runner while it answers the handshake.
+// dist/runner.js. Each command loads only what it uses: `--version` answers from here,
+// `serve --stdio` (what the extension spawns on every start) skips the CLI's command tree and
+// loads the rest of the runner while it answers the handshake, and main.ts loads one command's
+// module (runner/src/cli/main.ts: COMMANDS).
 import { closeInheritedDescriptors } from '../cells/inheritedDescriptors.js';
+import { RUNNER_VERSION } from './version.js';
 
-// Before anything starts a child: no descriptor the runner inherited reaches a cell.
-closeInheritedDescriptors();
 const argv = process.argv.slice(2);
-if (argv.length === 2 && argv[0] === 'serve' && argv[1] === '--stdio') {
-  const { serveStdio } = await import('../server/serveStdio.js');
-  // Handles (stdin, timers of instance drivers) would keep the process alive after the end.
-  process.exit(await serveStdio());
+if (argv[0] === '--version' || argv[0] === '-V') {
+  // What commander prints for the program's version option, whatever follows it.
+  process.stdout.write(`${RUNNER_VERSION}\n`);
 } else {
-  const { main } = await import('./main.js');
-  process.exitCode = await main(argv);
+  // Before anything starts a child: no descriptor the runner inherited reaches a cell.
+  closeInheritedDescriptors();
+  if (argv.length === 2 && argv[0] === 'serve' && argv[1] === '--stdio') {
+    const { serveStdio } = await import('../server/serveStdio.js');
+    // Handles (stdin, timers of instance drivers) would keep the process alive after the end.
+    process.exit(await serveStdio());
+  } else {
+    const { main } = await import('./main.js');
+    process.exitCode = await main(argv);
+  }
 }

@@ -1,0 +1,103 @@
+import { type Command, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { collectHealth, createProvider, providerNames } from '../cells/providerRegistry.js';
+import { InputError } from '../protocol/inputError.js';
+import { EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
+import { formatCellResult, formatHealth, printable } from './formatCellResult.js';
+import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
+
+/** `cell run` (under `cell`); loaded only when that command runs or help lists every command. */
+export function registerCellCommand(program: Command): void {
+  const cell = program.command('cell').description('run and inspect cells');
+  cell
+    .command('run')
+    .description(
+      'Run one command in a fresh cell and print its result: exit code, bounded output, the diff of the worktree, and what isolation was enforced.\n' +
+        'One word after -- is a shell command line (/bin/sh -c); several words are an argv run without a shell.\n' +
+        'Exit status: 0 when the cell ran (whatever the command returned), 2 for bad input, 1 for an internal failure.',
+    )
+    .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
+    .option('--image <image>', 'image for docker/qemu cells, e.g. one made by forge-runner bake (host takes none)')
+    .option('--worktree <dir>', 'git worktree mounted read-write (default: a private empty directory)')
+    .option('--timeout <seconds>', 'wall-clock budget; the whole process tree is killed after it (default 300)')
+    .option('--allow-net <hosts>', 'comma-separated host names the cell may reach (default: no network)')
+    .option('--env <NAME=VALUE>', 'add a variable to the scrubbed environment (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--memory <mib>', 'memory limit in MiB (default 2048)')
+    .option('--pids <n>', 'process/thread limit (default 512)')
+    .option('--cpus <n>', 'CPU quota in cores (default: none)')
+    .option('--output-limit <bytes>', 'kill the cell after it prints this many bytes (default 268435456; 0 = never)')
+    .option('--no-diff', 'do not capture a git diff (the worktree need not be a git repository)')
+    .option('--json', 'print the CellResult as JSON')
+    .argument('<command...>', 'the command, after --')
+    .action(async (command: string[], flags: CellRunFlags & { json?: boolean }) => {
+      const spec = cellSpecFromFlags(flags, command, process.cwd());
+      const provider = createProvider(flags.provider, { prewarm: 0 });
+      const abort = new AbortController();
+      const onSignal = () => abort.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        const result = await provider.run(spec, { signal: abort.signal });
+        if (flags.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+        else process.stdout.write(formatCellResult(result));
+        for (const w of result.isolation.warnings) process.stderr.write(`forge-runner: warning: ${printable(w)}\n`);
+        process.exitCode = abort.signal.aborted ? EXIT_INTERRUPTED : EXIT_OK;
+      } finally {
+        await provider.drain();
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+}
+
+export function registerHealthCommand(program: Command): void {
+  program
+    .command('health')
+    .description('Show each cell provider: available or not, why, and what isolation it enforces on this machine.')
+    .option('--json', 'print the health report as JSON')
+    .action(async (flags: { json?: boolean }) => {
+      const report = await collectHealth();
+      process.stdout.write(flags.json ? JSON.stringify(report, null, 2) + '\n' : formatHealth(report));
+    });
+}
+
+export function registerSpecRunCommand(program: Command): void {
+  program
+    .command('spec-run')
+    .description('Run one cell from a CellSpec JSON file (schemas/cell-spec.schema.json) and print the CellResult as JSON.')
+    .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
+    .argument('<file>', 'CellSpec JSON file, or - for standard input')
+    .action(async (file: string, flags: { provider: string }) => {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(file === '-' ? await readStdin(MAX_SPEC_BYTES) : readFileSync(file, 'utf8'));
+      } catch (e) {
+        throw new InputError(`cannot read a CellSpec from ${file}: ${(e as Error).message.split('\n')[0]}`);
+      }
+      const provider = createProvider(flags.provider, { prewarm: 0 });
+      try {
+        const result = await provider.run(raw as never);
+        process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+      } finally {
+        await provider.drain();
+      }
+    });
+}
+
+const MAX_SPEC_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Standard input to its end, whatever kind of descriptor it is: a slow or non-blocking pipe
+ * (where a synchronous read fails with EAGAIN), a file, a terminal.
+ */
+async function readStdin(maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of process.stdin) {
+    total += (chunk as Buffer).length;
+    if (total > maxBytes) throw new Error(`more than ${maxBytes} bytes on standard input`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
