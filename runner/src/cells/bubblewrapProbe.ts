@@ -1,6 +1,8 @@
 import { execa } from 'execa';
-import { constants } from 'node:fs';
+import { constants, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { access } from 'node:fs/promises';
+import { release } from 'node:os';
+import { join } from 'node:path';
 
 export interface BubblewrapProbe {
   usable: boolean;
@@ -26,21 +28,67 @@ export async function findOnPath(name: string, env: NodeJS.ProcessEnv = process.
   return null;
 }
 
-export async function probeBubblewrap(env: NodeJS.ProcessEnv = process.env): Promise<BubblewrapProbe> {
+export async function probeBubblewrap(env: NodeJS.ProcessEnv = process.env, cacheDir?: string): Promise<BubblewrapProbe> {
   const path = await findOnPath('bwrap', env);
   if (!path) {
     return { usable: false, path: null, version: null, reason: 'bubblewrap (bwrap) is not installed; install it with: apt-get install bubblewrap' };
   }
-  const version = await execa(path, ['--version'], { reject: false });
-  const trial = await execa(
-    path,
-    ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--', '/bin/true'],
-    { reject: false, timeout: 10_000 },
-  );
+  const key = cacheDir ? probeKey(path) : null;
+  const cached = key && cacheDir ? readCachedProbe(cacheDir, key) : null;
+  if (cached) return cached;
+  // Two processes, side by side: a one-shot `cell run` waits for this probe.
+  const [version, trial] = await Promise.all([
+    execa(path, ['--version'], { reject: false }),
+    execa(
+      path,
+      ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--', '/bin/true'],
+      { reject: false, timeout: 10_000 },
+    ),
+  ]);
   const v = version.exitCode === 0 ? String(version.stdout).trim() : null;
   if (trial.exitCode !== 0) {
     const why = String(trial.stderr).trim().split('\n')[0] || `exit ${trial.exitCode}`;
     return { usable: false, path, version: v, reason: `bwrap at ${path} cannot create a sandbox here (${why}); enable unprivileged user namespaces or run as root` };
   }
-  return { usable: true, path, version: v, reason: `${v ?? 'bwrap'} at ${path} creates namespaces here` };
+  const probe: BubblewrapProbe = { usable: true, path, version: v, reason: `${v ?? 'bwrap'} at ${path} creates namespaces here` };
+  if (key && cacheDir) writeCachedProbe(cacheDir, key, probe);
+  return probe;
+}
+
+/** How long a successful probe is trusted (a failing one is never kept: it is retried each time). */
+const PROBE_TTL_MS = 60 * 60 * 1000;
+const PROBE_CACHE = 'bwrap-probe.json';
+
+/**
+ * What a probe result depends on: the bwrap binary, the kernel, the user. A stale "usable"
+ * can only make a cell fail with bwrap's own error, never run it with less isolation.
+ */
+function probeKey(path: string): string | null {
+  try {
+    const st = statSync(path);
+    return JSON.stringify([path, st.size, st.mtimeMs, st.ino, release(), process.getuid?.() ?? -1]);
+  } catch {
+    return null;
+  }
+}
+
+function readCachedProbe(dir: string, key: string): BubblewrapProbe | null {
+  try {
+    const saved = JSON.parse(readFileSync(join(dir, PROBE_CACHE), 'utf8')) as { key?: unknown; at?: unknown; probe?: BubblewrapProbe };
+    if (saved.key !== key || typeof saved.at !== 'number' || Date.now() - saved.at > PROBE_TTL_MS || saved.at > Date.now()) return null;
+    const p = saved.probe;
+    return p && p.usable === true && typeof p.path === 'string' && typeof p.reason === 'string' ? { usable: true, path: p.path, version: typeof p.version === 'string' ? p.version : null, reason: p.reason } : null;
+  } catch {
+    return null;
+  }
+}
+
+function writeCachedProbe(dir: string, key: string, probe: BubblewrapProbe): void {
+  try {
+    const tmp = join(dir, `${PROBE_CACHE}.${process.pid}`);
+    writeFileSync(tmp, JSON.stringify({ key, at: Date.now(), probe }), { mode: 0o600 });
+    renameSync(tmp, join(dir, PROBE_CACHE));
+  } catch {
+    // Only a cache: the next cell probes again.
+  }
 }

@@ -1,4 +1,4 @@
-import { readdir, stat, unlink } from 'node:fs/promises';
+import { readdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface RetentionPolicy {
@@ -16,8 +16,19 @@ export function logsToPrune(logs: { name: string; mtimeMs: number }[], now: numb
   return sorted.filter((l, i) => i >= policy.maxFiles || now - l.mtimeMs > policy.maxAgeMs).map((l) => l.name);
 }
 
-/** Removes cell logs beyond the retention policy. Best effort: a log in use stays. */
+/** How often a directory's logs are looked at: statting thousands of logs costs every cell tens of ms. */
+export const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
+const PRUNED_MARKER = '.pruned';
+
+/**
+ * Removes cell logs beyond the retention policy, at most once per PRUNE_INTERVAL_MS per
+ * directory (a marker file's mtime says when). Best effort: a log in use stays.
+ */
 export async function pruneCellLogs(dir: string, policy: RetentionPolicy = DEFAULT_RETENTION, now = Date.now()): Promise<number> {
+  const marker = join(dir, PRUNED_MARKER);
+  const last = (await stat(marker).catch(() => null))?.mtimeMs;
+  if (last !== undefined && now - last < PRUNE_INTERVAL_MS && last <= now) return 0;
+  await writeFile(marker, '').then(() => utimes(marker, now / 1000, now / 1000)).catch(() => undefined);
   const names = (await readdir(dir)).filter((n) => n.endsWith('.log'));
   if (names.length <= policy.maxFiles && names.length < 64) return 0;
   const logs = await Promise.all(names.map(async (name) => ({ name, mtimeMs: (await stat(join(dir, name)).catch(() => null))?.mtimeMs ?? 0 })));

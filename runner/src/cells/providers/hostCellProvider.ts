@@ -72,7 +72,7 @@ export class HostCellProvider implements CellProvider {
     this.environment ??= (async () => this.withLogRetention({
       bubblewrap: this.mode === 'off'
         ? { usable: false, path: null, version: null, reason: 'bubblewrap disabled by configuration (FORGE_BUBBLEWRAP=off)' }
-        : await probeBubblewrap(this.env),
+        : await probeBubblewrap(this.env, ensureDir(this.stateDir)),
       bash: await findOnPath('bash', this.env),
       setpriv: await findOnPath('setpriv', this.env),
       cgroups: detectCgroupSupport(),
