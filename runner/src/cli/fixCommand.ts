@@ -57,7 +57,7 @@ export function registerFixCommand(program: Command): void {
     .option('--issue-file <file>', 'the issue text, from a file')
     .option('--issue-text <text>', 'the issue text')
     .option('--test-cmd <cmd>', 'test command (default: detected from the stack)')
-    .option('--allow-net <host>', 'let every cell of the run reach this host through the egress proxy (repeatable; e.g. registry.npmjs.org for a test hook that needs it); default: no network', (v: string, all: string[] = []) => [...all, v])
+    .option('--allow-net <host>', 'let every cell of the run reach this host through the egress proxy (repeatable; e.g. registry.example.com for a test hook that needs it); default: no network', (v: string, all: string[] = []) => [...all, v])
     .option('--no-shared-deps', "don't share the checkout's installed dependencies (node_modules, .venv, the Go module cache...) with the cells; see README \"Dependencies\"")
     .option('--install-cmd <cmd>', 'install command, run in a cell on every worktree before its tests (faster: bake it into an image)')
     .option('--attempts <k>', `parallel repair attempts (${FIX_LIMITS.attempts.min} to ${FIX_LIMITS.attempts.max})`, String(FIX_LIMITS.attempts.default))
@@ -166,7 +166,7 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
   const temperature = Number(flags.temperature);
   if (!Number.isFinite(temperature)) throw new InputError(`--temperature ${flags.temperature}: expected a number from ${FIX_LIMITS.temperature.min} to ${FIX_LIMITS.temperature.max}`);
   const allowNet = flags.allowNet ?? [];
-  for (const h of allowNet) if (!hostName.safeParse(h).success) throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.npmjs.org (or *.example.com)`);
+  for (const h of allowNet) if (!hostName.safeParse(h).success) throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.example.com (or *.example.com)`);
   const request = parseFixRequest({
     repo,
     issue,

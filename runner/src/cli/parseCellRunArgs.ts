@@ -51,7 +51,7 @@ export function cellSpecFromFlags(flags: CellRunFlags, command: string[], cwd: s
   }
   if (flags.allowNet !== undefined) {
     const hosts = flags.allowNet.split(',').map((h) => h.trim()).filter(Boolean);
-    if (hosts.length === 0) throw new InputError('--allow-net: give at least one host name, e.g. --allow-net registry.npmjs.org');
+    if (hosts.length === 0) throw new InputError('--allow-net: give at least one host name, e.g. --allow-net registry.example.com');
     spec.allow_net = hosts;
   }
   return spec;

@@ -17,7 +17,7 @@ export const hostName = z
   .min(1)
   .max(253)
   .regex(/^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/, {
-    message: 'must be a host name such as registry.npmjs.org (optionally *.example.com)',
+    message: 'must be a host name such as registry.example.com (optionally *.example.com)',
   });
 
 export const CellLimitsSchema = z
