@@ -6,6 +6,7 @@ import { RunnerConnection } from '../../extension/src/runner/runnerConnection.js
 import { resolveRunnerLaunch } from '../../extension/src/runner/runnerLaunch.js';
 import { replyWithLanguageModel, toChatMessages } from '../../extension/src/flows/languageModelBridge.js';
 import { fake, LanguageModelTextPart, LanguageModelToolCallPart, LanguageModelToolResultPart } from './fakes/vscode.js';
+import { waitFor } from '../helpers/waitFor.js';
 
 describe('runner client: runtime choice, start errors, crash restart', function () {
   this.timeout(60_000);
@@ -31,7 +32,8 @@ describe('runner client: runtime choice, start errors, crash restart', function 
       state: () => undefined, crash: (detail, restarting, delayMs) => crashes.push({ detail, restarting, delayMs }), notification: () => undefined, log: () => undefined,
     });
     await assert.rejects(conn.start(), /the Forge runner exited with code 3: forge-runner: cannot open the store: disk full/);
-    await new Promise((r) => setTimeout(r, 900));
+    // The restart after 500 ms crashes again (a loaded machine may take a while to get there).
+    await waitFor(() => crashes.length >= 2, 30_000, 'the second crash').catch(() => undefined);
     await conn.stop();
     assert.ok(crashes.length >= 2, `restarted after the first crash: ${JSON.stringify(crashes)}`);
     assert.deepEqual(crashes.slice(0, 2).map((c) => [c.restarting, c.delayMs]), [[true, 500], [true, 1000]]);

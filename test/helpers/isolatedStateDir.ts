@@ -84,14 +84,29 @@ async function leakedInstances(): Promise<string[]> {
   return leaked;
 }
 
-/** Attempt worktrees still present in test repositories (which tests create under tmpdir). */
+/**
+ * Attempt worktrees still present in test repositories (which tests create under tmpdir),
+ * made by this process or by a runner it started that has exited. A worktree whose lock names
+ * another live process belongs to a suite running beside this one, which checks its own.
+ */
 function strayWorktrees(): string[] {
   const stray: string[] = [];
   for (const entry of readdirSync(tmpdir())) {
     if (!entry.startsWith('forge-test-repo-')) continue;
-    const cells = join(tmpdir(), entry, '.git', 'forge-cells');
+    const gitDir = join(tmpdir(), entry, '.git');
+    const cells = join(gitDir, 'forge-cells');
     if (!existsSync(cells)) continue;
-    for (const wt of readdirSync(cells)) stray.push(join(cells, wt));
+    for (const wt of readdirSync(cells)) {
+      let lock = '';
+      try {
+        lock = readFileSync(join(gitDir, 'worktrees', wt, 'locked'), 'utf8');
+      } catch {
+        /* not locked: counted */
+      }
+      const owner = Number(/forge-runner pid=(\d+)/.exec(lock)?.[1] ?? NaN);
+      if (Number.isInteger(owner) && owner !== process.pid && existsSync(`/proc/${owner}`)) continue;
+      stray.push(join(cells, wt));
+    }
   }
   return stray;
 }
