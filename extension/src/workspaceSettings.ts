@@ -1,15 +1,16 @@
 import * as vscode from 'vscode';
+import { FIX_LIMITS } from '../../runner/src/protocol/fixRequest.js';
 import type { ForgeSettings } from './settings.js';
 
 /** The `forge.*` settings as they are now (read on every use: the user may change them at any time). */
 export function readSettings(): ForgeSettings {
   const c = vscode.workspace.getConfiguration('forge');
   return {
-    attempts: c.get<number>('attempts', 3),
+    attempts: c.get<number>('attempts', FIX_LIMITS.attempts.default),
     provider: c.get<'host' | 'docker' | 'qemu'>('provider', 'host'),
     image: c.get<string>('image', ''),
     testCommand: c.get<string>('testCommand', ''),
     model: c.get<string>('model', ''),
-    maxTurns: c.get<number>('maxTurns', 30),
+    maxTurns: c.get<number>('maxTurns', FIX_LIMITS.max_turns.default),
   };
 }
