@@ -14,7 +14,8 @@ const stubSsh2 = {
   setup(b) {
     b.onResolve({ filter: /^ssh2$/ }, () => ({ path: 'ssh2', namespace: 'forge-stub' }));
     b.onLoad({ filter: /.*/, namespace: 'forge-stub' }, () => ({
-      contents: "module.exports = { Client: class { constructor() { throw new Error('ssh:// Docker hosts are not supported by forge-runner; use the local socket'); } } };",
+      contents:
+        "module.exports = { Client: class { constructor() { throw new Error('ssh:// Docker hosts are not supported by forge-runner; use the local socket'); } } };",
       loader: 'js',
     }));
   },
@@ -50,7 +51,9 @@ const lazyDockerode = {
 const lazyDockerodeSession = {
   name: 'lazy-dockerode-session',
   setup(b) {
-    b.onResolve({ filter: /^\.\/session$/ }, (args) => (/dockerode[\\/]lib[\\/]docker\.js$/.test(args.importer) ? { path: 'session', namespace: 'forge-lazy' } : undefined));
+    b.onResolve({ filter: /^\.\/session$/ }, (args) =>
+      /dockerode[\\/]lib[\\/]docker\.js$/.test(args.importer) ? { path: 'session', namespace: 'forge-lazy' } : undefined,
+    );
     b.onLoad({ filter: /^session$/, namespace: 'forge-lazy' }, () => ({
       contents: "module.exports = function withSession(...args) { return require('./dockerode-session.cjs')(...args); };",
       loader: 'js',
@@ -116,7 +119,9 @@ await Promise.all([
     // Half the bytes to read and compile at every start (the extension spawns it on
     // activation); stack traces map back through dist/runner.js.map with --enable-source-maps.
     minify: false,
-    banner: { js: "#!/usr/bin/env node\nimport { createRequire as __forgeCreateRequire } from 'node:module';\nconst require = __forgeCreateRequire(import.meta.url);" },
+    banner: {
+      js: "#!/usr/bin/env node\nimport { createRequire as __forgeCreateRequire } from 'node:module';\nconst require = __forgeCreateRequire(import.meta.url);",
+    },
   }),
   build({
     ...common,
@@ -153,20 +158,30 @@ await Promise.all([
     minify: true,
   }),
   // The extension-host suite (test/extension-host): run by .vscode-test.mjs and, in CI, in code-server.
-  ...['index', 'suite'].map((name) => build({
-    ...common,
-    entryPoints: [`test/extension-host/${name}.ts`],
-    outfile: `dist-test/extension-host/${name}.cjs`,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    external: ['vscode', 'mocha'],
-    sourcemap: false,
-  })),
+  ...['index', 'suite'].map((name) =>
+    build({
+      ...common,
+      entryPoints: [`test/extension-host/${name}.ts`],
+      outfile: `dist-test/extension-host/${name}.cjs`,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      external: ['vscode', 'mocha'],
+      sourcemap: false,
+    }),
+  ),
 ]);
 await chmod('dist/runner.js', 0o755);
 // Icons for the webviews (<vscode-icon> and codicon classes), served from dist/ under the CSP.
 for (const f of ['codicon.css', 'codicon.ttf']) await copyFile(`node_modules/@vscode/codicons/dist/${f}`, `dist/${f}`);
 // The runner's native SQLite module is built for this Node's ABI; the extension picks a Node
 // runtime that matches it (extension/src/runner/nodeRuntime.ts).
-await writeFile('dist/native-abi.json', JSON.stringify({ modules: process.versions.modules, node: process.versions.node.split('.')[0], platform: process.platform, arch: process.arch }) + '\n');
+await writeFile(
+  'dist/native-abi.json',
+  JSON.stringify({
+    modules: process.versions.modules,
+    node: process.versions.node.split('.')[0],
+    platform: process.platform,
+    arch: process.arch,
+  }) + '\n',
+);

@@ -40,7 +40,10 @@ function anchorsOf(file) {
     const text = m[1]
       .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // links keep their text
       .replace(/<[^>]+>/g, ''); // inline HTML
-    let slug = text.toLowerCase().replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '').replace(/\s/g, '-');
+    let slug = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     if (n > 0) slug = `${slug}-${n}`;
@@ -54,7 +57,9 @@ function anchorsOf(file) {
 /** Every inline link or image target [text](target "title") and reference definition [x]: target. */
 function linksOf(text) {
   const links = [];
-  const lines = prose(text).replace(/`[^`\n]*`/g, (s) => ' '.repeat(s.length)).split('\n');
+  const lines = prose(text)
+    .replace(/`[^`\n]*`/g, (s) => ' '.repeat(s.length))
+    .split('\n');
   lines.forEach((line, i) => {
     for (const m of line.matchAll(/\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ target: m[1], line: i + 1 });
     const def = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(\s|$)/.exec(line);

@@ -15,7 +15,8 @@ rmSync(stage, { recursive: true, force: true });
 mkdirSync(stage, { recursive: true });
 
 const copy = (from, to = from) => cpSync(join(root, from), join(stage, to), { recursive: true });
-for (const f of ['runner.js', 'extension.cjs', 'extension-deps.cjs', 'webview.js', 'native-abi.json', 'codicon.css', 'codicon.ttf']) copy(join('dist', f));
+for (const f of ['runner.js', 'extension.cjs', 'extension-deps.cjs', 'webview.js', 'native-abi.json', 'codicon.css', 'codicon.ttf'])
+  copy(join('dist', f));
 cpSync(join(root, 'dist', 'runner-chunks'), join(stage, 'dist', 'runner-chunks'), { recursive: true, filter: (f) => !f.endsWith('.map') });
 copy('media');
 copy('README.md');
@@ -33,7 +34,15 @@ writeFileSync(sqlitePkgPath, JSON.stringify(sqlitePkg, null, 2) + '\n');
 
 // The published manifest: no scripts or dev tooling; the one runtime module (and its helpers) travel in node_modules.
 const { devDependencies: _d, scripts: _s, allowScripts: _a, mocha: _m, dependencies: _deps, ...manifest } = pkg;
-writeFileSync(join(stage, 'package.json'), JSON.stringify({ ...manifest, private: undefined, dependencies: { 'better-sqlite3': pkg.dependencies['better-sqlite3'] } }, null, 2) + '\n');
+writeFileSync(
+  join(stage, 'package.json'),
+  JSON.stringify({ ...manifest, private: undefined, dependencies: { 'better-sqlite3': pkg.dependencies['better-sqlite3'] } }, null, 2) +
+    '\n',
+);
 
-execFileSync(process.execPath, [join(root, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--allow-missing-repository', '--skip-license', '--out', out], { cwd: stage, stdio: 'inherit' });
+execFileSync(
+  process.execPath,
+  [join(root, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--allow-missing-repository', '--skip-license', '--out', out],
+  { cwd: stage, stdio: 'inherit' },
+);
 console.log(`packaged ${out}`);

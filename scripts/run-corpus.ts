@@ -28,11 +28,25 @@ for (const entry of corpusEntries().filter((e) => (!only || e.name === only) && 
       repo.cleanup();
     }
   } catch (e) {
-    out = { name: entry.name, provider, fixed: false, winner: null, regressions: [], seconds: 0, report: null, exitCode: null, stderr: (e as Error).message };
+    out = {
+      name: entry.name,
+      provider,
+      fixed: false,
+      winner: null,
+      regressions: [],
+      seconds: 0,
+      report: null,
+      exitCode: null,
+      stderr: (e as Error).message,
+    };
   }
   results.push(out);
-  const said = out.fixed ? `fixed   winner ${out.winner}` : `NOT FIXED (exit ${out.exitCode}): ${out.stderr.trim().split('\n').at(-1) ?? ''}`;
-  process.stdout.write(`${entry.name.padEnd(22)} ${said}  regressions named: ${out.regressions.length > 0 ? out.regressions.join('; ') : 'none'}  ${out.seconds.toFixed(1)} s\n`);
+  const said = out.fixed
+    ? `fixed   winner ${out.winner}`
+    : `NOT FIXED (exit ${out.exitCode}): ${out.stderr.trim().split('\n').at(-1) ?? ''}`;
+  process.stdout.write(
+    `${entry.name.padEnd(22)} ${said}  regressions named: ${out.regressions.length > 0 ? out.regressions.join('; ') : 'none'}  ${out.seconds.toFixed(1)} s\n`,
+  );
 }
 const fixed = results.filter((r) => r.fixed).length;
 process.stdout.write(`${fixed}/${results.length} fixed on ${provider} cells\n`);

@@ -34,9 +34,14 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
   const hub = new NotificationHub();
   const languageModel = new LanguageModelChoice();
   // The events are read when they arrive, so they can reach the views built on this connection below.
-  const runner: RunnerConnection = new RunnerConnection(extensionRunnerLaunch(context), runnerEvents(() => ({ runner, log, state, hub, status, refresh, attemptDetails })));
+  const runner: RunnerConnection = new RunnerConnection(
+    extensionRunnerLaunch(context),
+    runnerEvents(() => ({ runner, log, state, hub, status, refresh, attemptDetails })),
+  );
   activeRunner = runner;
-  runner.onRequest('model/reply', async (params) => replyWithLanguageModel(params as Parameters<typeof replyWithLanguageModel>[0], languageModel.family));
+  runner.onRequest('model/reply', async (params) =>
+    replyWithLanguageModel(params as Parameters<typeof replyWithLanguageModel>[0], languageModel.family),
+  );
 
   const status = new CellsStatusBar({ state, runner, settings: readSettings });
   const refresh = new ViewRefresh({ runner, state, status, log });
@@ -47,16 +52,33 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
   context.subscriptions.push(
     log,
     status,
-    vscode.window.createTreeView('forge.attempts', { treeDataProvider: new AttemptsTreeProvider(state, (runId) => void refresh.loadRun(runId)), showCollapseAll: true }),
+    vscode.window.createTreeView('forge.attempts', {
+      treeDataProvider: new AttemptsTreeProvider(state, (runId) => void refresh.loadRun(runId)),
+      showCollapseAll: true,
+    }),
     vscode.window.createTreeView('forge.cells', { treeDataProvider: new CellsTreeProvider(state) }),
     vscode.window.createTreeView('forge.instances', { treeDataProvider: new InstancesTreeProvider(state) }),
     vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, new ReviewContentProvider(runner)),
     vscode.workspace.registerTextDocumentContentProvider(LOG_SCHEME, new CellLogProvider(runner)),
     vscode.workspace.registerTextDocumentContentProvider(HealthDocument.scheme, health),
-    ...registerCommands({ runner, state, hub, log, settings: readSettings, review, health, refresh, attemptDetails, languageModel, extensionUri: context.extensionUri, secrets: context.secrets }),
+    ...registerCommands({
+      runner,
+      state,
+      hub,
+      log,
+      settings: readSettings,
+      review,
+      health,
+      refresh,
+      attemptDetails,
+      languageModel,
+      extensionUri: context.extensionUri,
+      secrets: context.secrets,
+    }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('forge.provider')) status.update();
-      if (e.affectsConfiguration('forge.runner.nodePath')) void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
+      if (e.affectsConfiguration('forge.runner.nodePath'))
+        void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
     }),
     { dispose: () => void runner.stop() },
   );

@@ -3,7 +3,12 @@ import type { HealthReport } from '../../runner/src/protocol/health.js';
 
 /** The health details behind the status bar item, as a read-only markdown document. */
 export function renderHealth(h: HealthReport, running: number, chosen: string): string {
-  const lines = [`# Forge cell health`, '', `Checked ${h.generated_at}. ${running} cell(s) running. Provider setting (forge.provider): **${chosen}**; runner default: ${h.default_provider ?? 'none'}.`, ''];
+  const lines = [
+    `# Forge cell health`,
+    '',
+    `Checked ${h.generated_at}. ${running} cell(s) running. Provider setting (forge.provider): **${chosen}**; runner default: ${h.default_provider ?? 'none'}.`,
+    '',
+  ];
   for (const p of h.providers) {
     lines.push(`## ${p.provider}: ${p.available ? 'available ✓' : 'unavailable ✗'}`, '', p.reason, '');
     if (p.isolation) lines.push(`Isolation: ${JSON.stringify(p.isolation)}`, '');

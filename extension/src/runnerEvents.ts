@@ -69,12 +69,16 @@ export function runnerEvents(deps: () => RunnerEventDeps, crashWarning = new Cra
       crashWarning.crashed();
       log.error(`${detail}${restarting ? `; restarting in ${delayMs} ms` : '; not restarting'}`);
       if (!restarting) {
-        void vscode.window.showErrorMessage(`Forge: ${detail}. It kept crashing, so it was not restarted.`, 'Restart Runner', 'Show Log').then((c) => {
-          if (c === 'Restart Runner') void vscode.commands.executeCommand('forge.restartRunner');
-          if (c === 'Show Log') log.show();
-        });
+        void vscode.window
+          .showErrorMessage(`Forge: ${detail}. It kept crashing, so it was not restarted.`, 'Restart Runner', 'Show Log')
+          .then((c) => {
+            if (c === 'Restart Runner') void vscode.commands.executeCommand('forge.restartRunner');
+            if (c === 'Show Log') log.show();
+          });
       } else if (crashWarning.claimWarning()) {
-        void vscode.window.showWarningMessage(`Forge: ${detail}. Restarting it; the views show what the store recorded.`, 'Show Log').then((c) => c && log.show());
+        void vscode.window
+          .showWarningMessage(`Forge: ${detail}. Restarting it; the views show what the store recorded.`, 'Show Log')
+          .then((c) => c && log.show());
       }
     },
     notification: (method, params) => {

@@ -5,7 +5,9 @@ import type { CellsStatusBar } from './statusBar.js';
 
 /** Reads what the views show from the runner (its store) into ForgeState, for a (re)start, a command or a notification. */
 export class ViewRefresh {
-  constructor(private readonly deps: { runner: RunnerConnection; state: ForgeState; status: CellsStatusBar; log: vscode.LogOutputChannel }) {}
+  constructor(
+    private readonly deps: { runner: RunnerConnection; state: ForgeState; status: CellsStatusBar; log: vscode.LogOutputChannel },
+  ) {}
 
   async loadRun(runId: string): Promise<void> {
     this.deps.state.putSnapshot(await this.deps.runner.request('runs/show', { run_id: runId }));

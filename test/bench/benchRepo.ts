@@ -10,7 +10,8 @@ export function makeBenchRepo(prefix: string, files: number, lines = 1): { repo:
   git('init', '-q', '-b', 'main');
   for (let d = 0; d < Math.ceil(files / 500); d++) {
     mkdirSync(join(repo, `dir${d}`));
-    for (let f = 0; f < 500 && d * 500 + f < files; f++) writeFileSync(join(repo, `dir${d}`, `file${f}.txt`), `content ${d}/${f}\n`.repeat(lines));
+    for (let f = 0; f < 500 && d * 500 + f < files; f++)
+      writeFileSync(join(repo, `dir${d}`, `file${f}.txt`), `content ${d}/${f}\n`.repeat(lines));
   }
   git('add', '-A');
   git('-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-qm', 'bench');

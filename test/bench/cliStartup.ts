@@ -49,7 +49,11 @@ export async function benchCliStartup(runs: number, image: string | null): Promi
     { name: '--version / bare node', value: versionRatio, unit: 'x', target: '<= 1.5x', met: versionRatio <= 1.5 },
     { name: 'bare bwrap --ro-bind / / /bin/true', value: m('bare_bwrap'), unit: 'ms' },
     { name: 'cell run --provider host /bin/true', value: m('cli_host_cell'), unit: 'ms' },
-    { name: 'host cell CLI / (node + bwrap)', value: median(samples.cli_host_cell!.map((x, i) => x / (samples.bare_node![i]! + samples.bare_bwrap![i]!))), unit: 'x' },
+    {
+      name: 'host cell CLI / (node + bwrap)',
+      value: median(samples.cli_host_cell!.map((x, i) => x / (samples.bare_node![i]! + samples.bare_bwrap![i]!))),
+      unit: 'x',
+    },
     { name: 'host cell CLI - node - bwrap', value: hostExcess, unit: 'ms', target: '<= 60 ms', met: hostExcess <= 60 },
   ];
   if (image) {

@@ -16,13 +16,42 @@ import { interleaved, median, pairedRatio, timeAsync } from './measure.js';
 async function legacyCapture(worktree: string): Promise<number> {
   const scratch = mkdtempSync(join(tmpdir(), 'forge-legacy-diff-'));
   const env = { GIT_INDEX_FILE: join(scratch, 'index'), GIT_OPTIONAL_LOCKS: '0' };
-  const safe = ['-c', 'safe.directory=*', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'diff.external=', '-c', 'core.quotePath=false'];
-  const git = async (args: string[], input?: string) => (await execa('git', [...safe, ...args], { cwd: worktree, env, ...(input !== undefined ? { input } : {}), maxBuffer: 256 * 1024 * 1024 })).stdout;
+  const safe = [
+    '-c',
+    'safe.directory=*',
+    '-c',
+    'core.fsmonitor=false',
+    '-c',
+    'core.hooksPath=/dev/null',
+    '-c',
+    'diff.external=',
+    '-c',
+    'core.quotePath=false',
+  ];
+  const git = async (args: string[], input?: string) =>
+    (
+      await execa('git', [...safe, ...args], {
+        cwd: worktree,
+        env,
+        ...(input !== undefined ? { input } : {}),
+        maxBuffer: 256 * 1024 * 1024,
+      })
+    ).stdout;
   try {
     await git(['read-tree', 'HEAD']);
     const untracked = (await git(['ls-files', '-z', '--others', '--exclude-standard'])).split('\0').filter(Boolean);
-    if (untracked.length > 0) await git(['add', '--intent-to-add', '--pathspec-from-file=-', '--pathspec-file-nul'], untracked.join('\0') + '\0');
-    const diffArgs = ['-c', 'core.bigFileThreshold=1048576', 'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=all', '-M'];
+    if (untracked.length > 0)
+      await git(['add', '--intent-to-add', '--pathspec-from-file=-', '--pathspec-file-nul'], untracked.join('\0') + '\0');
+    const diffArgs = [
+      '-c',
+      'core.bigFileThreshold=1048576',
+      'diff',
+      '--no-color',
+      '--no-ext-diff',
+      '--no-textconv',
+      '--ignore-submodules=all',
+      '-M',
+    ];
     const patch = await git(diffArgs);
     await git([...diffArgs, '--name-status', '-z']);
     await git([...diffArgs, '--numstat', '-z']);
@@ -49,9 +78,10 @@ export async function benchDiffCapture(files: number, changed: number, runs: num
       const samples = await interleaved(
         {
           legacy: async () => timeAsync(() => legacyCapture(wt.path)),
-          forge: async () => timeAsync(async () => {
-            forgeFiles = (await captureWorktreeDiff({ location: wt.location, base: wt.baseCommit })).files_total;
-          }),
+          forge: async () =>
+            timeAsync(async () => {
+              forgeFiles = (await captureWorktreeDiff({ location: wt.location, base: wt.baseCommit })).files_total;
+            }),
         },
         runs,
         1,

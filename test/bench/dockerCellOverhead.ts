@@ -8,9 +8,10 @@ import { interleaved, median, pairedRatio, timeAsync, timeSpawn } from './measur
  */
 export async function benchDockerCells(image: string, runs: number): Promise<BenchLine[]> {
   const provider = new DockerCellProvider();
-  const cell = () => provider.run({ image, cmd: ['/bin/true'] }).then((r) => {
-    if (r.exit_code !== 0) throw new Error(`docker cell /bin/true exited ${r.exit_code}: ${r.output}`);
-  });
+  const cell = () =>
+    provider.run({ image, cmd: ['/bin/true'] }).then((r) => {
+      if (r.exit_code !== 0) throw new Error(`docker cell /bin/true exited ${r.exit_code}: ${r.output}`);
+    });
   const samples = await interleaved(
     {
       raw_docker_run: () => timeSpawn('docker', ['run', '--rm', '--network', 'none', image, '/bin/true']),
@@ -23,9 +24,10 @@ export async function benchDockerCells(image: string, runs: number): Promise<Ben
   const k = 4;
   const batches = await interleaved(
     {
-      sequential: () => timeAsync(async () => {
-        for (let i = 0; i < k; i++) await cell();
-      }),
+      sequential: () =>
+        timeAsync(async () => {
+          for (let i = 0; i < k; i++) await cell();
+        }),
       parallel: () => timeAsync(() => Promise.all(Array.from({ length: k }, cell))),
     },
     Math.max(5, Math.floor(runs / 3)),

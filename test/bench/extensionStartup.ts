@@ -13,7 +13,10 @@ export async function benchExtensionStartup(rounds: number): Promise<BenchLine[]
   try {
     const activation = async (): Promise<number> => {
       const out = await new Promise<string>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', join('test', 'bench', 'extensionActivationProbe.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', join('test', 'bench', 'extensionActivationProbe.ts')], {
+          env,
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         let s = '';
         child.stdout.on('data', (d: Buffer) => (s += d.toString()));
         child.once('error', reject);
@@ -41,7 +44,9 @@ export async function benchExtensionStartup(rounds: number): Promise<BenchLine[]
     // The floor under any runner: a bare Node process answering one line on stdin.
     const bareNode = async (): Promise<number> => {
       const t = performance.now();
-      const child = spawn(process.execPath, ['-e', "process.stdin.once('data', () => { process.stdout.write('ok'); process.exit(0); })"], { stdio: ['pipe', 'pipe', 'ignore'] });
+      const child = spawn(process.execPath, ['-e', "process.stdin.once('data', () => { process.stdout.write('ok'); process.exit(0); })"], {
+        stdio: ['pipe', 'pipe', 'ignore'],
+      });
       child.stdin.write('x');
       await new Promise((r) => child.stdout.once('data', r));
       const ms = performance.now() - t;

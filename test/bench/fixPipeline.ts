@@ -20,7 +20,12 @@ const SAMPLE = 'c-clamp';
 function sampleRepo(): string {
   const dir = mkdtempSync(join(tmpdir(), 'forge-bench-fix-'));
   cpSync(join(process.cwd(), 'samples', SAMPLE, 'repo'), dir, { recursive: true });
-  const git = (...a: string[]) => execFileSync('git', a, { cwd: dir, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' } });
+  const git = (...a: string[]) =>
+    execFileSync('git', a, {
+      cwd: dir,
+      stdio: 'ignore',
+      env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' },
+    });
   git('init', '-q', '-b', 'main');
   git('add', '-A');
   git('commit', '-q', '-m', 'base');
@@ -33,11 +38,24 @@ async function oneFix(provider: CellProvider, image: string, attempts: number, s
     return await timeAsync(async () => {
       const model = ReplayModel.fromFile(join(process.cwd(), 'samples', SAMPLE, 'replay.json'));
       const request = FixRequestSchema.parse({
-        repo, issue: 'clamp is wrong', model: model.spec, attempts, temperature: 0.7, ...(image ? { image } : {}),
-        max_tokens: 1e6, timeout_per_attempt_s: 600, cell_timeout_s: 120,
+        repo,
+        issue: 'clamp is wrong',
+        model: model.spec,
+        attempts,
+        temperature: 0.7,
+        ...(image ? { image } : {}),
+        max_tokens: 1e6,
+        timeout_per_attempt_s: 600,
+        cell_timeout_s: 120,
       });
-      const { report } = await runFix(request, { store: new RunStore(openStore(join(stateDir, 'forge.db'))), provider, model, progress: () => undefined });
-      if (report.status !== 'fixed') throw new Error(`bench fix run was not fixed: ${JSON.stringify(report.attempts.map((a) => a.error ?? a.verdict?.green))}`);
+      const { report } = await runFix(request, {
+        store: new RunStore(openStore(join(stateDir, 'forge.db'))),
+        provider,
+        model,
+        progress: () => undefined,
+      });
+      if (report.status !== 'fixed')
+        throw new Error(`bench fix run was not fixed: ${JSON.stringify(report.attempts.map((a) => a.error ?? a.verdict?.green))}`);
     });
   } finally {
     rmSync(repo, { recursive: true, force: true });
@@ -53,7 +71,9 @@ export async function benchFixIsolation(rounds: number): Promise<BenchLine[]> {
         isolated: () => oneFix(new HostCellProvider({ bubblewrap: 'require', stateDir }), '', 2, stateDir),
         plain: () => oneFix(new HostCellProvider({ bubblewrap: 'off', stateDir }), '', 2, stateDir),
       },
-      rounds, 1, 50,
+      rounds,
+      1,
+      50,
     );
     const overhead = pairedRatio(samples.isolated!, samples.plain!) - 1;
     return [
@@ -74,9 +94,15 @@ export async function benchFixScaling(baseImage: string, rounds: number): Promis
     const baked = await bakeImage(new Docker({ socketPath: '/var/run/docker.sock' }), { repo, base: baseImage });
     const provider = new DockerCellProvider({ stateDir });
     const ks = [1, 2, 4, 8];
-    const samples = await interleaved(Object.fromEntries(ks.map((k) => [`k${k}`, () => oneFix(provider, baked.image, k, stateDir)])), rounds, 1, 50);
+    const samples = await interleaved(
+      Object.fromEntries(ks.map((k) => [`k${k}`, () => oneFix(provider, baked.image, k, stateDir)])),
+      rounds,
+      1,
+      50,
+    );
     await provider.drain();
-    return ks.map((k) => ({ name: `fix pipeline, K=${k}, docker cells`, value: median(samples[`k${k}`]!), unit: 'ms' }))
+    return ks
+      .map((k) => ({ name: `fix pipeline, K=${k}, docker cells`, value: median(samples[`k${k}`]!), unit: 'ms' }))
       .concat([{ name: 'K=8 / K=1 wall time', value: pairedRatio(samples.k8!, samples.k1!), unit: 'x' }]);
   } finally {
     rmSync(repo, { recursive: true, force: true });

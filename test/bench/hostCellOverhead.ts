@@ -23,23 +23,48 @@ export async function benchHostCellOverhead(runs: number): Promise<BenchLine[]> 
   const probe = await probeBubblewrap();
   if (!probe.usable || !probe.path) throw new Error(`host cell benchmark needs bubblewrap: ${probe.reason}`);
   const bwrap = probe.path;
-  const cellArgs = buildBubblewrapArgs({ layout: probeSandboxLayout(process.env), worktree: null, gitMetadata: null, shareNet: false, env: { PATH: process.env.PATH ?? '' }, argv: ['/bin/true'] });
+  const cellArgs = buildBubblewrapArgs({
+    layout: probeSandboxLayout(process.env),
+    worktree: null,
+    gitMetadata: null,
+    shareNet: false,
+    env: { PATH: process.env.PATH ?? '' },
+    argv: ['/bin/true'],
+  });
   const provider = new HostCellProvider({ bubblewrap: 'require' });
   // One-shot use (a single CLI command): the launcher is spawned and joins its cgroup on the clock.
   const coldProvider = new HostCellProvider({ bubblewrap: 'require', prewarm: 0 });
   const samples = await interleaved(
     {
       bare_spawn: () => timeSpawn('/bin/true', []),
-      bare_bwrap: () => timeSpawn(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--unshare-all', '--die-with-parent', '--new-session', '--', '/bin/true']),
+      bare_bwrap: () =>
+        timeSpawn(bwrap, [
+          '--ro-bind',
+          '/',
+          '/',
+          '--dev',
+          '/dev',
+          '--proc',
+          '/proc',
+          '--tmpfs',
+          '/tmp',
+          '--unshare-all',
+          '--die-with-parent',
+          '--new-session',
+          '--',
+          '/bin/true',
+        ]),
       policy_bwrap: () => timeSpawn(bwrap, cellArgs),
-      host_cell: () => timeAsync(async () => {
-        const r = await provider.run({ cmd: ['/bin/true'] });
-        if (r.exit_code !== 0) throw new Error(`host cell /bin/true exited ${r.exit_code}: ${r.output}`);
-      }),
-      host_cell_cold: () => timeAsync(async () => {
-        const r = await coldProvider.run({ cmd: ['/bin/true'] });
-        if (r.exit_code !== 0) throw new Error(`cold host cell /bin/true exited ${r.exit_code}: ${r.output}`);
-      }),
+      host_cell: () =>
+        timeAsync(async () => {
+          const r = await provider.run({ cmd: ['/bin/true'] });
+          if (r.exit_code !== 0) throw new Error(`host cell /bin/true exited ${r.exit_code}: ${r.output}`);
+        }),
+      host_cell_cold: () =>
+        timeAsync(async () => {
+          const r = await coldProvider.run({ cmd: ['/bin/true'] });
+          if (r.exit_code !== 0) throw new Error(`cold host cell /bin/true exited ${r.exit_code}: ${r.output}`);
+        }),
     },
     runs,
   );

@@ -28,7 +28,12 @@ export async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
  * each sample starts after a short settle gap, because the kernel tears down the namespaces
  * of a finished sandbox asynchronously and whichever sample comes next would pay for it.
  */
-export async function interleaved(variants: Record<string, () => Promise<number>>, runs: number, warmup = 3, settleMs = 25): Promise<Record<string, number[]>> {
+export async function interleaved(
+  variants: Record<string, () => Promise<number>>,
+  runs: number,
+  warmup = 3,
+  settleMs = 25,
+): Promise<Record<string, number[]>> {
   const names = Object.keys(variants);
   const samples: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
   for (let i = 0; i < warmup + runs; i++) {

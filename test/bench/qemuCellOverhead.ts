@@ -12,14 +12,17 @@ export async function benchQemuCells(tools: QemuTools, runs: number): Promise<{ 
   const accel = await provider.accelerator(tools);
   const samples = await interleaved(
     {
-      bare_boot: () => timeAsync(async () => {
-        const r = await provider.bareBoot(['/bin/true']);
-        if (r.code !== 0) throw new Error(`bare boot exited ${r.code}`);
-      }),
-      qemu_cell: () => timeAsync(async () => {
-        const r = await provider.run({ cmd: ['/bin/true'] });
-        if (r.exit_code !== 0) throw new Error(`qemu cell /bin/true exited ${r.exit_code}: ${r.output} ${r.isolation.warnings.join('; ')}`);
-      }),
+      bare_boot: () =>
+        timeAsync(async () => {
+          const r = await provider.bareBoot(['/bin/true']);
+          if (r.code !== 0) throw new Error(`bare boot exited ${r.code}`);
+        }),
+      qemu_cell: () =>
+        timeAsync(async () => {
+          const r = await provider.run({ cmd: ['/bin/true'] });
+          if (r.exit_code !== 0)
+            throw new Error(`qemu cell /bin/true exited ${r.exit_code}: ${r.output} ${r.isolation.warnings.join('; ')}`);
+        }),
     },
     runs,
     1,
@@ -32,7 +35,12 @@ export async function benchQemuCells(tools: QemuTools, runs: number): Promise<{ 
     accelerator: `${accel.accel} (${accel.reason})`,
     lines: [
       { name: `bare boot, same kernel+initramfs (${accel.accel})`, value: median(samples.bare_boot!), unit: 'ms' },
-      { name: `qemu cell /bin/true (${accel.accel})`, value: cellMs, unit: 'ms', ...(limit ? { target: '< 2500 ms (TCG)', met: cellMs < limit } : {}) },
+      {
+        name: `qemu cell /bin/true (${accel.accel})`,
+        value: cellMs,
+        unit: 'ms',
+        ...(limit ? { target: '< 2500 ms (TCG)', met: cellMs < limit } : {}),
+      },
       { name: 'qemu cell / bare boot', value: ratio, unit: 'x', target: '<= 1.2x', met: ratio <= 1.2 },
     ],
   };

@@ -55,7 +55,10 @@ async function main(): Promise<void> {
   const dockerReady = await dockerImageReady(DOCKER_BENCH_IMAGE);
   console.error('CLI startup: dist/runner.js --version, one-shot host and docker cells...');
   const cliRounds = Math.max(10, Math.floor(runs / 3));
-  suites['CLI startup (dist/runner.js)'] = { rounds: cliRounds, lines: await benchCliStartup(cliRounds, dockerReady ? DOCKER_BENCH_IMAGE : null) };
+  suites['CLI startup (dist/runner.js)'] = {
+    rounds: cliRounds,
+    lines: await benchCliStartup(cliRounds, dockerReady ? DOCKER_BENCH_IMAGE : null),
+  };
   if (dockerReady) {
     console.error(`docker cells (${DOCKER_BENCH_IMAGE})...`);
     const dockerRounds = Math.max(15, Math.floor(runs / 2));
@@ -64,7 +67,16 @@ async function main(): Promise<void> {
   console.error('fix pipeline: host cells vs isolation off...');
   suites['fix pipeline isolation'] = { rounds: 5, lines: await benchFixIsolation(5) };
   const toolchainImage = process.env.FORGE_BENCH_TOOLCHAIN_IMAGE ?? 'forge-test/bookworm:3';
-  if (dockerReady && (await docker.getImage(toolchainImage).inspect().then(() => true, () => false))) {
+  if (
+    dockerReady &&
+    (await docker
+      .getImage(toolchainImage)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      ))
+  ) {
     console.error(`fix pipeline: K=1,2,4,8 on docker cells (${toolchainImage})...`);
     suites['fix pipeline scaling'] = { rounds: 3, lines: await benchFixScaling(toolchainImage, 3) };
   } else {
@@ -80,14 +92,22 @@ async function main(): Promise<void> {
     suites[`qemu cells, accelerator ${q.accelerator}`] = { rounds: qemuRounds, lines: q.lines };
   }
   if (!dockerReady) {
-    console.error(`docker cells: skipped, no engine or no image ${DOCKER_BENCH_IMAGE} (scripts/ensure-dockerd.sh, scripts/build-test-images.sh)`);
+    console.error(
+      `docker cells: skipped, no engine or no image ${DOCKER_BENCH_IMAGE} (scripts/ensure-dockerd.sh, scripts/build-test-images.sh)`,
+    );
   }
   report(suites);
 }
 
 function dockerImageReady(image: string): Promise<boolean> {
   const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-  return docker.ping().then(() => docker.getImage(image).inspect()).then(() => true, () => false);
+  return docker
+    .ping()
+    .then(() => docker.getImage(image).inspect())
+    .then(
+      () => true,
+      () => false,
+    );
 }
 
 function report(suites: Record<string, { rounds: number; lines: BenchLine[] }>): void {
@@ -98,7 +118,8 @@ function report(suites: Record<string, { rounds: number; lines: BenchLine[] }>):
   for (const [suite, { rounds, lines }] of Object.entries(suites)) {
     console.log(`\n## ${suite} (${rounds} interleaved rounds; times are medians, ratios are medians of per-round ratios)`);
     for (const l of lines) {
-      const value = l.unit === 'x' ? `${l.value.toFixed(2)}x` : l.unit === '%' ? `${l.value.toFixed(1)}%` : `${l.value.toFixed(2)} ${l.unit}`;
+      const value =
+        l.unit === 'x' ? `${l.value.toFixed(2)}x` : l.unit === '%' ? `${l.value.toFixed(1)}%` : `${l.value.toFixed(2)} ${l.unit}`;
       const target = l.target ? `   target ${l.target}: ${l.met ? 'met' : 'MISSED'}` : '';
       console.log(`  ${l.name.padEnd(38)} ${value.padStart(10)}${target}`);
     }

@@ -50,7 +50,10 @@ export async function benchSharedDependencies(files: number, packages: number, r
             wt = await createAttemptWorktree(repo, 'HEAD', `shared${n++}`);
             const found = detectSharedDeps(repo, repo, { env: process.env, config: null });
             const spec = { mount_at: repo, shared_deps: found.deps.map((d) => ({ source: d.source, target: d.target, layer: d.layer })) };
-            const plan = vetCellMounts(spec, { top: wt.path, gitEntry: join(wt.path, '.git'), source: null }, (top) => top, { env: process.env, stateDir });
+            const plan = vetCellMounts(spec, { top: wt.path, gitEntry: join(wt.path, '.git'), source: null }, (top) => top, {
+              env: process.env,
+              stateDir,
+            });
             release = (await mountDependencyLayers(plan, join(stateDir, 'layers'), `bench${n}`, user)).release;
           });
           await release!();

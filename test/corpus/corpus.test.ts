@@ -35,7 +35,10 @@ describe('corpus: realistic repositories fixed with default flags', function () 
             assert.equal(out.exitCode, 0, out.stderr.slice(-3000));
             assert.equal(out.fixed, true);
             assert.ok(out.winner?.endsWith(`-${entry.winner}`), `winner ${out.winner}`);
-            assert.ok(out.regressions.includes(entry.regression), `regression "${entry.regression}" not named; named: ${JSON.stringify(out.regressions)}`);
+            assert.ok(
+              out.regressions.includes(entry.regression),
+              `regression "${entry.regression}" not named; named: ${JSON.stringify(out.regressions)}`,
+            );
             assert.ok(out.report!.dependencies.length > 0 || !entry.setup, 'installed dependencies were not detected');
           } finally {
             repo.cleanup();
@@ -55,7 +58,10 @@ describe('corpus: realistic repositories fixed with default flags', function () 
         const entry = corpusEntries().find((e) => e.name === 'js-tape-nyc')!;
         const repo = prepareCorpusRepo(entry, { install: false });
         try {
-          const out = runCorpusFix(entry, repo, provider, provider === 'docker' ? TEST_IMAGES.bookworm : undefined, ['--install-cmd', 'npm ci --no-audit --no-fund']);
+          const out = runCorpusFix(entry, repo, provider, provider === 'docker' ? TEST_IMAGES.bookworm : undefined, [
+            '--install-cmd',
+            'npm ci --no-audit --no-fund',
+          ]);
           assert.equal(out.exitCode, 0, out.stderr.slice(-3000));
           assert.match(out.stderr, /install: npm ci --no-audit --no-fund \(once for the run; network: registry\.npmjs\.org/);
           assert.equal((out.stderr.match(/^forge: install:/gm) ?? []).length, 1);

@@ -41,7 +41,10 @@ export interface PreparedCorpusRepo {
 export function corpusEntries(): CorpusEntry[] {
   return readdirSync(CORPUS, { withFileTypes: true })
     .filter((e) => e.isDirectory() && existsSync(join(CORPUS, e.name, 'corpus.json')))
-    .map((e) => ({ name: e.name, ...(JSON.parse(readFileSync(join(CORPUS, e.name, 'corpus.json'), 'utf8')) as Omit<CorpusEntry, 'name'>) }));
+    .map((e) => ({
+      name: e.name,
+      ...(JSON.parse(readFileSync(join(CORPUS, e.name, 'corpus.json'), 'utf8')) as Omit<CorpusEntry, 'name'>),
+    }));
 }
 
 /** A corpus repository as a fresh git checkout with its dependencies installed. */
@@ -54,17 +57,26 @@ export function prepareCorpusRepo(entry: CorpusEntry, how: { install?: boolean }
   };
   try {
     cpSync(join(CORPUS, entry.name, 'repo'), dir, { recursive: true });
-    const git = (...args: string[]) => execSync(`git -c user.email=corpus@forge.test -c user.name=corpus ${args.join(' ')}`, { cwd: dir, stdio: 'pipe' });
+    const git = (...args: string[]) =>
+      execSync(`git -c user.email=corpus@forge.test -c user.name=corpus ${args.join(' ')}`, { cwd: dir, stdio: 'pipe' });
     git('init', '-q', '-b', 'main');
     git('add', '-A');
     git('commit', '-q', '-m', 'base');
     if (entry.setup && how.install !== false) {
       // The set-up may read the entry's own files and keep scratch next to the checkout.
       const scratch = mkdtempSync(join(tmpdir(), `forge-corpus-setup-${entry.name}-`));
-      const env = { ...process.env, FORGE_CORPUS_ENTRY: join(CORPUS, entry.name), FORGE_CORPUS_TMP: scratch, ...(home ? { HOME: home, FORGE_CORPUS_REAL_HOME: homedir() } : {}) };
+      const env = {
+        ...process.env,
+        FORGE_CORPUS_ENTRY: join(CORPUS, entry.name),
+        FORGE_CORPUS_TMP: scratch,
+        ...(home ? { HOME: home, FORGE_CORPUS_REAL_HOME: homedir() } : {}),
+      };
       const r = spawnSync('/bin/sh', ['-c', entry.setup], { cwd: dir, encoding: 'utf8', timeout: 600_000, env });
       rmSync(scratch, { recursive: true, force: true });
-      if (r.status !== 0) throw new Error(`${entry.name}: setup "${entry.setup}" failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+      if (r.status !== 0)
+        throw new Error(
+          `${entry.name}: setup "${entry.setup}" failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`,
+        );
     }
     return { dir, home, cleanup };
   } catch (e) {
@@ -87,16 +99,45 @@ export interface CorpusOutcome {
 }
 
 /** `forge-runner fix` with default flags (plus the provider and its image) on a prepared repository. */
-export function runCorpusFix(entry: CorpusEntry, prepared: PreparedCorpusRepo, provider: 'host' | 'docker' | 'qemu', image?: string, extraArgs: string[] = []): CorpusOutcome {
+export function runCorpusFix(
+  entry: CorpusEntry,
+  prepared: PreparedCorpusRepo,
+  provider: 'host' | 'docker' | 'qemu',
+  image?: string,
+  extraArgs: string[] = [],
+): CorpusOutcome {
   const started = Date.now();
   const repo = prepared.dir;
   // Its own state directory: the corpus leaves nothing in the store other tests read.
   const stateDir = mkdtempSync(join(tmpdir(), 'forge-corpus-state-'));
-  const attempts = String((JSON.parse(readFileSync(join(CORPUS, entry.name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length);
-  const r = spawnSync(process.execPath, [join(process.cwd(), 'dist', 'runner.js'), 'fix', '--repo', repo, '--json',
-    '--issue-file', join(CORPUS, entry.name, 'issue.md'), '--model', `replay:${join(CORPUS, entry.name, 'replay.json')}`,
-    '--attempts', attempts, '--provider', provider, ...(image ? ['--image', image] : []), ...extraArgs],
-    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FORGE_STATE_DIR: stateDir, ...(prepared.home ? { HOME: prepared.home } : {}) } });
+  const attempts = String(
+    (JSON.parse(readFileSync(join(CORPUS, entry.name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length,
+  );
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(process.cwd(), 'dist', 'runner.js'),
+      'fix',
+      '--repo',
+      repo,
+      '--json',
+      '--issue-file',
+      join(CORPUS, entry.name, 'issue.md'),
+      '--model',
+      `replay:${join(CORPUS, entry.name, 'replay.json')}`,
+      '--attempts',
+      attempts,
+      '--provider',
+      provider,
+      ...(image ? ['--image', image] : []),
+      ...extraArgs,
+    ],
+    {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, FORGE_STATE_DIR: stateDir, ...(prepared.home ? { HOME: prepared.home } : {}) },
+    },
+  );
   rmSync(stateDir, { recursive: true, force: true });
   let report: FixReport | null = null;
   try {

@@ -4,7 +4,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { installExtension, launchChromium, prepareUserData, requireCodeServer, type RunningCodeServer, startCodeServer } from '../helpers/codeServer.js';
+import {
+  installExtension,
+  launchChromium,
+  prepareUserData,
+  requireCodeServer,
+  type RunningCodeServer,
+  startCodeServer,
+} from '../helpers/codeServer.js';
 import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
 
 /**
@@ -78,7 +85,12 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await shot('issue-source-pick');
     await page.keyboard.press('Enter');
     const input = page.locator('.quick-input-widget input');
-    await input.fill(readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8').split('\n').filter(Boolean).join(' '));
+    await input.fill(
+      readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .join(' '),
+    );
     await page.keyboard.press('Enter');
     await page.locator('.notifications-toasts', { hasText: /attempt\(s\) in host cells/ }).waitFor({ timeout: 30_000 });
     await shot('progress-notification');
@@ -88,13 +100,22 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await page.locator('.notifications-toasts', { hasText: /Forge: fixed/ }).waitFor({ timeout: 60_000 });
     await shot('attempts-winner');
     const rows = await page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row').allInnerTexts();
-    assert.ok(rows.some((r) => /attempt \d/.test(r) && /red/.test(r)), `a red attempt is listed: ${rows.join(' | ')}`);
+    assert.ok(
+      rows.some((r) => /attempt \d/.test(r) && /red/.test(r)),
+      `a red attempt is listed: ${rows.join(' | ')}`,
+    );
     const cells = await page.locator('.pane', { hasText: 'Cells' }).locator('.monaco-list-row').allInnerTexts();
-    assert.ok(cells.some((c) => /baseline/.test(c) && /exit [1-9]/.test(c)), `the failing baseline cell is listed: ${cells.join(' | ')}`);
+    assert.ok(
+      cells.some((c) => /baseline/.test(c) && /exit [1-9]/.test(c)),
+      `the failing baseline cell is listed: ${cells.join(' | ')}`,
+    );
   });
 
   it('opens Attempt details in a webview with the verdict and turns', async () => {
-    await page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /winner/ }).click();
+    await page
+      .locator('.pane', { hasText: 'Attempts' })
+      .locator('.monaco-list-row', { hasText: /winner/ })
+      .click();
     const frame = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
     const title = frame.locator('[data-testid="attempt-title"]');
     await title.waitFor({ timeout: 30_000 });
@@ -120,7 +141,10 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
   });
 
   it('status bar still reports health and no cells running after the run', async () => {
-    const text = await page.locator('.statusbar-item', { hasText: /cells · / }).first().innerText();
+    const text = await page
+      .locator('.statusbar-item', { hasText: /cells · / })
+      .first()
+      .innerText();
     assert.match(text, /^\S* ?0 cells · .*host ✓/);
     await shot('final');
   });

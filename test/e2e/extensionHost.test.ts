@@ -21,7 +21,8 @@ describe('extension-host suite in code-server (extensionDevelopmentPath + extens
 
   before(function () {
     requireCodeServer(this);
-    if (!existsSync(join(ROOT, 'dist-test', 'extension-host', 'index.cjs'))) throw new Error('dist-test/ is missing: run npm run build first');
+    if (!existsSync(join(ROOT, 'dist-test', 'extension-host', 'index.cjs')))
+      throw new Error('dist-test/ is missing: run npm run build first');
     work = mkdtempSync(join(tmpdir(), 'forge-exthost-'));
   });
   after(async () => {
@@ -34,10 +35,17 @@ describe('extension-host suite in code-server (extensionDevelopmentPath + extens
     const results = join(work, 'results.json');
     const dirs = prepareUserData(work, {});
     server = await startCodeServer(dirs, work, {
-      FORGE_STATE_DIR: join(work, 'state'), FORGE_CELLD_ENABLED: '', FORGE_EXTENSION_HOST_RESULTS: results, FORGE_SAMPLES: join(ROOT, 'samples'),
+      FORGE_STATE_DIR: join(work, 'state'),
+      FORGE_CELLD_ENABLED: '',
+      FORGE_EXTENSION_HOST_RESULTS: results,
+      FORGE_SAMPLES: join(ROOT, 'samples'),
     });
     const remote = (path: string) => `vscode-remote://${server!.host}${path}`;
-    const payload = JSON.stringify([['extensionDevelopmentPath', remote(ROOT)], ['extensionTestsPath', remote(join(ROOT, 'dist-test', 'extension-host', 'index.cjs'))], ['skipWelcome', 'true']]);
+    const payload = JSON.stringify([
+      ['extensionDevelopmentPath', remote(ROOT)],
+      ['extensionTestsPath', remote(join(ROOT, 'dist-test', 'extension-host', 'index.cjs'))],
+      ['skipWelcome', 'true'],
+    ]);
     browser = await launchChromium();
     const page = await browser.newPage();
     await page.goto(`${server.url}?folder=${encodeURIComponent(work)}&payload=${encodeURIComponent(payload)}`);
@@ -46,7 +54,11 @@ describe('extension-host suite in code-server (extensionDevelopmentPath + extens
       if (Date.now() > end) throw new Error(`the suite wrote no results; code-server log tail: ${server.log().slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 500));
     }
-    const outcome = JSON.parse(readFileSync(results, 'utf8')) as { failures: number; passed: string[]; failed: { title: string; error: string }[] };
+    const outcome = JSON.parse(readFileSync(results, 'utf8')) as {
+      failures: number;
+      passed: string[];
+      failed: { title: string; error: string }[];
+    };
     assert.deepEqual(outcome.failed, [], 'no failures');
     assert.equal(outcome.failures, 0);
     assert.ok(outcome.passed.length >= 2, `tests ran: ${outcome.passed.join('; ')}`);

@@ -14,7 +14,6 @@ import { waitFor } from '../helpers/waitFor.js';
  */
 const SAMPLES = process.env.FORGE_SAMPLES ?? join(__dirname, '..', '..', 'samples');
 
-
 describe('Forge Cells in a real extension host', function () {
   this.timeout(240_000);
   let api: ForgeApi;
@@ -26,7 +25,11 @@ describe('Forge Cells in a real extension host', function () {
     api = await ext.activate();
     repo = mkdtempSync(join(tmpdir(), 'forge-exthost-repo-'));
     cpSync(join(SAMPLES, 'py-calc', 'repo'), repo, { recursive: true });
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+    const git = (...args: string[]) =>
+      execFileSync('git', args, {
+        cwd: repo,
+        env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' },
+      });
     git('init', '-q', '-b', 'main');
     git('add', '-A');
     git('commit', '-q', '-m', 'base');
@@ -35,7 +38,15 @@ describe('Forge Cells in a real extension host', function () {
 
   it('activates, registers its commands and reaches the runner', async () => {
     const commands = await vscode.commands.getCommands(true);
-    for (const c of ['forge.fixIssue', 'forge.reviewWinner', 'forge.applyWinner', 'forge.discardAttempts', 'forge.cancelRun', 'forge.showCellHealth', 'forge.gc']) {
+    for (const c of [
+      'forge.fixIssue',
+      'forge.reviewWinner',
+      'forge.applyWinner',
+      'forge.discardAttempts',
+      'forge.cancelRun',
+      'forge.showCellHealth',
+      'forge.gc',
+    ]) {
       assert.ok(commands.includes(c), `${c} is registered`);
     }
     await api.runner.start();
@@ -44,12 +55,24 @@ describe('Forge Cells in a real extension host', function () {
   });
 
   it('a run started through the runner client shows up in the state; review opens a multi-file diff; apply changes the file', async () => {
-    const { run_id } = await api.runner.request('fix/start', { repo, issue: readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8'), model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`, attempts: 2, provider: 'host' });
+    const { run_id } = await api.runner.request('fix/start', {
+      repo,
+      issue: readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8'),
+      model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`,
+      attempts: 2,
+      provider: 'host',
+    });
     await waitFor(() => api.state.runs.find((r) => r.run_id === run_id && r.status === 'fixed'), 180_000, 'the run to be fixed');
     await vscode.commands.executeCommand('forge.reviewWinner');
-    const tab = await waitFor(() => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.label.startsWith('Forge: winner')), 20_000, 'the review tab');
+    const tab = await waitFor(
+      () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.label.startsWith('Forge: winner')),
+      20_000,
+      'the review tab',
+    );
     assert.ok(tab);
-    const base = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: 'forge-review', path: '/calc.py', query: `run=${run_id}&side=base` }));
+    const base = await vscode.workspace.openTextDocument(
+      vscode.Uri.from({ scheme: 'forge-review', path: '/calc.py', query: `run=${run_id}&side=base` }),
+    );
     assert.match(base.getText(), /len\(values\) \+ 1/);
     assert.equal(base.languageId, 'python');
     await vscode.commands.executeCommand('forge.applyWinner');

@@ -41,17 +41,28 @@ describe('command contributions', () => {
   });
 
   it('registers every contributed command', () => {
-    assert.deepEqual(contributed.filter((id) => !registered.includes(id)), []);
+    assert.deepEqual(
+      contributed.filter((id) => !registered.includes(id)),
+      [],
+    );
   });
 
   it('contributes every registered command, except the internal ones listed with a reason', () => {
-    assert.deepEqual(registered.filter((id) => !contributed.includes(id) && !INTERNAL_COMMANDS.has(id)), []);
+    assert.deepEqual(
+      registered.filter((id) => !contributed.includes(id) && !INTERNAL_COMMANDS.has(id)),
+      [],
+    );
     for (const id of INTERNAL_COMMANDS.keys()) assert.ok(registered.includes(id), `${id} is listed as internal but not registered`);
   });
 
   it('contributes each command once, and menus name only contributed commands', () => {
-    assert.deepEqual(contributed.filter((id, i) => contributed.indexOf(id) !== i), []);
-    const inMenus = Object.values(manifest.contributes.menus).flat().map((m) => m.command);
+    assert.deepEqual(
+      contributed.filter((id, i) => contributed.indexOf(id) !== i),
+      [],
+    );
+    const inMenus = Object.values(manifest.contributes.menus)
+      .flat()
+      .map((m) => m.command);
     assert.deepEqual([...new Set(inMenus.filter((id) => !contributed.includes(id)))], []);
   });
 });

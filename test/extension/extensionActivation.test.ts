@@ -10,8 +10,10 @@ import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
 import { git } from '../helpers/gitRepo.js';
 import { waitFor } from '../helpers/waitFor.js';
 
-type Provider<T> = { getChildren(n?: T): T[]; getTreeItem(n: T): { label: string; description?: string; contextValue?: string; command?: { command: string; arguments?: unknown[] } } };
-
+type Provider<T> = {
+  getChildren(n?: T): T[];
+  getTreeItem(n: T): { label: string; description?: string; contextValue?: string; command?: { command: string; arguments?: unknown[] } };
+};
 
 /**
  * The extension activated against a fake VS Code API (the user's answers scripted) and the
@@ -56,8 +58,13 @@ describe('extension with a fake VS Code API and the real runner', function () {
   });
 
   it('registers every contributed command and the three views', () => {
-    const pkg = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as { contributes: { commands: { command: string }[]; views: { forge: { id: string }[] } } };
-    assert.deepEqual(pkg.contributes.commands.map((c) => c.command).filter((c) => !fake.commands.has(c)), []);
+    const pkg = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as {
+      contributes: { commands: { command: string }[]; views: { forge: { id: string }[] } };
+    };
+    assert.deepEqual(
+      pkg.contributes.commands.map((c) => c.command).filter((c) => !fake.commands.has(c)),
+      [],
+    );
     assert.deepEqual([...fake.treeViews.keys()].sort(), pkg.contributes.views.forge.map((v) => v.id).sort());
   });
 
@@ -91,7 +98,10 @@ describe('extension with a fake VS Code API and the real runner', function () {
     const [runNode] = attempts.getChildren();
     assert.equal(attempts.getTreeItem(runNode!).contextValue, 'run.fixed.pending');
     const rows = attempts.getChildren(runNode).map((n) => attempts.getTreeItem(n));
-    assert.deepEqual(rows.map((r) => r.label), ['attempt 0', 'attempt 1']);
+    assert.deepEqual(
+      rows.map((r) => r.label),
+      ['attempt 0', 'attempt 1'],
+    );
     assert.match(rows[0]!.description!, /^winner · \d+ turns · 2 lines$/);
     assert.match(rows[1]!.description!, /^red/);
     const cells = fake.treeViews.get('forge.cells')!.treeDataProvider as Provider<CellSnapshot>;
@@ -115,7 +125,10 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.doesNotMatch(panel.html, /unsafe-eval|https?:\/\//);
     assert.equal(panel.posted.length, 0, 'nothing is posted before the page says it is ready');
     panel.receive({ type: 'ready' });
-    const msg = panel.posted[0] as { kind: string; data: { attempt: { winner: boolean }; verdict: { green: boolean }; turns: unknown[]; cells: { log?: string }[] } };
+    const msg = panel.posted[0] as {
+      kind: string;
+      data: { attempt: { winner: boolean }; verdict: { green: boolean }; turns: unknown[]; cells: { log?: string }[] };
+    };
     assert.equal(msg.kind, 'attempt');
     assert.deepEqual([msg.data.attempt.winner, msg.data.verdict.green], [true, true]);
     assert.ok(msg.data.turns.length >= 1 && msg.data.cells.some((c) => (c.log ?? '').length > 0));
@@ -123,7 +136,10 @@ describe('extension with a fake VS Code API and the real runner', function () {
 
   it('Apply writes the winner to the workspace and ends the review', async () => {
     await command('forge.applyWinner');
-    assert.ok(fake.messages.some((m) => m.level === 'info' && /Applied the winner to .*calc\.py/.test(m.text)), JSON.stringify(fake.messages.slice(-3)));
+    assert.ok(
+      fake.messages.some((m) => m.level === 'info' && /Applied the winner to .*calc\.py/.test(m.text)),
+      JSON.stringify(fake.messages.slice(-3)),
+    );
     assert.doesNotMatch(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), /len\(values\) \+ 1/);
     assert.equal(fake.contexts.get('forge.reviewing'), false);
     await waitFor(() => api.state.runs[0]?.review === 'applied', 5000, 'review applied in the view state');
@@ -131,7 +147,10 @@ describe('extension with a fake VS Code API and the real runner', function () {
 
   it('Cancel in the progress notification cancels the run and its cells', async () => {
     const script = join(state, 'slow.json');
-    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }));
+    writeFileSync(
+      script,
+      JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }),
+    );
     fake.config.set('forge.model', `replay:${script}`);
     git(repo.dir, 'checkout', '--', 'calc.py'); // the bug back: a failing baseline, a clean tree
     fake.quickPickAnswers.push((items) => items.find((i) => /Type or paste/.test(i.label)));
@@ -144,7 +163,10 @@ describe('extension with a fake VS Code API and the real runner', function () {
     fake.cancelProgress();
     await flow;
     assert.ok(Date.now() - t0 < 30_000, 'cancel did not wait for the 120 s cell');
-    assert.ok(fake.messages.slice(before).some((m) => /cancelled; its cells were stopped/.test(m.text)), JSON.stringify(fake.messages.slice(before)));
+    assert.ok(
+      fake.messages.slice(before).some((m) => /cancelled; its cells were stopped/.test(m.text)),
+      JSON.stringify(fake.messages.slice(before)),
+    );
     assert.ok(fake.progress.some((l) => /cancelling/.test(l)));
     await waitFor(() => api.state.running.length === 0, 10_000, 'no cell running');
     assert.equal(fake.contexts.get('forge.runActive'), false);
@@ -163,9 +185,21 @@ describe('extension with a fake VS Code API and the real runner', function () {
 
   it('the Instances view follows pushed instance changes; details and reconcile work on a row', async () => {
     const instances = fake.treeViews.get('forge.instances')!.treeDataProvider as Provider<{ instance_id: string }>;
-    await api.runner.request('instances/command', { request: { operation_id: 'ext-p1', instance_id: 'ext-1', generation: 1, action: 'provision', payload: { spec: { provider: 'host', probe_interval_ms: 50 } } } });
+    await api.runner.request('instances/command', {
+      request: {
+        operation_id: 'ext-p1',
+        instance_id: 'ext-1',
+        generation: 1,
+        action: 'provision',
+        payload: { spec: { provider: 'host', probe_interval_ms: 50 } },
+      },
+    });
     try {
-      const row = await waitFor(() => instances.getChildren().find((r) => r.instance_id === 'ext-1' && /^ready/.test(instances.getTreeItem(r).description ?? '')), 30_000, 'instance ready in the view');
+      const row = await waitFor(
+        () => instances.getChildren().find((r) => r.instance_id === 'ext-1' && /^ready/.test(instances.getTreeItem(r).description ?? '')),
+        30_000,
+        'instance ready in the view',
+      );
       const item = instances.getTreeItem(row);
       assert.equal(item.contextValue, 'instance');
       assert.match(item.description!, /^ready · gen 1 · host$/);
@@ -177,10 +211,19 @@ describe('extension with a fake VS Code API and the real runner', function () {
       assert.equal(msg.data.status.cell.state, 'ready');
       assert.ok(msg.data.history.some((e) => e.event === 'enrolled'));
       await command('forge.reconcileInstance', row);
-      assert.ok(fake.messages.some((m) => /Forge: ext-1 is ready/.test(m.text)), JSON.stringify(fake.messages.slice(-2)));
+      assert.ok(
+        fake.messages.some((m) => /Forge: ext-1 is ready/.test(m.text)),
+        JSON.stringify(fake.messages.slice(-2)),
+      );
     } finally {
-      await api.runner.request('instances/command', { request: { operation_id: 'ext-d1', instance_id: 'ext-1', generation: 1, action: 'destroy' } });
-      await waitFor(() => api.state.instances.find((r) => r.instance_id === 'ext-1' && r.state === 'destroyed'), 30_000, 'instance destroyed');
+      await api.runner.request('instances/command', {
+        request: { operation_id: 'ext-d1', instance_id: 'ext-1', generation: 1, action: 'destroy' },
+      });
+      await waitFor(
+        () => api.state.instances.find((r) => r.instance_id === 'ext-1' && r.state === 'destroyed'),
+        30_000,
+        'instance destroyed',
+      );
     }
   });
 
@@ -190,7 +233,13 @@ describe('extension with a fake VS Code API and the real runner', function () {
     process.kill(pid, 'SIGKILL');
     await waitFor(() => api.runner.state === 'ready' && api.runner.pid !== pid, 20_000, 'restart');
     await waitFor(() => api.state.runs.length === 2, 10_000, 'runs reloaded');
-    assert.deepEqual(api.state.runs.map((r) => [r.status, r.review]), [['interrupted', null], ['fixed', 'applied']]);
+    assert.deepEqual(
+      api.state.runs.map((r) => [r.status, r.review]),
+      [
+        ['interrupted', null],
+        ['fixed', 'applied'],
+      ],
+    );
     const second = api.runner.pid!;
     process.kill(second, 'SIGKILL');
     await waitFor(() => api.runner.state === 'ready' && api.runner.pid !== second, 20_000, 'second restart');
@@ -209,7 +258,10 @@ describe('extension with a fake VS Code API and the real runner', function () {
     const confirm = shown.find((m) => /^Discard the attempts of run/.test(m.text));
     assert.ok(confirm, JSON.stringify(shown));
     assert.deepEqual(confirm.items, ['Discard']);
-    assert.ok(shown.some((m) => /discarded run .*branch forge\/attempt\//.test(m.text)), JSON.stringify(shown));
+    assert.ok(
+      shown.some((m) => /discarded run .*branch forge\/attempt\//.test(m.text)),
+      JSON.stringify(shown),
+    );
     const discarded = await waitFor(() => api.state.runs[0]?.review === 'discarded' && api.state.runs[0], 5000, 'review discarded');
     assert.equal(git(repo.dir, 'branch', '--list', `forge/attempt/${discarded.run_id}-*`).trim(), '', 'its winner branch is gone');
     assert.notEqual(git(repo.dir, 'branch', '--list', 'forge/attempt/*').trim(), '', 'the applied run keeps its branch');

@@ -9,17 +9,50 @@ import { formatStatus } from '../../extension/src/statusText.js';
 import { attemptView, cellView, duration, runView } from '../../extension/src/views/presentation.js';
 
 const attempt = (over: Partial<AttemptSnapshot>): AttemptSnapshot => ({
-  index: 0, attempt_id: 'r-a0', temperature: 0, status: 'finished', turns: 3, tokens: 10, green: true, passed: 4, failed: 0, diff_size: 2, winner: false, error: null, ...over,
+  index: 0,
+  attempt_id: 'r-a0',
+  temperature: 0,
+  status: 'finished',
+  turns: 3,
+  tokens: 10,
+  green: true,
+  passed: 4,
+  failed: 0,
+  diff_size: 2,
+  winner: false,
+  error: null,
+  ...over,
 });
 const run = (over: Partial<RunSummary>): RunSummary => ({
-  run_id: 'run-1', status: 'fixed', created_at: '', updated_at: '', repo: '/r', base_commit: 'abcdef0123456789', issue_title: 'average is wrong', test_cmd: 'pytest',
-  provider: 'host', image: '', model: 'replay:x', attempts: 2, winner_attempt: 0, review: 'pending', error: null, ...over,
+  run_id: 'run-1',
+  status: 'fixed',
+  created_at: '',
+  updated_at: '',
+  repo: '/r',
+  base_commit: 'abcdef0123456789',
+  issue_title: 'average is wrong',
+  test_cmd: 'pytest',
+  provider: 'host',
+  image: '',
+  model: 'replay:x',
+  attempts: 2,
+  winner_attempt: 0,
+  review: 'pending',
+  error: null,
+  ...over,
 });
 const health = (docker: boolean): HealthReport => ({
-  generated_at: 'now', default_provider: 'host',
+  generated_at: 'now',
+  default_provider: 'host',
   providers: [
     { provider: 'host', available: true, reason: 'bwrap works', isolation: null, details: {} },
-    { provider: 'docker', available: docker, reason: docker ? 'engine answers' : 'no Docker Engine answers on /var/run/docker.sock', isolation: null, details: {} },
+    {
+      provider: 'docker',
+      available: docker,
+      reason: docker ? 'engine answers' : 'no Docker Engine answers on /var/run/docker.sock',
+      isolation: null,
+      details: {},
+    },
   ],
 });
 
@@ -33,8 +66,21 @@ describe('extension presentation and decisions (pure)', () => {
       attemptView(attempt({ green: false, passed: 3, failed: 1 })),
       attemptView(attempt({ status: 'failed', error: 'model endpoint answered 500', green: null })),
     ];
-    assert.deepEqual(views.map((v) => v.icon), ['circle-outline', 'sync~spin', 'star-full', 'pass', 'error', 'error']);
-    assert.deepEqual(views.map((v) => v.description), ['queued', 'running · 1 turn', 'winner · 3 turns · 2 lines', 'green · 3 turns · 2 lines', 'red · 3 turns · 2 lines', 'error · 3 turns']);
+    assert.deepEqual(
+      views.map((v) => v.icon),
+      ['circle-outline', 'sync~spin', 'star-full', 'pass', 'error', 'error'],
+    );
+    assert.deepEqual(
+      views.map((v) => v.description),
+      [
+        'queued',
+        'running · 1 turn',
+        'winner · 3 turns · 2 lines',
+        'green · 3 turns · 2 lines',
+        'red · 3 turns · 2 lines',
+        'error · 3 turns',
+      ],
+    );
     assert.equal(views[2]!.contextValue, 'attempt.winner');
     assert.match(views[4]!.tooltip, /3 passed, 1 failed/);
     assert.match(views[5]!.tooltip, /answered 500/);
@@ -49,21 +95,44 @@ describe('extension presentation and decisions (pure)', () => {
   });
 
   it('cell rows: provider, image, duration, exit code; running cells have no log yet', () => {
-    const c: CellSnapshot = { cell_id: 'c1', run_id: 'run-1', attempt_index: 1, purpose: 'verdict', provider: 'docker', image: 'py:1', command: 'pytest', running: false, exit_code: 1, killed_by: null, duration_ms: 2500, started_at: '' };
-    assert.deepEqual([cellView(c).label, cellView(c).description, cellView(c).icon], ['verdict · attempt 1', 'docker py:1 · 2.5 s · exit 1', 'error']);
+    const c: CellSnapshot = {
+      cell_id: 'c1',
+      run_id: 'run-1',
+      attempt_index: 1,
+      purpose: 'verdict',
+      provider: 'docker',
+      image: 'py:1',
+      command: 'pytest',
+      running: false,
+      exit_code: 1,
+      killed_by: null,
+      duration_ms: 2500,
+      started_at: '',
+    };
+    assert.deepEqual(
+      [cellView(c).label, cellView(c).description, cellView(c).icon],
+      ['verdict · attempt 1', 'docker py:1 · 2.5 s · exit 1', 'error'],
+    );
     assert.equal(cellView({ ...c, exit_code: 137, killed_by: 'timeout' }).description, 'docker py:1 · 2.5 s · exit 137 (timeout)');
     assert.equal(cellView({ ...c, running: true, exit_code: null, duration_ms: null }).contextValue, 'cell.running');
     assert.deepEqual([duration(999), duration(61_000)], ['999 ms', '1 min 1 s']);
   });
 
   it('status bar: cells running and provider marks; degraded when the chosen provider is down or the runner is', () => {
-    assert.deepEqual(formatStatus(health(true), 2, 'docker', 'ready'), { text: '$(vm) 2 cells · host ✓ docker ✓', tooltip: formatStatus(health(true), 2, 'docker', 'ready').tooltip, degraded: false });
+    assert.deepEqual(formatStatus(health(true), 2, 'docker', 'ready'), {
+      text: '$(vm) 2 cells · host ✓ docker ✓',
+      tooltip: formatStatus(health(true), 2, 'docker', 'ready').tooltip,
+      degraded: false,
+    });
     const down = formatStatus(health(false), 1, 'docker', 'ready');
     assert.equal(down.text, '$(vm) 1 cell · host ✓ docker ✗');
     assert.equal(down.degraded, true);
     assert.match(down.tooltip, /docker: unavailable: no Docker Engine/);
     assert.equal(formatStatus(health(false), 0, 'host', 'ready').degraded, false, 'an unused provider being down is not a warning');
-    assert.deepEqual([formatStatus(null, 0, 'host', 'down').degraded, formatStatus(null, 0, 'host', 'down').text], [true, '$(vm) Forge runner down']);
+    assert.deepEqual(
+      [formatStatus(null, 0, 'host', 'down').degraded, formatStatus(null, 0, 'host', 'down').text],
+      [true, '$(vm) Forge runner down'],
+    );
   });
 
   it('restart policy: backoff doubles to a cap, then gives up after repeated crashes in the window', () => {
@@ -77,13 +146,30 @@ describe('extension presentation and decisions (pure)', () => {
 
   it('node runtime: the setting is checked, else a plain-Node host, else node on PATH; a mismatch names the fix', () => {
     const want = { modules: '115', node: '20', platform: 'linux', arch: 'x64' };
-    assert.deepEqual(chooseNodeRuntime(want, [{ source: 'extension-host', path: '/n20', modules: '115', version: '20.1.0' }]), { ok: true, path: '/n20', source: 'extension-host' });
-    assert.deepEqual(chooseNodeRuntime(want, [{ source: 'path', path: 'node', modules: '115', version: '20.2.0' }]), { ok: true, path: 'node', source: 'path' });
-    const wrongSetting = chooseNodeRuntime(want, [{ source: 'setting', path: '/n22', modules: '127', version: '22.0.0' }, { source: 'path', path: 'node', modules: '115', version: '20.2.0' }]);
+    assert.deepEqual(chooseNodeRuntime(want, [{ source: 'extension-host', path: '/n20', modules: '115', version: '20.1.0' }]), {
+      ok: true,
+      path: '/n20',
+      source: 'extension-host',
+    });
+    assert.deepEqual(chooseNodeRuntime(want, [{ source: 'path', path: 'node', modules: '115', version: '20.2.0' }]), {
+      ok: true,
+      path: 'node',
+      source: 'path',
+    });
+    const wrongSetting = chooseNodeRuntime(want, [
+      { source: 'setting', path: '/n22', modules: '127', version: '22.0.0' },
+      { source: 'path', path: 'node', modules: '115', version: '20.2.0' },
+    ]);
     assert.equal(wrongSetting.ok, false);
-    assert.match((wrongSetting as { message: string }).message, /forge\.runner\.nodePath is \/n22, but it is Node 22\.0\.0 \(ABI 127\); the runner needs Node 20 \(ABI 115\)/);
+    assert.match(
+      (wrongSetting as { message: string }).message,
+      /forge\.runner\.nodePath is \/n22, but it is Node 22\.0\.0 \(ABI 127\); the runner needs Node 20 \(ABI 115\)/,
+    );
     const none = chooseNodeRuntime(want, [{ source: 'path', path: 'node', modules: null, version: null, error: 'ENOENT' }]);
-    assert.match((none as { message: string }).message, /no Node\.js 20 \(ABI 115\) found.*node: not runnable.*set forge\.runner\.nodePath/);
+    assert.match(
+      (none as { message: string }).message,
+      /no Node\.js 20 \(ABI 115\) found.*node: not runnable.*set forge\.runner\.nodePath/,
+    );
   });
 
   it('settings: model specs and fix/start params', () => {
@@ -92,8 +178,10 @@ describe('extension presentation and decisions (pure)', () => {
     assert.deepEqual(runnerModelSpec('anthropic:claude', '/ws'), { spec: 'anthropic:claude', lmFamily: null });
     assert.throws(() => runnerModelSpec('', '/ws'), /forge\.model is empty/);
     assert.throws(() => runnerModelSpec('gpt5', '/ws'), /is not a model/);
-    assert.deepEqual(fixStartParams({ attempts: 100, provider: 'docker', image: ' img ', testCommand: '', model: '', maxTurns: 0 }, '/r', 'i', 'm'),
-      { repo: '/r', issue: 'i', model: 'm', attempts: 64, provider: 'docker', image: 'img', max_turns: 1 });
+    assert.deepEqual(
+      fixStartParams({ attempts: 100, provider: 'docker', image: ' img ', testCommand: '', model: '', maxTurns: 0 }, '/r', 'i', 'm'),
+      { repo: '/r', issue: 'i', model: 'm', attempts: 64, provider: 'docker', image: 'img', max_turns: 1 },
+    );
   });
 
   it('review URIs round-trip; apply outcomes name every conflicting file', () => {
@@ -101,8 +189,13 @@ describe('extension presentation and decisions (pure)', () => {
     assert.deepEqual(parseReviewUri(parts.path, parts.query), { runId: 'run-1', side: 'attempt', path: 'src/a b.py' });
     assert.equal(parseReviewUri('/x', 'run=r&side=evil'), null);
     assert.deepEqual(parseLogUri('run=r&cell=c'), { runId: 'r', cellId: 'c' });
-    assert.match(describeApplyOutcome(false, '/r', [{ path: 'a.py', ok: true, reason: null }, { path: 'b.py', ok: false, reason: 'patch does not apply' }]),
-      /^Nothing was applied: 1 of 2 file\(s\) conflict.*b\.py \(patch does not apply\)/);
+    assert.match(
+      describeApplyOutcome(false, '/r', [
+        { path: 'a.py', ok: true, reason: null },
+        { path: 'b.py', ok: false, reason: 'patch does not apply' },
+      ]),
+      /^Nothing was applied: 1 of 2 file\(s\) conflict.*b\.py \(patch does not apply\)/,
+    );
     assert.equal(describeApplyOutcome(true, '/r', [{ path: 'a.py', ok: true, reason: null }]), 'Applied the winner to /r: a.py.');
   });
 });

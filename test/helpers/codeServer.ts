@@ -27,20 +27,27 @@ export function prepareUserData(work: string, settings: Record<string, unknown>)
   const dirs = { userData: join(work, 'user-data'), extensions: join(work, 'extensions') };
   mkdirSync(join(dirs.userData, 'User'), { recursive: true });
   mkdirSync(dirs.extensions, { recursive: true });
-  writeFileSync(join(dirs.userData, 'User', 'settings.json'), JSON.stringify({
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'security.workspace.trust.enabled': false,
-    'extensions.autoCheckUpdates': false,
-    'telemetry.telemetryLevel': 'off',
-    'git.enabled': false,
-    ...settings,
-  }));
+  writeFileSync(
+    join(dirs.userData, 'User', 'settings.json'),
+    JSON.stringify({
+      'workbench.startupEditor': 'none',
+      'workbench.tips.enabled': false,
+      'security.workspace.trust.enabled': false,
+      'extensions.autoCheckUpdates': false,
+      'telemetry.telemetryLevel': 'off',
+      'git.enabled': false,
+      ...settings,
+    }),
+  );
   return dirs;
 }
 
 export function installExtension(dirs: CodeServerDirs, vsix: string): string {
-  return execFileSync(process.execPath, [ENTRY, '--extensions-dir', dirs.extensions, '--user-data-dir', dirs.userData, '--install-extension', vsix], { encoding: 'utf8', stdio: 'pipe' });
+  return execFileSync(
+    process.execPath,
+    [ENTRY, '--extensions-dir', dirs.extensions, '--user-data-dir', dirs.userData, '--install-extension', vsix],
+    { encoding: 'utf8', stdio: 'pipe' },
+  );
 }
 
 async function freePort(): Promise<number> {
@@ -63,12 +70,30 @@ export interface RunningCodeServer {
 
 export async function startCodeServer(dirs: CodeServerDirs, folder: string, env: NodeJS.ProcessEnv): Promise<RunningCodeServer> {
   const port = await freePort();
-  const server: ChildProcess = spawn(process.execPath, [ENTRY, '--extensions-dir', dirs.extensions, '--user-data-dir', dirs.userData, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', folder], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const server: ChildProcess = spawn(
+    process.execPath,
+    [
+      ENTRY,
+      '--extensions-dir',
+      dirs.extensions,
+      '--user-data-dir',
+      dirs.userData,
+      '--auth',
+      'none',
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      folder,
+    ],
+    {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   let log = '';
   server.stdout!.on('data', (d: Buffer) => (log += d.toString()));
   server.stderr!.on('data', (d: Buffer) => (log += d.toString()));
@@ -85,7 +110,13 @@ export async function startCodeServer(dirs: CodeServerDirs, folder: string, env:
     }
   };
   for (let i = 0; ; i++) {
-    if (await fetch(`${url}healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (i > 300 || server.exitCode !== null) {
       await stop();
       throw new Error(`code-server did not start: ${log.slice(-2000)}`);
@@ -98,6 +129,14 @@ export async function startCodeServer(dirs: CodeServerDirs, folder: string, env:
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
 }

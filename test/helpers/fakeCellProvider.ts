@@ -32,9 +32,16 @@ export interface FakeCellOutcome {
 export type FakeCellScript = (cell: FakeCell) => FakeCellOutcome | Promise<FakeCellOutcome>;
 
 const ISOLATION: IsolationReport = {
-  mechanism: 'in-process fake', degraded: true, namespaces: [], net: 'none', filesystem: 'the worktree, read by the script', user: 'the test process',
-  masked_paths: [], rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
-  cgroup: { version: null, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: 'no process' }, warnings: [],
+  mechanism: 'in-process fake',
+  degraded: true,
+  namespaces: [],
+  net: 'none',
+  filesystem: 'the worktree, read by the script',
+  user: 'the test process',
+  masked_paths: [],
+  rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+  cgroup: { version: null, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: 'no process' },
+  warnings: [],
 };
 
 /**
@@ -96,9 +103,20 @@ export class FakeCellProvider implements CellProvider {
       output_bytes: Buffer.byteLength(outcome.output),
       // Nothing there: the verdict parsers read `output` instead.
       full_output_path: join(worktree, '.fake-cell-has-no-log'),
-      diff: spec.capture_diff === false ? null : {
-        patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], warnings: [], incomplete: null, ...outcome.diff,
-      },
+      diff:
+        spec.capture_diff === false
+          ? null
+          : {
+              patch: '',
+              truncated: false,
+              bytes: 0,
+              files: [],
+              files_total: 0,
+              omitted: [],
+              warnings: [],
+              incomplete: null,
+              ...outcome.diff,
+            },
       neutralized: [],
       isolation: ISOLATION,
       labels,

@@ -32,7 +32,21 @@ export class InstanceHarness {
     for (const inst of this.store.instances()) {
       const p = real.get(inst.provider as 'host' | 'docker');
       for (let g = 1; g <= inst.generation; g++) {
-        await p?.destroy({ instance_id: inst.instance_id, generation: g, operation_id: 'test-cleanup', spec: { provider: inst.provider as 'host', image: JSON.parse(inst.spec_json).image, enroll_timeout_s: 1, probe_interval_ms: 100, env: {}, allow_net: false } }).catch(() => undefined);
+        await p
+          ?.destroy({
+            instance_id: inst.instance_id,
+            generation: g,
+            operation_id: 'test-cleanup',
+            spec: {
+              provider: inst.provider as 'host',
+              image: JSON.parse(inst.spec_json).image,
+              enroll_timeout_s: 1,
+              probe_interval_ms: 100,
+              env: {},
+              allow_net: false,
+            },
+          })
+          .catch(() => undefined);
       }
     }
     this.db.close();

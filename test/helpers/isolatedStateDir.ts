@@ -45,7 +45,11 @@ async function leakedForgeContainers(): Promise<string[]> {
     // Ours, or from a runner process (e.g. a CLI the tests spawned) that has exited.
     return pid === process.pid || !existsSync(`/proc/${pid}`);
   });
-  for (const c of leaked) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  for (const c of leaked)
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
   return leaked.map((c) => c.Names[0] ?? c.Id);
 }
 
@@ -60,7 +64,10 @@ async function leakedInstances(): Promise<string[]> {
   for (const c of containers) {
     const dir = c.Labels['forge.instance.state_dir'] ?? '';
     if (dir.startsWith(tmpdir()) && !existsSync(dir)) {
-      await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
       leaked.push(c.Names[0] ?? c.Id);
     }
   }
@@ -71,7 +78,7 @@ async function leakedInstances(): Promise<string[]> {
     } catch {
       continue;
     }
-    const dir = argv[0] === '/bin/bash' && argv[3] === 'forge-instance' ? argv[4] ?? '' : '';
+    const dir = argv[0] === '/bin/bash' && argv[3] === 'forge-instance' ? (argv[4] ?? '') : '';
     if (dir.startsWith(tmpdir()) && !existsSync(dir)) {
       try {
         process.kill(-Number(pid), 'SIGKILL');

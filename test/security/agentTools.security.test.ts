@@ -2,7 +2,18 @@
 // or write outside the attempt's worktree or into git metadata, or use unbounded memory.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, ftruncateSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  ftruncateSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { editFile, listFiles, readFile, searchFiles, writeFile } from '../../runner/src/repair/tools/fileTools.js';
 import { scratchDir } from '../helpers/gitRepo.js';
@@ -78,15 +89,22 @@ describe('agent file tools (each test tries to reach outside the worktree or .gi
     mkdirSync(join(wt.dir, 'd'));
     // Another process swaps d between a real directory and a symlink to outside, atomically
     // (renameat2 RENAME_EXCHANGE) and as fast as it can.
-    const swapper = spawn('python3', ['-c', [
-      'import ctypes, os',
-      `wt, out = ${JSON.stringify(wt.dir)}, ${JSON.stringify(outside.dir)}`,
-      "os.symlink(out, os.path.join(wt, 'dlink'))",
-      "libc = ctypes.CDLL(None, use_errno=True)",
-      "a, b = os.path.join(wt, 'd').encode(), os.path.join(wt, 'dlink').encode()",
-      'while True:',
-      '    libc.renameat2(-100, a, -100, b, 2)',
-    ].join('\n')], { stdio: 'ignore' });
+    const swapper = spawn(
+      'python3',
+      [
+        '-c',
+        [
+          'import ctypes, os',
+          `wt, out = ${JSON.stringify(wt.dir)}, ${JSON.stringify(outside.dir)}`,
+          "os.symlink(out, os.path.join(wt, 'dlink'))",
+          'libc = ctypes.CDLL(None, use_errno=True)',
+          "a, b = os.path.join(wt, 'd').encode(), os.path.join(wt, 'dlink').encode()",
+          'while True:',
+          '    libc.renameat2(-100, a, -100, b, 2)',
+        ].join('\n'),
+      ],
+      { stdio: 'ignore' },
+    );
     try {
       await new Promise((r) => setTimeout(r, 200));
       let wrote = 0;
@@ -94,7 +112,9 @@ describe('agent file tools (each test tries to reach outside the worktree or .gi
         try {
           writeFile(wt.dir, { path: `d/planted-${i}`, content: 'x' });
           wrote++;
-        } catch { /* refused or raced: fine */ }
+        } catch {
+          /* refused or raced: fine */
+        }
       }
       assert.ok(wrote > 0, 'no write succeeded at all: the race did not run');
     } finally {

@@ -43,7 +43,11 @@ const TARGETS: Target[] = [
 ];
 
 function cell(target: Target, args: string[], cmd: string, stdio?: StdioOptions) {
-  const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--json', ...target.args, ...args, '--', cmd], { encoding: 'utf8', stdio, timeout: 240_000 });
+  const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--json', ...target.args, ...args, '--', cmd], {
+    encoding: 'utf8',
+    stdio,
+    timeout: 240_000,
+  });
   return { status: r.status, stderr: r.stderr ?? '', result: r.status === 0 && r.stdout ? JSON.parse(r.stdout) : null };
 }
 
@@ -89,11 +93,19 @@ for (const target of TARGETS) {
       try {
         const config = readFileSync(join(repo.dir, '.git', 'config'), 'utf8');
         for (const extra of [[], ['--no-diff']]) {
-          const r = cell(target, ['--worktree', repo.dir, ...extra], 'echo "[core] fsmonitor = touch /tmp/x" >> .git/config; mkdir -p .git/hooks && echo x > .git/hooks/post-commit; mv .git .git-moved; rm -rf .git; echo b >> a.txt; echo done');
+          const r = cell(
+            target,
+            ['--worktree', repo.dir, ...extra],
+            'echo "[core] fsmonitor = touch /tmp/x" >> .git/config; mkdir -p .git/hooks && echo x > .git/hooks/post-commit; mv .git .git-moved; rm -rf .git; echo b >> a.txt; echo done',
+          );
           assert.equal(r.status, 0, r.stderr);
           assert.match(r.result.output, /done/);
           assert.match(r.result.output, /Read-only file system/);
-          assert.equal(readFileSync(join(repo.dir, '.git', 'config'), 'utf8'), config, `.git/config changed (${extra.join(' ') || 'with diff'})`);
+          assert.equal(
+            readFileSync(join(repo.dir, '.git', 'config'), 'utf8'),
+            config,
+            `.git/config changed (${extra.join(' ') || 'with diff'})`,
+          );
           assert.equal(existsSync(join(repo.dir, '.git', 'hooks', 'post-commit')), false);
           assert.equal(existsSync(join(repo.dir, '.git-moved')), false);
           git(repo.dir, 'checkout', '--', 'a.txt');
@@ -106,27 +118,38 @@ for (const target of TARGETS) {
     it('Q3: setuid/setgid files, FIFOs and sockets the command leaves are neutralized and reported; device nodes cannot be made', () => {
       const repo = makeRepo({ 'a.txt': 'a\n' });
       try {
-        const r = cell(target, ['--worktree', repo.dir], [
-          'cp /bin/sh suid-sh; chmod 4755 suid-sh',
-          'cp /bin/sh sgid-sh; chmod 2755 sgid-sh',
-          'mkfifo a-fifo',
-          'python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\'a-sock\')"',
-          'mknod blockdev b 7 0 2>/dev/null && echo MADE-DEVICE; mknod chardev c 1 3 2>/dev/null && echo MADE-DEVICE',
-          'id -u',
-        ].join('; '));
+        const r = cell(
+          target,
+          ['--worktree', repo.dir],
+          [
+            'cp /bin/sh suid-sh; chmod 4755 suid-sh',
+            'cp /bin/sh sgid-sh; chmod 2755 sgid-sh',
+            'mkfifo a-fifo',
+            'python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\'a-sock\')"',
+            'mknod blockdev b 7 0 2>/dev/null && echo MADE-DEVICE; mknod chardev c 1 3 2>/dev/null && echo MADE-DEVICE',
+            'id -u',
+          ].join('; '),
+        );
         assert.equal(r.status, 0, r.stderr);
         const res = r.result;
         assert.doesNotMatch(res.output, /MADE-DEVICE/);
         if (ROOT) assert.doesNotMatch(res.output, /^0$/m, 'the command ran as root');
         for (const f of ['suid-sh', 'sgid-sh']) assert.equal(statSync(join(repo.dir, f)).mode & 0o6000, 0, `${f} kept its setid bit`);
-        for (const f of ['a-fifo', 'a-sock', 'blockdev', 'chardev']) assert.equal(existsSync(join(repo.dir, f)), false, `${f} is still there`);
-        const found = (res.neutralized as { path: string; found: string; action: string }[]).map((n) => `${n.path}:${n.found}:${n.action}`).sort();
+        for (const f of ['a-fifo', 'a-sock', 'blockdev', 'chardev'])
+          assert.equal(existsSync(join(repo.dir, f)), false, `${f} is still there`);
+        const found = (res.neutralized as { path: string; found: string; action: string }[])
+          .map((n) => `${n.path}:${n.found}:${n.action}`)
+          .sort();
         // Some mechanisms never let a setid bit reach the host (virtiofsd without CAP_FSETID drops
         // setgid): what is reported is what was found, and FIFOs and sockets are always made.
-        for (const f of found) assert.ok(['a-fifo:fifo:removed', 'a-sock:socket:removed', 'sgid-sh:setid:cleared', 'suid-sh:setid:cleared'].includes(f), f);
+        for (const f of found)
+          assert.ok(['a-fifo:fifo:removed', 'a-sock:socket:removed', 'sgid-sh:setid:cleared', 'suid-sh:setid:cleared'].includes(f), f);
         assert.ok(found.includes('a-fifo:fifo:removed') && found.includes('a-sock:socket:removed'), found.join(', '));
         // Nothing special anywhere in the tree afterwards.
-        const left = readdirSync(repo.dir).filter((f) => f !== '.git').map((f) => lstatSync(join(repo.dir, f))).filter((st) => !st.isFile() && !st.isDirectory() && !st.isSymbolicLink());
+        const left = readdirSync(repo.dir)
+          .filter((f) => f !== '.git')
+          .map((f) => lstatSync(join(repo.dir, f)))
+          .filter((st) => !st.isFile() && !st.isDirectory() && !st.isSymbolicLink());
         assert.deepEqual(left, []);
       } finally {
         repo.cleanup();

@@ -38,7 +38,11 @@ describe('CLI input (each test feeds something hostile or broken)', function () 
   });
 
   it('an argument or environment entry larger than Linux can exec is bad input, not a failure in the cell', () => {
-    for (const spec of [{ cmd: ['echo', 'x'.repeat(200 * 1024)] }, { cmd: 'true', env: { BIG: 'x'.repeat(200 * 1024) } }, { cmd: 'x'.repeat(200 * 1024) }]) {
+    for (const spec of [
+      { cmd: ['echo', 'x'.repeat(200 * 1024)] },
+      { cmd: 'true', env: { BIG: 'x'.repeat(200 * 1024) } },
+      { cmd: 'x'.repeat(200 * 1024) },
+    ]) {
       const r = spawnSync(process.execPath, [RUNNER, 'spec-run', '-'], { input: JSON.stringify(spec), encoding: 'utf8' });
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, /MAX_ARG_STRLEN/);
@@ -55,7 +59,19 @@ describe('CLI input (each test feeds something hostile or broken)', function () 
   it('F6: escape sequences a command prints (or puts in file names) reach the terminal only as visible text', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--worktree', repo.dir, '--', "printf '\\033]0;pwned\\007\\033[31mred\\n'; touch \"$(printf 'x\\033[2Jy')\""], { encoding: 'utf8' });
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'cell',
+          'run',
+          '--worktree',
+          repo.dir,
+          '--',
+          "printf '\\033]0;pwned\\007\\033[31mred\\n'; touch \"$(printf 'x\\033[2Jy')\"",
+        ],
+        { encoding: 'utf8' },
+      );
       assert.equal(r.status, 0, r.stderr);
       // eslint-disable-next-line no-control-regex -- the test looks for control characters
       assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stdout), false, 'a raw control character reached the terminal');
@@ -75,7 +91,11 @@ describe('CLI input (each test feeds something hostile or broken)', function () 
     try {
       const env: NodeJS.ProcessEnv = { ...process.env, FORGE_STATE_DIR: state };
       for (const k of ['OPENAI_API_KEY', 'FORGE_API_KEY', 'FORGE_BASE_URL', 'OPENAI_BASE_URL', 'FORGE_MODEL']) delete env[k];
-      const r = spawnSync(process.execPath, [RUNNER, 'fix', '--repo', repo.dir, '--issue-text', 'x', '--model', 'openai:gpt-4o', '--test-cmd', 'false'], { encoding: 'utf8', env });
+      const r = spawnSync(
+        process.execPath,
+        [RUNNER, 'fix', '--repo', repo.dir, '--issue-text', 'x', '--model', 'openai:gpt-4o', '--test-cmd', 'false'],
+        { encoding: 'utf8', env },
+      );
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, /needs a key: set FORGE_API_KEY or OPENAI_API_KEY/);
       const runs = spawnSync(process.execPath, [RUNNER, 'runs', 'list', '--json'], { encoding: 'utf8', env });

@@ -13,7 +13,11 @@ import { requireFeature } from '../helpers/requirement.js';
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
 function cellJson(args: string[], cmd: string) {
-  const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--json', ...args, '--', cmd], { encoding: 'utf8', timeout: 280_000, maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--json', ...args, '--', cmd], {
+    encoding: 'utf8',
+    timeout: 280_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   assert.equal(r.status, 0, `cell run failed (${r.status}): ${r.stderr.slice(-1500)}`);
   return JSON.parse(r.stdout);
 }
@@ -29,7 +33,10 @@ describe('diff capture is bounded and never loses the result (each test tries to
   it('F5: 60,000 new files from a 5 s cell: the capture stops at its untracked-file cap and says so', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      const r = cellJson(['--worktree', repo.dir, '--timeout', '5'], 'python3 -c "import os\nos.mkdir(\'many\')\nfor i in range(60000): open(f\'many/f{i}\', \'w\').close()"');
+      const r = cellJson(
+        ['--worktree', repo.dir, '--timeout', '5'],
+        "python3 -c \"import os\nos.mkdir('many')\nfor i in range(60000): open(f'many/f{i}', 'w').close()\"",
+      );
       assert.equal(r.exit_code, 0, r.output);
       assert.match(r.diff.incomplete, new RegExp(`more than ${DEFAULT_DIFF_CAPS.maxUntracked} untracked files`));
       assert.ok(r.diff.files.length <= DEFAULT_DIFF_CAPS.maxFiles);
@@ -43,8 +50,14 @@ describe('diff capture is bounded and never loses the result (each test tries to
     const repo = makeRepo({ 'big.bin': 'small\n', 'a.txt': 'a\n' });
     try {
       const r = cellJson(['--worktree', repo.dir], 'truncate -s 2G big.bin && echo b >> a.txt');
-      assert.ok(r.diff.omitted.some((o: { path: string; reason: string }) => o.path === 'big.bin' && /changed file larger than/.test(o.reason)), JSON.stringify(r.diff.omitted));
-      assert.deepEqual(r.diff.files.map((f: { path: string }) => f.path), ['a.txt']);
+      assert.ok(
+        r.diff.omitted.some((o: { path: string; reason: string }) => o.path === 'big.bin' && /changed file larger than/.test(o.reason)),
+        JSON.stringify(r.diff.omitted),
+      );
+      assert.deepEqual(
+        r.diff.files.map((f: { path: string }) => f.path),
+        ['a.txt'],
+      );
     } finally {
       repo.cleanup();
     }

@@ -46,7 +46,10 @@ describe('docker cell security (each test tries to break one claim)', function (
   });
 
   it('no capabilities, no new privileges, no docker socket', async () => {
-    const r = await provider.run({ image, cmd: 'grep -E "^(CapEff|CapPrm|NoNewPrivs)" /proc/self/status; test -S /var/run/docker.sock && echo SOCKET; ls /var/run 2>&1; true' });
+    const r = await provider.run({
+      image,
+      cmd: 'grep -E "^(CapEff|CapPrm|NoNewPrivs)" /proc/self/status; test -S /var/run/docker.sock && echo SOCKET; ls /var/run 2>&1; true',
+    });
     assert.match(r.output, /CapEff:\s+0000000000000000/);
     assert.match(r.output, /CapPrm:\s+0000000000000000/);
     assert.match(r.output, /NoNewPrivs:\s+1/);
@@ -73,7 +76,11 @@ describe('docker cell security (each test tries to break one claim)', function (
     // Writable by the cell user, so only the read-only mount stands in the way.
     if (process.getuid?.() === 0) spawnSync('chmod', ['-R', 'a+rwX', join(repo.dir, '.git')]);
     try {
-      const r = await provider.run({ image, worktree: repo.dir, cmd: 'echo "[core] fsmonitor = touch /tmp/x" >> .git/config; echo rc=$?; echo ok > a.txt' });
+      const r = await provider.run({
+        image,
+        worktree: repo.dir,
+        cmd: 'echo "[core] fsmonitor = touch /tmp/x" >> .git/config; echo rc=$?; echo ok > a.txt',
+      });
       assert.match(r.output, /Read-only file system/);
       assert.equal(r.diff?.files.map((f) => f.path).join(), 'a.txt');
     } finally {
@@ -83,7 +90,12 @@ describe('docker cell security (each test tries to break one claim)', function (
 
   it('memory hog: killed with killed_by=memory', async () => {
     // The shell holds 200 MB in a variable: far over the 64 MiB limit.
-    const r = await provider.run({ image, cmd: 'x=$(head -c 200000000 /dev/zero | tr "\\0" a); echo ${#x}', limits: { memory_mib: 64 }, timeout_s: 60 });
+    const r = await provider.run({
+      image,
+      cmd: 'x=$(head -c 200000000 /dev/zero | tr "\\0" a); echo ${#x}',
+      limits: { memory_mib: 64 },
+      timeout_s: 60,
+    });
     assert.equal(r.killed_by, 'memory', `exit ${r.exit_code}: ${r.output}`);
   });
 
@@ -102,6 +114,9 @@ describe('docker cell security (each test tries to break one claim)', function (
     await provider.run({ image, cmd: 'sleep 60' }, { signal: abort.signal });
     await provider.drain();
     const mine = (await listForgeContainers(docker)).filter((c) => c.Labels['forge.runner.pid'] === String(process.pid));
-    assert.deepEqual(mine.map((c) => c.Names[0]), []);
+    assert.deepEqual(
+      mine.map((c) => c.Names[0]),
+      [],
+    );
   });
 });

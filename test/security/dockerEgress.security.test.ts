@@ -21,9 +21,10 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
   after(async () => provider?.drain());
 
   const py = (code: string) => ['python3', '-c', code];
-  const fetch = (url: string) => py(
-    `import urllib.request, sys\ntry:\n  print(urllib.request.urlopen(${JSON.stringify(url)}, timeout=10).read().decode())\nexcept Exception as e:\n  print("FAILED", e, getattr(e, "read", lambda: b"")().decode()); sys.exit(3)`,
-  );
+  const fetch = (url: string) =>
+    py(
+      `import urllib.request, sys\ntry:\n  print(urllib.request.urlopen(${JSON.stringify(url)}, timeout=10).read().decode())\nexcept Exception as e:\n  print("FAILED", e, getattr(e, "read", lambda: b"")().decode()); sys.exit(3)`,
+    );
 
   it('reaches an allowlisted host, and an unlisted one is refused visibly', async () => {
     const web: Server = createServer((_req, res) => res.end('hello-through-proxy'));
@@ -44,16 +45,17 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
   });
 
   it('CONNECT tunnels (https) obey the same allowlist', async () => {
-    const raw = (target: string) => py(
-      [
-        'import socket, os, base64, urllib.parse',
-        'p = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])',
-        's = socket.create_connection((p.hostname, p.port), timeout=10)',
-        'auth = base64.b64encode(f"{p.username}:{p.password}".encode()).decode()',
-        `s.sendall(f"CONNECT ${target} HTTP/1.1\\r\\nHost: ${target}\\r\\nProxy-Authorization: Basic {auth}\\r\\n\\r\\n".encode())`,
-        'print(s.recv(200).decode().splitlines()[0])',
-      ].join('\n'),
-    );
+    const raw = (target: string) =>
+      py(
+        [
+          'import socket, os, base64, urllib.parse',
+          'p = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])',
+          's = socket.create_connection((p.hostname, p.port), timeout=10)',
+          'auth = base64.b64encode(f"{p.username}:{p.password}".encode()).decode()',
+          `s.sendall(f"CONNECT ${target} HTTP/1.1\\r\\nHost: ${target}\\r\\nProxy-Authorization: Basic {auth}\\r\\n\\r\\n".encode())`,
+          'print(s.recv(200).decode().splitlines()[0])',
+        ].join('\n'),
+      );
     const tcp: TcpServer = createTcpServer((c) => c.end());
     const port = await listen(tcp, '127.0.0.1');
     try {
@@ -73,17 +75,19 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
       const r = await provider.run({
         image,
         allow_net: ['localhost'],
-        cmd: py([
-          'import socket, os, urllib.parse',
-          'gw = urllib.parse.urlparse(os.environ["HTTP_PROXY"]).hostname',
-          'def attempt(host, port):',
-          '  try:',
-          '    s = socket.create_connection((host, port), timeout=3); print("CONNECTED", host, port, s.recv(50))',
-          '  except Exception as e:',
-          '    print("blocked", host, port, type(e).__name__)',
-          'attempt("1.1.1.1", 80)',
-          `attempt(gw, ${servicePort})`,
-        ].join('\n')),
+        cmd: py(
+          [
+            'import socket, os, urllib.parse',
+            'gw = urllib.parse.urlparse(os.environ["HTTP_PROXY"]).hostname',
+            'def attempt(host, port):',
+            '  try:',
+            '    s = socket.create_connection((host, port), timeout=3); print("CONNECTED", host, port, s.recv(50))',
+            '  except Exception as e:',
+            '    print("blocked", host, port, type(e).__name__)',
+            'attempt("1.1.1.1", 80)',
+            `attempt(gw, ${servicePort})`,
+          ].join('\n'),
+        ),
       });
       assert.doesNotMatch(r.output, /CONNECTED/, r.output);
       assert.equal((r.output.match(/blocked/g) ?? []).length, 2, r.output);
@@ -91,15 +95,17 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
       const anon = await provider.run({
         image,
         allow_net: ['localhost'],
-        cmd: py([
-          'import urllib.request, urllib.parse, os',
-          'p = urllib.parse.urlparse(os.environ["HTTP_PROXY"])',
-          'opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://{p.hostname}:{p.port}"}))',
-          'try:',
-          '  opener.open("http://localhost:1/", timeout=5)',
-          'except Exception as e:',
-          '  print("refused", e)',
-        ].join('\n')),
+        cmd: py(
+          [
+            'import urllib.request, urllib.parse, os',
+            'p = urllib.parse.urlparse(os.environ["HTTP_PROXY"])',
+            'opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://{p.hostname}:{p.port}"}))',
+            'try:',
+            '  opener.open("http://localhost:1/", timeout=5)',
+            'except Exception as e:',
+            '  print("refused", e)',
+          ].join('\n'),
+        ),
       });
       assert.match(anon.output, /407/);
     } finally {

@@ -14,7 +14,6 @@ import { processesWith } from '../helpers/processes.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
-
 describe('host cell security (each test tries to break one claim)', function () {
   this.timeout(180_000);
   let provider: HostCellProvider;
@@ -75,20 +74,34 @@ describe('host cell security (each test tries to break one claim)', function () 
         try {
           const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
           peak = Math.max(peak, kb * 1024);
-        } catch { /* exiting */ }
+        } catch {
+          /* exiting */
+        }
       }, 20);
       const code = await new Promise<number | null>((res) => child.on('exit', res));
       clearInterval(poll);
       return { code, peak, result: JSON.parse(out) };
     };
     const idle = await peakRss(['cell', 'run', '--json', '--', 'true']);
-    const flood = await peakRss(['cell', 'run', '--json', '--output-limit', '0', '--timeout', '120', '--', 'yes 0123456789abcdef | head -c 1073741824']);
+    const flood = await peakRss([
+      'cell',
+      'run',
+      '--json',
+      '--output-limit',
+      '0',
+      '--timeout',
+      '120',
+      '--',
+      'yes 0123456789abcdef | head -c 1073741824',
+    ]);
     assert.equal(flood.code, 0);
     assert.equal(flood.result.output_bytes, 1073741824);
     assert.equal(flood.result.output_truncated, true);
     assert.ok(readFileSync(flood.result.full_output_path).length <= 8 * 1024 * 1024 + 100);
     const growth = flood.peak - idle.peak;
-    console.log(`      runner peak RSS: idle ${(idle.peak / 2 ** 20).toFixed(1)} MiB, 1 GiB flood ${(flood.peak / 2 ** 20).toFixed(1)} MiB`);
+    console.log(
+      `      runner peak RSS: idle ${(idle.peak / 2 ** 20).toFixed(1)} MiB, 1 GiB flood ${(flood.peak / 2 ** 20).toFixed(1)} MiB`,
+    );
     // Stream chunks are garbage until the next GC; the bound is on what the runner keeps.
     assert.ok(growth < 64 * 2 ** 20, `runner grew by ${(growth / 2 ** 20).toFixed(1)} MiB while draining 1 GiB`);
   });
@@ -97,7 +110,11 @@ describe('host cell security (each test tries to break one claim)', function () 
     const server: Server = createServer((s) => s.end('hello-from-host\n'));
     await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
     const port = (server.address() as { port: number }).port;
-    const probe = ['python3', '-c', `import socket\ns=socket.create_connection(("127.0.0.1", ${port}), timeout=3)\nprint(s.recv(100).decode())`];
+    const probe = [
+      'python3',
+      '-c',
+      `import socket\ns=socket.create_connection(("127.0.0.1", ${port}), timeout=3)\nprint(s.recv(100).decode())`,
+    ];
     try {
       // Positive control: the same probe from a cell that shares the host network connects.
       const open = await provider.run({ cmd: probe, allow_net: ['localhost'] });
@@ -115,10 +132,12 @@ describe('host cell security (each test tries to break one claim)', function () 
     const canary = `sk-forge-canary-${Date.now()}`;
     const hunt = 'env; cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n"; cat /proc/1/cmdline; ls /proc';
     const runCli = (bubblewrap: boolean) =>
-      JSON.parse(execFileSync(process.execPath, [RUNNER, 'cell', 'run', '--json', '--', hunt], {
-        env: { ...process.env, OPENAI_API_KEY: canary, ...(bubblewrap ? {} : { FORGE_BUBBLEWRAP: 'off' }) },
-        encoding: 'utf8',
-      }));
+      JSON.parse(
+        execFileSync(process.execPath, [RUNNER, 'cell', 'run', '--json', '--', hunt], {
+          env: { ...process.env, OPENAI_API_KEY: canary, ...(bubblewrap ? {} : { FORGE_BUBBLEWRAP: 'off' }) },
+          encoding: 'utf8',
+        }),
+      );
     if (process.getuid?.() === 0) {
       // Positive control: the hunt finds the secret where it is (run directly, as root).
       const direct = execFileSync('sh', ['-c', hunt], { env: { ...process.env, OPENAI_API_KEY: canary }, encoding: 'utf8' });
@@ -163,7 +182,10 @@ describe('host cell security (each test tries to break one claim)', function () 
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
       symlinkSync(secret, join(repo.dir, 'planted-link'));
-      const r = await provider.run({ worktree: repo.dir, cmd: `ln -s ${secret} cell-link; ln -s /etc/passwd passwd-link; cat cell-link > copy.txt 2>&1; true` });
+      const r = await provider.run({
+        worktree: repo.dir,
+        cmd: `ln -s ${secret} cell-link; ln -s /etc/passwd passwd-link; cat cell-link > copy.txt 2>&1; true`,
+      });
       assert.ok(r.diff);
       const paths = r.diff.files.map((f) => f.path);
       assert.ok(paths.includes('planted-link') && paths.includes('cell-link'), paths.join(','));

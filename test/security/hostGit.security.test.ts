@@ -16,7 +16,13 @@ import { requireFeature } from '../helpers/requirement.js';
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
 function cli(args: string[], opts: { cwd?: string; input?: string } = {}) {
-  const r = spawnSync(process.execPath, [RUNNER, ...args], { encoding: 'utf8', cwd: opts.cwd, input: opts.input, timeout: 280_000, maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, [RUNNER, ...args], {
+    encoding: 'utf8',
+    cwd: opts.cwd,
+    input: opts.input,
+    timeout: 280_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -27,7 +33,13 @@ function cellJson(worktree: string, cmd: string, extra: string[] = []) {
     exit_code: number;
     output: string;
     neutralized?: { path: string; found: string; action: string }[];
-    diff: { patch: string; files: { path: string; status: string; binary: boolean }[]; files_total?: number; omitted: { path: string; reason: string }[]; incomplete?: string | null } | null;
+    diff: {
+      patch: string;
+      files: { path: string; status: string; binary: boolean }[];
+      files_total?: number;
+      omitted: { path: string; reason: string }[];
+      incomplete?: string | null;
+    } | null;
   };
 }
 
@@ -41,7 +53,7 @@ describe('host git never trusts the worktree (each test tries to make the host r
     requireFeature(this, probe.usable, probe.reason);
   });
 
-  it('F1: the agent redirects the attempt\'s .git through a symlink to a git dir with a filter; the host never runs it', function () {
+  it("F1: the agent redirects the attempt's .git through a symlink to a git dir with a filter; the host never runs it", function () {
     const repo = makeRepo({
       'calc.py': 'def add(a, b):\n    return a - b\n',
       'test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
@@ -61,18 +73,35 @@ describe('host git never trusts the worktree (each test tries to make the host r
     ].join(' && ');
     const script = {
       version: 1,
-      attempts: [[
-        { tool_calls: [{ name: 'run_command', arguments: { command: plant } }] },
-        { tool_calls: [{ name: 'write_file', arguments: { path: 'gitlink', content: 'gitdir: evilgit\n' } }] },
-        { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return a - b', new_string: 'return a + b' } }] },
-        { tool_calls: [{ name: 'run_tests', arguments: {} }] },
-        { tool_calls: [{ name: 'finish', arguments: { summary: 'fixed (and planted a filter)' } }] },
-      ]],
+      attempts: [
+        [
+          { tool_calls: [{ name: 'run_command', arguments: { command: plant } }] },
+          { tool_calls: [{ name: 'write_file', arguments: { path: 'gitlink', content: 'gitdir: evilgit\n' } }] },
+          { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return a - b', new_string: 'return a + b' } }] },
+          { tool_calls: [{ name: 'run_tests', arguments: {} }] },
+          { tool_calls: [{ name: 'finish', arguments: { summary: 'fixed (and planted a filter)' } }] },
+        ],
+      ],
     };
     const scratch = mkdtempSync(join(tmpdir(), 'forge-f1-'));
     try {
       writeFileSync(join(scratch, 'replay.json'), JSON.stringify(script));
-      const r = cli(['fix', '--repo', repo.dir, '--provider', 'host', '--attempts', '1', '--issue-text', 'add() subtracts', '--model', `replay:${join(scratch, 'replay.json')}`, '--test-cmd', 'python3 -m pytest -q', '--json']);
+      const r = cli([
+        'fix',
+        '--repo',
+        repo.dir,
+        '--provider',
+        'host',
+        '--attempts',
+        '1',
+        '--issue-text',
+        'add() subtracts',
+        '--model',
+        `replay:${join(scratch, 'replay.json')}`,
+        '--test-cmd',
+        'python3 -m pytest -q',
+        '--json',
+      ]);
       assert.equal(existsSync(marker), false, 'host git ran the planted filter');
       assert.ok(r.status === 0 || r.status === 1, `the run must end normally, not crash: exit ${r.status}: ${r.stderr.slice(-600)}`);
       const cells = join(repo.dir, '.git', 'forge-cells');
@@ -80,8 +109,14 @@ describe('host git never trusts the worktree (each test tries to make the host r
     } finally {
       try {
         git(repo.dir, 'worktree', 'prune');
-        for (const b of git(repo.dir, 'branch', '--list', 'forge/*').split('\n').map((l) => l.replace(/^[*+]?\s*/, '')).filter(Boolean)) git(repo.dir, 'branch', '-D', b);
-      } catch { /* the repository goes with cleanup() */ }
+        for (const b of git(repo.dir, 'branch', '--list', 'forge/*')
+          .split('\n')
+          .map((l) => l.replace(/^[*+]?\s*/, ''))
+          .filter(Boolean))
+          git(repo.dir, 'branch', '-D', b);
+      } catch {
+        /* the repository goes with cleanup() */
+      }
       rmSync(marker, { force: true });
       rmSync(scratch, { recursive: true, force: true });
       repo.cleanup();
@@ -114,15 +149,18 @@ describe('host git never trusts the worktree (each test tries to make the host r
   it('Q4: file names are literal pathspecs, in-tree .gitignore and .gitattributes change nothing the diff lists or shows', () => {
     const repo = makeRepo({ 'a.txt': 'one\ntwo\n', 'keep.txt': 'k\n' });
     try {
-      const r = cellJson(repo.dir, [
-        'echo x > ":(exclude)*"',
-        'echo y > ":(bad)x"',
-        'echo z > ":(glob)**"',
-        'echo new > new.txt',
-        'printf "*\\n" > .gitignore',
-        'printf "* -diff\\n" > .gitattributes',
-        'printf "one\\ninjected\\n" > a.txt',
-      ].join('; '));
+      const r = cellJson(
+        repo.dir,
+        [
+          'echo x > ":(exclude)*"',
+          'echo y > ":(bad)x"',
+          'echo z > ":(glob)**"',
+          'echo new > new.txt',
+          'printf "*\\n" > .gitignore',
+          'printf "* -diff\\n" > .gitattributes',
+          'printf "one\\ninjected\\n" > a.txt',
+        ].join('; '),
+      );
       const diff = r.diff!;
       const paths = diff.files.map((f) => f.path).sort();
       assert.deepEqual(paths, [':(bad)x', ':(exclude)*', ':(glob)**', '.gitattributes', '.gitignore', 'a.txt', 'new.txt'].sort());
@@ -137,7 +175,12 @@ describe('host git never trusts the worktree (each test tries to make the host r
 
   it("drivers from the repository's own config are never run for attributes a cell wrote (filter, textconv, diff command)", () => {
     const repo = makeRepo({ 'a.txt': 'one\n' });
-    const markers = { clean: markerPath('clean'), textconv: markerPath('textconv'), command: markerPath('command'), process: markerPath('process') };
+    const markers = {
+      clean: markerPath('clean'),
+      textconv: markerPath('textconv'),
+      command: markerPath('command'),
+      process: markerPath('process'),
+    };
     try {
       git(repo.dir, 'config', 'filter.lfsish.clean', `sh -c "touch ${markers.clean}; cat"`);
       git(repo.dir, 'config', 'filter.lfsish.process', `sh -c "touch ${markers.process}; exit 1"`);
@@ -172,7 +215,8 @@ describe('host git never trusts the worktree (each test tries to make the host r
       const ran = readdirSync(tmpdir()).filter((f) => f.startsWith(marker.split('/').pop()!));
       assert.deepEqual(ran, [], 'host git ran a program from the repository config');
     } finally {
-      for (const f of readdirSync(tmpdir()).filter((f) => f.startsWith(marker.split('/').pop()!))) rmSync(join(tmpdir(), f), { force: true });
+      for (const f of readdirSync(tmpdir()).filter((f) => f.startsWith(marker.split('/').pop()!)))
+        rmSync(join(tmpdir(), f), { force: true });
       rmSync(included, { force: true });
       repo.cleanup();
     }
@@ -182,7 +226,10 @@ describe('host git never trusts the worktree (each test tries to make the host r
     const repo = makeRepo({ 'a.txt': 'one\n' });
     const marker = markerPath('nested');
     try {
-      const r = cellJson(repo.dir, `mkdir -p sub && cd sub && git init -q . && git config core.fsmonitor "touch ${marker}" && echo f > f.txt`);
+      const r = cellJson(
+        repo.dir,
+        `mkdir -p sub && cd sub && git init -q . && git config core.fsmonitor "touch ${marker}" && echo f > f.txt`,
+      );
       assert.equal(existsSync(marker), false);
       assert.ok(r.diff!.omitted.some((o) => o.path === 'sub/' && /nested git repository/.test(o.reason)));
     } finally {
@@ -191,7 +238,7 @@ describe('host git never trusts the worktree (each test tries to make the host r
     }
   });
 
-  it('commit and 3-way apply (the runner\'s own writes) run no merge driver or filter that a tree selects', async () => {
+  it("commit and 3-way apply (the runner's own writes) run no merge driver or filter that a tree selects", async () => {
     const repo = makeRepo({ 'a.txt': 'one\ntwo\nthree\n' });
     const markers = { merge: markerPath('merge'), clean: markerPath('commit-clean'), smudge: markerPath('smudge') };
     try {
@@ -210,7 +257,20 @@ describe('host git never trusts the worktree (each test tries to make the host r
         writeFileSync(join(target.path, '.gitattributes'), '* merge=evil filter=evil\n');
         writeFileSync(join(target.path, 'a.txt'), 'ONE\ntwo\nthree\n');
         git(target.path, 'add', '-A');
-        git(target.path, '-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'filter.evil.clean=cat', '-c', 'core.hooksPath=/dev/null', 'commit', '-qm', 'moved');
+        git(
+          target.path,
+          '-c',
+          'user.name=t',
+          '-c',
+          'user.email=t@t',
+          '-c',
+          'filter.evil.clean=cat',
+          '-c',
+          'core.hooksPath=/dev/null',
+          'commit',
+          '-qm',
+          'moved',
+        );
         rmSync(markers.clean, { force: true });
         const outcome = await applyPatch({ location: target.location, baseCommit: git(target.path, 'rev-parse', 'HEAD').trim() }, patch);
         assert.ok(outcome.applied || outcome.conflicts.length > 0);

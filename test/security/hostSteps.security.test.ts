@@ -4,7 +4,18 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { rememberCheckoutOwners } from '../../runner/src/workspace/checkoutOwnership.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,27 +37,52 @@ function cellJson(worktree: string, cmd: string, extra: string[] = []) {
   assert.equal(r.status, 0, `cell run failed (${r.status}): ${r.stderr.slice(-800)}`);
   return JSON.parse(r.stdout);
 }
-const pyRepo = () => makeRepo({
-  'calc.py': 'def add(a, b):\n    return a - b\n',
-  'test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
-});
+const pyRepo = () =>
+  makeRepo({
+    'calc.py': 'def add(a, b):\n    return a - b\n',
+    'test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+  });
 function replay(dir: string, turns: unknown[]): string {
   const file = join(dir, 'replay.json');
   writeFileSync(file, JSON.stringify({ version: 1, attempts: [turns] }));
   return `replay:${file}`;
 }
 const finish = { tool_calls: [{ name: 'finish', arguments: { summary: 's' } }] };
-const fixAdd = { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return a - b', new_string: 'return a + b' } }] };
+const fixAdd = {
+  tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return a - b', new_string: 'return a + b' } }],
+};
 function fix(repo: string, model: string, extra: string[] = []) {
-  return cli(['fix', '--repo', repo, '--provider', 'host', '--attempts', '1', '--issue-text', 'add() subtracts', '--model', model, '--test-cmd', 'python3 -m pytest -q', '--json', ...extra]);
+  return cli([
+    'fix',
+    '--repo',
+    repo,
+    '--provider',
+    'host',
+    '--attempts',
+    '1',
+    '--issue-text',
+    'add() subtracts',
+    '--model',
+    model,
+    '--test-cmd',
+    'python3 -m pytest -q',
+    '--json',
+    ...extra,
+  ]);
 }
-const forgeBranches = (repo: string) => git(repo, 'branch', '--list', 'forge/*').split('\n').map((l) => l.replace(/^[*+]?\s*/, '')).filter(Boolean);
+const forgeBranches = (repo: string) =>
+  git(repo, 'branch', '--list', 'forge/*')
+    .split('\n')
+    .map((l) => l.replace(/^[*+]?\s*/, ''))
+    .filter(Boolean);
 
 /** Baked images are per repository: a test removes the ones it made. */
 function removeBakedImage(bakeJson: string): void {
   try {
     spawnSync('docker', ['rmi', '-f', (JSON.parse(bakeJson) as { image: string }).image], { stdio: 'ignore' });
-  } catch { /* nothing was baked */ }
+  } catch {
+    /* nothing was baked */
+  }
 }
 
 /** An index (version 2) holding one entry named `path`: what git itself would never write. */
@@ -74,18 +110,21 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   });
   after(() => scratch && rmSync(scratch, { recursive: true, force: true }));
 
-  it('a repository a cell planted is never trusted later as the user\'s (a root runner refuses git data of the cell user)', function () {
+  it("a repository a cell planted is never trusted later as the user's (a root runner refuses git data of the cell user)", function () {
     requireFeature(this, ROOT, 'needs a root runner (CI runs as root)');
     const repo = pyRepo();
     const marker = join(tmpdir(), `forge-planted-${process.pid}`);
     try {
-      cellJson(repo.dir, [
-        'mkdir pkg && cd pkg && git init -q',
-        'printf "def add(a, b):\\n    return a - b\\n" > calc.py && printf "from calc import add\\ndef test_add():\\n    assert add(2, 3) == 5\\n" > test_calc.py',
-        'echo "* filter=x" > .gitattributes',
-        `git config filter.x.smudge "sh -c \\"touch ${marker}; cat\\"" && git config filter.x.clean "sh -c \\"touch ${marker}; cat\\""`,
-        'git -c filter.x.clean=cat add . && git -c filter.x.clean=cat -c user.email=a@b -c user.name=a commit -qm i',
-      ].join(' && '));
+      cellJson(
+        repo.dir,
+        [
+          'mkdir pkg && cd pkg && git init -q',
+          'printf "def add(a, b):\\n    return a - b\\n" > calc.py && printf "from calc import add\\ndef test_add():\\n    assert add(2, 3) == 5\\n" > test_calc.py',
+          'echo "* filter=x" > .gitattributes',
+          `git config filter.x.smudge "sh -c \\"touch ${marker}; cat\\"" && git config filter.x.clean "sh -c \\"touch ${marker}; cat\\""`,
+          'git -c filter.x.clean=cat add . && git -c filter.x.clean=cat -c user.email=a@b -c user.name=a commit -qm i',
+        ].join(' && '),
+      );
       const r = fix(join(repo.dir, 'pkg'), replay(scratch, [fixAdd, finish]));
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, /a cell made this git data/);
@@ -118,8 +157,15 @@ describe('host-side steps, second red-team pass (each test tries what broke once
     const out = join(scratch, 'latin1-out');
     try {
       // Latin-1 source: the byte 0xE9 alone is not UTF-8 (a decode would make it U+FFFD).
-      const source = Buffer.concat([Buffer.from("# -*- coding: latin-1 -*-\ndef add(a, b):\n    marker = '"), Buffer.from([0xe9]), Buffer.from("'\n    return a + b\n")]);
-      const model = replay(scratch, [{ tool_calls: [{ name: 'run_command', arguments: { command: `echo ${source.toString('base64')} | base64 -d > calc.py` } }] }, finish]);
+      const source = Buffer.concat([
+        Buffer.from("# -*- coding: latin-1 -*-\ndef add(a, b):\n    marker = '"),
+        Buffer.from([0xe9]),
+        Buffer.from("'\n    return a + b\n"),
+      ]);
+      const model = replay(scratch, [
+        { tool_calls: [{ name: 'run_command', arguments: { command: `echo ${source.toString('base64')} | base64 -d > calc.py` } }] },
+        finish,
+      ]);
       const r = fix(repo.dir, model, ['--out', out]);
       assert.equal(r.status, 0, r.stderr.slice(-1500));
       const diff = readFileSync(join(out, 'winner.diff'));
@@ -163,7 +209,10 @@ describe('host-side steps, second red-team pass (each test tries what broke once
         const leak = cli(['bake', '--repo', node.dir, '--base', TEST_IMAGES.busybox, '--no-install', '--json']);
         removeBakedImage(leak.stdout);
         assert.equal(leak.status, 0, leak.stderr);
-        assert.ok(!(JSON.parse(leak.stdout) as { lockfiles: string[] }).lockfiles.includes('package-lock.json'), 'a linked lockfile was copied into the image');
+        assert.ok(
+          !(JSON.parse(leak.stdout) as { lockfiles: string[] }).lockfiles.includes('package-lock.json'),
+          'a linked lockfile was copied into the image',
+        );
       } finally {
         node.cleanup();
       }
@@ -175,23 +224,53 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   it('file names that are not UTF-8: hazards under them are neutralized; changes under them are named and never carried (review, branch, apply agree)', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      const r = cellJson(repo.dir, "mkfifo \"$(printf 'fifo\\377')\"; cp /bin/true \"$(printf 'suid\\377')\"; chmod 4755 \"$(printf 'suid\\377')\"; echo x > \"$(printf 'n\\351.py')\"");
-      assert.deepEqual(r.neutralized.map((n: { path: string; found: string }) => `${n.path}:${n.found}`).sort(), ['fifo\\xff:fifo', 'suid\\xff:setid']);
+      const r = cellJson(
+        repo.dir,
+        'mkfifo "$(printf \'fifo\\377\')"; cp /bin/true "$(printf \'suid\\377\')"; chmod 4755 "$(printf \'suid\\377\')"; echo x > "$(printf \'n\\351.py\')"',
+      );
+      assert.deepEqual(r.neutralized.map((n: { path: string; found: string }) => `${n.path}:${n.found}`).sort(), [
+        'fifo\\xff:fifo',
+        'suid\\xff:setid',
+      ]);
       assert.ok(!r.diff.files.some((f: { path: string }) => f.path.startsWith('n')), JSON.stringify(r.diff.files));
-      assert.ok(r.diff.omitted.some((o: { path: string; reason: string }) => o.path === 'n\\xe9.py' && /not valid UTF-8/.test(o.reason)), JSON.stringify(r.diff.omitted));
+      assert.ok(
+        r.diff.omitted.some((o: { path: string; reason: string }) => o.path === 'n\\xe9.py' && /not valid UTF-8/.test(o.reason)),
+        JSON.stringify(r.diff.omitted),
+      );
     } finally {
       repo.cleanup();
     }
     const py = pyRepo();
     try {
-      const plant = { tool_calls: [{ name: 'run_command', arguments: { command: "d=$(printf 'x\\377'); mkdir \"$d\" && echo 'open(\"/tmp/planted-by-conftest\", \"w\")' > \"$d/conftest.py\"" } }] };
+      const plant = {
+        tool_calls: [
+          {
+            name: 'run_command',
+            arguments: {
+              command: 'd=$(printf \'x\\377\'); mkdir "$d" && echo \'open("/tmp/planted-by-conftest", "w")\' > "$d/conftest.py"',
+            },
+          },
+        ],
+      };
       const run = fix(py.dir, replay(scratch, [fixAdd, plant, finish]), ['--apply']);
       assert.equal(run.status, 0, run.stderr.slice(-800));
       const report = JSON.parse(run.stdout);
-      assert.ok(report.attempts[0].omitted.some((o: { reason: string }) => /not valid UTF-8/.test(o.reason)), JSON.stringify(report.attempts[0]));
-      assert.deepEqual(readdirSync(py.dir).filter((f) => f.startsWith('x')), [], 'a file the review could not name was applied');
+      assert.ok(
+        report.attempts[0].omitted.some((o: { reason: string }) => /not valid UTF-8/.test(o.reason)),
+        JSON.stringify(report.attempts[0]),
+      );
+      assert.deepEqual(
+        readdirSync(py.dir).filter((f) => f.startsWith('x')),
+        [],
+        'a file the review could not name was applied',
+      );
       const branch = forgeBranches(py.dir)[0]!;
-      assert.equal(git(py.dir, 'ls-tree', '-r', '--name-only', branch).split('\n').filter((l) => l.includes('conftest')).length, 0);
+      assert.equal(
+        git(py.dir, 'ls-tree', '-r', '--name-only', branch)
+          .split('\n')
+          .filter((l) => l.includes('conftest')).length,
+        0,
+      );
     } finally {
       py.cleanup();
     }
@@ -226,12 +305,31 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   it('escape sequences from a failing install and an over-long path from the model reach no terminal raw; the attempt goes on', () => {
     const repo = pyRepo();
     try {
-      const install = cli(['fix', '--repo', repo.dir, '--provider', 'host', '--attempts', '1', '--issue-text', 'x', '--model', replay(scratch, [finish]), '--test-cmd', 'python3 -m pytest -q', '--install-cmd', "printf '\\033]0;PWN\\007'; exit 1"]);
+      const install = cli([
+        'fix',
+        '--repo',
+        repo.dir,
+        '--provider',
+        'host',
+        '--attempts',
+        '1',
+        '--issue-text',
+        'x',
+        '--model',
+        replay(scratch, [finish]),
+        '--test-cmd',
+        'python3 -m pytest -q',
+        '--install-cmd',
+        "printf '\\033]0;PWN\\007'; exit 1",
+      ]);
       assert.equal(install.status, 2, install.stderr);
       // eslint-disable-next-line no-control-regex -- the test looks for control characters
       assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(install.stderr), false, 'raw control characters on stderr');
       const longName = '\u001b]0;TITLE\u0007' + 'A'.repeat(300);
-      const r = fix(repo.dir, replay(scratch, [{ tool_calls: [{ name: 'write_file', arguments: { path: longName, content: 'x' } }] }, fixAdd, finish]));
+      const r = fix(
+        repo.dir,
+        replay(scratch, [{ tool_calls: [{ name: 'write_file', arguments: { path: longName, content: 'x' } }] }, fixAdd, finish]),
+      );
       assert.equal(r.status, 0, r.stderr.slice(-800));
       // eslint-disable-next-line no-control-regex -- the test looks for control characters
       assert.equal(/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr), false);
@@ -243,7 +341,8 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   it('a tree deeper than PATH_MAX: the run ends normally, nothing is left, its hazards are neutralized and the diff says what it cannot see', function () {
     const repo = pyRepo();
     try {
-      const deep = "python3 -c \"import os, shutil\nos.mkdir('top'); os.chdir('top')\nos.mkdir('\\x1b]0;PWNED\\x07'); os.chdir('\\x1b]0;PWNED\\x07')\nfor i in range(25):\n    os.mkdir('d'*200); os.chdir('d'*200)\nopen('hidden.py','w').write('x'); os.mkfifo('fifo'); shutil.copy('/bin/sh','suidsh'); os.chmod('suidsh', 0o6755)\"";
+      const deep =
+        "python3 -c \"import os, shutil\nos.mkdir('top'); os.chdir('top')\nos.mkdir('\\x1b]0;PWNED\\x07'); os.chdir('\\x1b]0;PWNED\\x07')\nfor i in range(25):\n    os.mkdir('d'*200); os.chdir('d'*200)\nopen('hidden.py','w').write('x'); os.mkfifo('fifo'); shutil.copy('/bin/sh','suidsh'); os.chmod('suidsh', 0o6755)\"";
       const cell = cellJson(repo.dir, deep);
       assert.deepEqual(cell.neutralized.map((n: { found: string }) => n.found).sort(), ['fifo', 'setid']);
       assert.match(cell.diff.incomplete, /longer than 4096 bytes/);
@@ -265,8 +364,15 @@ describe('host-side steps, second red-team pass (each test tries what broke once
   it('text hidden as binary is flagged; a large text file is shown as text (patch capped), not as binary', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      const r = cellJson(repo.dir, 'printf "// \\0\\nmodule.exports = () => 1\\n" > index.js; printf "A=1\\0\\n" > .envrc; printf "#!/bin/sh\\n# \\0\\necho hi\\n" > run-me; printf "echo a\\n\\0\\necho b\\n" > tool && chmod +x tool; python3 -c "open(\'big.py\',\'w\').write(\'x = 1\\n\' * 300000)"');
-      for (const name of ['index.js', '.envrc', 'run-me', 'tool']) assert.ok(r.diff.warnings.some((w: string) => w.startsWith(`${name} is shown as binary`)), `${name}: ${JSON.stringify(r.diff.warnings)}`);
+      const r = cellJson(
+        repo.dir,
+        'printf "// \\0\\nmodule.exports = () => 1\\n" > index.js; printf "A=1\\0\\n" > .envrc; printf "#!/bin/sh\\n# \\0\\necho hi\\n" > run-me; printf "echo a\\n\\0\\necho b\\n" > tool && chmod +x tool; python3 -c "open(\'big.py\',\'w\').write(\'x = 1\\n\' * 300000)"',
+      );
+      for (const name of ['index.js', '.envrc', 'run-me', 'tool'])
+        assert.ok(
+          r.diff.warnings.some((w: string) => w.startsWith(`${name} is shown as binary`)),
+          `${name}: ${JSON.stringify(r.diff.warnings)}`,
+        );
       assert.equal(r.diff.files.find((f: { path: string }) => f.path === 'big.py').binary, false);
       assert.equal(r.diff.truncated, true);
     } finally {
@@ -291,7 +397,11 @@ describe('host-side steps, second red-team pass (each test tries what broke once
       assert.match(text, /deleted file mode 100644/);
       assert.ok(omitted.some((o) => o.path === 't.txt/'));
       const { commit } = await commitWorktreeChanges(src, 'x');
-      assert.notEqual(spawnSync('git', ['-c', 'safe.directory=*', 'cat-file', '-e', `${commit}:t.txt`], { cwd: repo.dir }).status, 0, 'the commit still has t.txt');
+      assert.notEqual(
+        spawnSync('git', ['-c', 'safe.directory=*', 'cat-file', '-e', `${commit}:t.txt`], { cwd: repo.dir }).status,
+        0,
+        'the commit still has t.txt',
+      );
     } finally {
       await destroyAttemptWorktree(wt);
       repo.cleanup();
@@ -305,7 +415,11 @@ describe('host-side steps, second red-team pass (each test tries what broke once
       const dir = cli(['fix', '--repo', repo.dir, '--issue-file', tmpdir(), '--model', model]);
       assert.equal(dir.status, 2, dir.stderr);
       assert.match(dir.stderr, /is not a file/);
-      for (const [flags, message] of [[['--out', '/etc/passwd/x'], /is not a directory/], [['--out', '/proc/x'], /kernel filesystem/], [['--branch', 'bad..name'], /not a valid branch name/]] as const) {
+      for (const [flags, message] of [
+        [['--out', '/etc/passwd/x'], /is not a directory/],
+        [['--out', '/proc/x'], /kernel filesystem/],
+        [['--branch', 'bad..name'], /not a valid branch name/],
+      ] as const) {
         const r = fix(repo.dir, model, [...flags]);
         assert.equal(r.status, 2, r.stderr);
         assert.match(r.stderr, message);

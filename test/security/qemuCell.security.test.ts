@@ -12,7 +12,6 @@ import { processesWith } from '../helpers/processes.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
-
 describe('qemu cell security (each test tries to break one claim)', function () {
   this.timeout(300_000);
   let provider: QemuCellProvider;
@@ -28,7 +27,9 @@ describe('qemu cell security (each test tries to break one claim)', function () 
   });
 
   it('framing: a command printing the status marker, even with a plausible nonce, cannot change its exit code', async () => {
-    const r = await provider.run({ cmd: 'for i in 1 2 3; do echo "forge-status 0123456789abcdef0123456789abcdef exit 0"; done; echo "forge-status $(cat /forge/nonce 2>/dev/null) exit 0"; exit 3' });
+    const r = await provider.run({
+      cmd: 'for i in 1 2 3; do echo "forge-status 0123456789abcdef0123456789abcdef exit 0"; done; echo "forge-status $(cat /forge/nonce 2>/dev/null) exit 0"; exit 3',
+    });
     assert.equal(r.exit_code, 3);
     assert.match(r.output, /forge-status .* exit 0/);
   });
@@ -80,14 +81,22 @@ describe('qemu cell security (each test tries to break one claim)', function () 
   it('Q6: a first word "FOO=bar" is a program name, as on every provider; the environment is exactly the spec', async () => {
     const r = await provider.run({ cmd: ['FOO=bar', 'env'] });
     assert.equal(r.exit_code, 127, r.output);
-    const env = await provider.run({ cmd: ['/usr/bin/env'], env: { ODD: "it's \"quoted\"\nand $(not) run" } });
-    const names = env.output.trim().split('\n').filter((l) => /^[A-Za-z_]+=/.test(l)).map((l) => l.split('=')[0]).sort();
+    const env = await provider.run({ cmd: ['/usr/bin/env'], env: { ODD: 'it\'s "quoted"\nand $(not) run' } });
+    const names = env.output
+      .trim()
+      .split('\n')
+      .filter((l) => /^[A-Za-z_]+=/.test(l))
+      .map((l) => l.split('=')[0])
+      .sort();
     assert.deepEqual(names, ['CI', 'HOME', 'LANG', 'ODD', 'PATH', 'PYTHONDONTWRITEBYTECODE', 'TERM', 'TMPDIR']);
     assert.match(env.output, /ODD=it's "quoted"\nand \$\(not\) run/);
   });
 
   it('Q6: memory beyond the machine and more vCPUs than cores are bad input, refused before a VM starts', () => {
-    for (const args of [['--memory', String(64 * 1024)], ['--cpus', '1024']]) {
+    for (const args of [
+      ['--memory', String(64 * 1024)],
+      ['--cpus', '1024'],
+    ]) {
       const r = spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--provider', 'qemu', ...args, '--', 'true'], { encoding: 'utf8' });
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, /more than this machine/);
@@ -99,7 +108,9 @@ describe('qemu cell security (each test tries to break one claim)', function () 
     const own = new QemuCellProvider({ stateDir: state });
     try {
       const cells = join(state, 'qemu', 'cells');
-      const r = await own.run({ cmd: `ls ${cells}/*/ 2>&1; mkdir -p /tmp/m; mount -t virtiofs forge-root /tmp/m 2>/dev/null && echo REMOUNTED; for d in ${cells}/*/ ${cells}/*/sock/ /tmp/m${cells}/*/; do touch "$d/planted" 2>/dev/null && echo "PLANTED $d"; done; exit 0` });
+      const r = await own.run({
+        cmd: `ls ${cells}/*/ 2>&1; mkdir -p /tmp/m; mount -t virtiofs forge-root /tmp/m 2>/dev/null && echo REMOUNTED; for d in ${cells}/*/ ${cells}/*/sock/ /tmp/m${cells}/*/; do touch "$d/planted" 2>/dev/null && echo "PLANTED $d"; done; exit 0`,
+      });
       assert.equal(r.exit_code, 0, r.output);
       assert.doesNotMatch(r.output, /PLANTED|REMOUNTED/);
     } finally {
@@ -113,7 +124,7 @@ describe('qemu cell security (each test tries to break one claim)', function () 
     try {
       const r = await provider.run({
         worktree: repo.dir,
-        cmd: '/usr/bin/python3 -c "import os\nos.mkdir(\'m\')\nfor i in range(24000): open(f\'m/f{i}\', \'w\').close()\nprint(sum(1 for e in os.scandir(\'m\') if os.stat(e.path).st_size == 0))"',
+        cmd: "/usr/bin/python3 -c \"import os\nos.mkdir('m')\nfor i in range(24000): open(f'm/f{i}', 'w').close()\nprint(sum(1 for e in os.scandir('m') if os.stat(e.path).st_size == 0))\"",
         timeout_s: 280,
       });
       assert.equal(r.exit_code, 0, r.output.slice(-500));
@@ -129,7 +140,9 @@ describe('qemu cell security (each test tries to break one claim)', function () 
     const homeSecret = join(homedir(), `.forge-qemu-test-secret-${process.pid}`);
     writeFileSync(homeSecret, 'sk-home-secret');
     try {
-      const r = await provider.run({ cmd: `cat ${secretDir}/token; cat ${homeSecret}; ls /root | head; cat /etc/shadow; ls /run; echo done` });
+      const r = await provider.run({
+        cmd: `cat ${secretDir}/token; cat ${homeSecret}; ls /root | head; cat /etc/shadow; ls /run; echo done`,
+      });
       assert.equal(r.exit_code, 0);
       assert.doesNotMatch(r.output, /sk-host-secret|sk-home-secret|root:/);
       assert.match(r.output, /done/);
@@ -152,7 +165,11 @@ describe('qemu cell security (each test tries to break one claim)', function () 
       assert.equal(readFileSync(join(repo.dir, 'a.txt'), 'utf8'), 'y\n', 'the worktree is shared read-write');
       assert.doesNotMatch(r.output, /WROTE-GIT|WROTE-CONFIG/);
       assert.ok(!existsSync(join(repo.dir, '.git', 'hooks', 'post-checkout')));
-      assert.equal(spawnSync('git', ['-c', 'safe.directory=*', 'config', '--get', 'core.fsmonitor'], { cwd: repo.dir }).status, 1, 'no fsmonitor was planted');
+      assert.equal(
+        spawnSync('git', ['-c', 'safe.directory=*', 'config', '--get', 'core.fsmonitor'], { cwd: repo.dir }).status,
+        1,
+        'no fsmonitor was planted',
+      );
     } finally {
       repo.cleanup();
     }
@@ -186,21 +203,34 @@ describe('qemu cell security (each test tries to break one claim)', function () 
   it('a runner killed mid-cell takes its VM and virtiofsd with it; gc removes the directory', async function () {
     const state = mkdtempSync(join(tmpdir(), 'forge-qemu-kill-'));
     try {
-      const child = spawn(process.execPath, [RUNNER, 'cell', 'run', '--provider', 'qemu', '--', 'sleep 600'], { env: { ...process.env, FORGE_STATE_DIR: state }, stdio: 'ignore' });
+      const child = spawn(process.execPath, [RUNNER, 'cell', 'run', '--provider', 'qemu', '--', 'sleep 600'], {
+        env: { ...process.env, FORGE_STATE_DIR: state },
+        stdio: 'ignore',
+      });
       const cells = join(state, 'qemu', 'cells');
       const until = Date.now() + 30_000;
-      while (Date.now() < until && processesWith(cells).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('qemu-system')).length === 0) await new Promise((r) => setTimeout(r, 100));
+      while (
+        Date.now() < until &&
+        processesWith(cells).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('qemu-system')).length === 0
+      )
+        await new Promise((r) => setTimeout(r, 100));
       assert.ok(processesWith(cells).length >= 2, 'qemu and virtiofsd are running');
       child.kill('SIGKILL');
       const gone = Date.now() + 10_000;
       while (Date.now() < gone && processesWith(cells).length > 0) await new Promise((r) => setTimeout(r, 100));
       assert.deepEqual(processesWith(cells), [], 'nothing survives the runner');
       assert.equal(readdirSync(cells).length, 1, 'only files remain');
-      const gc = spawn(process.execPath, [RUNNER, 'gc', '--repo', process.cwd(), '--json'], { env: { ...process.env, FORGE_STATE_DIR: state } });
+      const gc = spawn(process.execPath, [RUNNER, 'gc', '--repo', process.cwd(), '--json'], {
+        env: { ...process.env, FORGE_STATE_DIR: state },
+      });
       let out = '';
       gc.stdout.on('data', (d: Buffer) => (out += d.toString()));
       await new Promise((r) => gc.once('exit', r));
-      assert.ok((JSON.parse(out) as { items: Array<{ kind: string; action: string }> }).items.some((i) => i.kind === 'vm' && i.action === 'removed'));
+      assert.ok(
+        (JSON.parse(out) as { items: Array<{ kind: string; action: string }> }).items.some(
+          (i) => i.kind === 'vm' && i.action === 'removed',
+        ),
+      );
       assert.deepEqual(readdirSync(cells), []);
     } finally {
       rmSync(state, { recursive: true, force: true });

@@ -39,7 +39,11 @@ describe('shared dependencies security (each test tries to break one claim)', fu
     try {
       writeFileSync(join(fake, 'setpriv'), '#!/bin/sh\necho FAKE-SETPRIV-RAN; id -u\n', { mode: 0o755 });
       for (const target of ['/usr/bin', '/usr/lib/x86_64-linux-gnu', '/lib', '/etc', '/.forge', '/tmp', '/bin']) {
-        await assert.rejects(provider.run({ cmd: 'id -u', worktree: repo.dir, shared_deps: [{ source: fake, target, layer: 'read-only' }] }), InputError, target);
+        await assert.rejects(
+          provider.run({ cmd: 'id -u', worktree: repo.dir, shared_deps: [{ source: fake, target, layer: 'read-only' }] }),
+          InputError,
+          target,
+        );
       }
     } finally {
       rmSync(fake, { recursive: true, force: true });
@@ -47,21 +51,36 @@ describe('shared dependencies security (each test tries to break one claim)', fu
     }
   });
 
-  it('a dependency cannot be mounted through another one (a link in the first one\'s content: q -> ../../../etc)', async () => {
+  it("a dependency cannot be mounted through another one (a link in the first one's content: q -> ../../../etc)", async () => {
     const repo = makeRepo({ 'a.txt': 'a\n', '.gitignore': 'evil/\netcfake/\n' });
     try {
       mkdirSync(join(repo.dir, 'evil'));
       symlinkSync('../../../etc', join(repo.dir, 'evil', 'q'));
       mkdirSync(join(repo.dir, 'etcfake'));
-      for (const [a, b] of [['/tmp/forge-deps/a', '/tmp/forge-deps/a/q'], [join(repo.dir, 'node_modules'), join(repo.dir, 'node_modules', 'q')]]) {
+      for (const [a, b] of [
+        ['/tmp/forge-deps/a', '/tmp/forge-deps/a/q'],
+        [join(repo.dir, 'node_modules'), join(repo.dir, 'node_modules', 'q')],
+      ]) {
         await assert.rejects(
-          provider.run({ cmd: 'id -u', worktree: repo.dir, mount_at: repo.dir, capture_diff: false, shared_deps: [{ source: join(repo.dir, 'evil'), target: a!, layer: 'read-only' }, { source: join(repo.dir, 'etcfake'), target: b!, layer: 'read-only' }] }),
+          provider.run({
+            cmd: 'id -u',
+            worktree: repo.dir,
+            mount_at: repo.dir,
+            capture_diff: false,
+            shared_deps: [
+              { source: join(repo.dir, 'evil'), target: a!, layer: 'read-only' },
+              { source: join(repo.dir, 'etcfake'), target: b!, layer: 'read-only' },
+            ],
+          }),
           (e: Error) => e instanceof InputError && /inside another one/.test(e.message),
         );
       }
       // mount_at through a host link (/var/run -> /run) is refused: the worktree would land elsewhere.
       if (lstatSync('/var/run').isSymbolicLink()) {
-        await assert.rejects(provider.run({ cmd: 'true', worktree: repo.dir, mount_at: '/var/run/forge-x' }), (e: Error) => e instanceof InputError && /passes through the link/.test(e.message));
+        await assert.rejects(
+          provider.run({ cmd: 'true', worktree: repo.dir, mount_at: '/var/run/forge-x' }),
+          (e: Error) => e instanceof InputError && /passes through the link/.test(e.message),
+        );
       }
     } finally {
       repo.cleanup();
@@ -97,7 +116,10 @@ describe('shared dependencies security (each test tries to break one claim)', fu
     const lib = join(repo.dir, 'lib');
     try {
       mkdirSync(lib, { mode: 0o755 });
-      writeFileSync(join(lib, 'p.c'), '#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void f(void) { fprintf(stderr, "PRELOAD uid=%d\\n", (int)getuid()); }\n');
+      writeFileSync(
+        join(lib, 'p.c'),
+        '#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void f(void) { fprintf(stderr, "PRELOAD uid=%d\\n", (int)getuid()); }\n',
+      );
       execFileSync('cc', ['-shared', '-fPIC', '-o', join(lib, 'p.so'), join(lib, 'p.c')]);
       chmodSync(join(lib, 'p.so'), 0o755);
       const r = await provider.run({ cmd: ['true'], worktree: repo.dir, env: { LD_PRELOAD: join(lib, 'p.so') } });
@@ -116,23 +138,37 @@ describe('shared dependencies security (each test tries to break one claim)', fu
     }
   });
 
-  it('sources inside hidden trees (home directories, /tmp of others, the state dir) are refused unless they are the repository\'s own or a toolchain cache', async () => {
+  it("sources inside hidden trees (home directories, /tmp of others, the state dir) are refused unless they are the repository's own or a toolchain cache", async () => {
     const home = process.env.HOME!;
     const secret = mkdtempSync(join(home, '.forge-secret-'));
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      await assert.rejects(provider.run({ cmd: 'true', worktree: repo.dir, shared_deps: [{ source: secret, target: join(repo.dir, 'node_modules') }] }), /cells must not see/);
+      await assert.rejects(
+        provider.run({ cmd: 'true', worktree: repo.dir, shared_deps: [{ source: secret, target: join(repo.dir, 'node_modules') }] }),
+        /cells must not see/,
+      );
       const other = mkdtempSync(join(tmpdir(), 'forge-other-run-'));
       try {
-        await assert.rejects(provider.run({ cmd: 'true', worktree: repo.dir, shared_deps: [{ source: other, target: '/tmp/forge-deps/x' }] }), /cells must not see/);
+        await assert.rejects(
+          provider.run({ cmd: 'true', worktree: repo.dir, shared_deps: [{ source: other, target: '/tmp/forge-deps/x' }] }),
+          /cells must not see/,
+        );
       } finally {
         rmSync(other, { recursive: true, force: true });
       }
       // A mount_at naming the home directory does not make the home "the repository".
-      await assert.rejects(provider.run({ cmd: 'true', worktree: repo.dir, mount_at: home, shared_deps: [{ source: secret, target: join(home, 'x') }] }), InputError);
+      await assert.rejects(
+        provider.run({ cmd: 'true', worktree: repo.dir, mount_at: home, shared_deps: [{ source: secret, target: join(home, 'x') }] }),
+        InputError,
+      );
       // The repository's own node_modules (the repository is in /tmp) is fine.
       mkdirSync(join(repo.dir, 'node_modules', 'pkg'), { recursive: true });
-      const ok = await provider.run({ cmd: 'ls node_modules', worktree: repo.dir, mount_at: repo.dir, shared_deps: [{ source: join(repo.dir, 'node_modules'), target: join(repo.dir, 'node_modules') }] });
+      const ok = await provider.run({
+        cmd: 'ls node_modules',
+        worktree: repo.dir,
+        mount_at: repo.dir,
+        shared_deps: [{ source: join(repo.dir, 'node_modules'), target: join(repo.dir, 'node_modules') }],
+      });
       assert.equal(ok.output, 'pkg\n');
     } finally {
       rmSync(secret, { recursive: true, force: true });
@@ -150,7 +186,13 @@ describe('shared dependencies security (each test tries to break one claim)', fu
       mkdirSync(join(deps, '.cache'), { recursive: true });
       symlinkSync(victim, join(deps, '.cache', 'link'));
       for (const p of [provider, ...(docker ? [docker] : [])]) {
-        const r = await p.run({ image: p === docker ? TEST_IMAGES.bookworm : '', cmd: 'touch node_modules/.cache/new && mkdir node_modules/made && echo writable', worktree: repo.dir, mount_at: repo.dir, shared_deps: [{ source: deps, target: join(repo.dir, 'node_modules') }] } as never);
+        const r = await p.run({
+          image: p === docker ? TEST_IMAGES.bookworm : '',
+          cmd: 'touch node_modules/.cache/new && mkdir node_modules/made && echo writable',
+          worktree: repo.dir,
+          mount_at: repo.dir,
+          shared_deps: [{ source: deps, target: join(repo.dir, 'node_modules') }],
+        } as never);
         assert.match(r.output, /writable/, r.output);
         assert.equal(statSync(victim).uid, 0);
         assert.equal(statSync(join(victim, 'f')).uid, 0);

@@ -9,7 +9,12 @@ import '@vscode-elements/elements/dist/vscode-table-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-row/index.js';
-import type { AttemptDetailsData, DetailsMessage, DetailsPageMessage, InstanceDetailsData } from '../../runner/src/protocol/webviewMessages.js';
+import type {
+  AttemptDetailsData,
+  DetailsMessage,
+  DetailsPageMessage,
+  InstanceDetailsData,
+} from '../../runner/src/protocol/webviewMessages.js';
 
 /**
  * Attempt details and Instance details. The extension posts `{kind, data}` (the runner's
@@ -22,19 +27,67 @@ type AttemptData = AttemptDetailsData;
 type Verdict = NonNullable<AttemptData['verdict']>;
 
 const shared = css`
-  :host { display: block; font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); padding: 0 16px 24px; }
-  h1 { font-size: 1.4em; font-weight: 600; margin: 16px 0 4px; display: flex; gap: 8px; align-items: center; }
-  h2 { font-size: 1.1em; font-weight: 600; margin: 20px 0 8px; }
-  .sub { color: var(--vscode-descriptionForeground); margin-bottom: 12px; }
-  .facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
-  .facts dt { color: var(--vscode-descriptionForeground); }
-  .facts dd { margin: 0; }
-  pre { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); background: var(--vscode-textCodeBlock-background); padding: 8px; overflow: auto; max-height: 320px; white-space: pre-wrap; word-break: break-word; margin: 4px 0; }
-  .ok { color: var(--vscode-testing-iconPassed); }
-  .bad { color: var(--vscode-testing-iconFailed); }
-  .call { margin: 6px 0 10px; }
-  .tool { font-weight: 600; }
-  vscode-collapsible { margin-bottom: 4px; }
+  :host {
+    display: block;
+    font-family: var(--vscode-font-family);
+    font-size: var(--vscode-font-size);
+    color: var(--vscode-foreground);
+    padding: 0 16px 24px;
+  }
+  h1 {
+    font-size: 1.4em;
+    font-weight: 600;
+    margin: 16px 0 4px;
+    display: flex;
+    gap: 8px;
+    align-items: center;
+  }
+  h2 {
+    font-size: 1.1em;
+    font-weight: 600;
+    margin: 20px 0 8px;
+  }
+  .sub {
+    color: var(--vscode-descriptionForeground);
+    margin-bottom: 12px;
+  }
+  .facts {
+    display: grid;
+    grid-template-columns: max-content 1fr;
+    gap: 4px 16px;
+  }
+  .facts dt {
+    color: var(--vscode-descriptionForeground);
+  }
+  .facts dd {
+    margin: 0;
+  }
+  pre {
+    font-family: var(--vscode-editor-font-family);
+    font-size: var(--vscode-editor-font-size);
+    background: var(--vscode-textCodeBlock-background);
+    padding: 8px;
+    overflow: auto;
+    max-height: 320px;
+    white-space: pre-wrap;
+    word-break: break-word;
+    margin: 4px 0;
+  }
+  .ok {
+    color: var(--vscode-testing-iconPassed);
+  }
+  .bad {
+    color: var(--vscode-testing-iconFailed);
+  }
+  .call {
+    margin: 6px 0 10px;
+  }
+  .tool {
+    font-weight: 600;
+  }
+  vscode-collapsible {
+    margin-bottom: 4px;
+  }
 `;
 
 class ForgeDetails extends LitElement {
@@ -69,21 +122,47 @@ function renderAttempt(d: AttemptData): TemplateResult {
     <h1 data-testid="attempt-title">Attempt ${a.index} <vscode-badge variant=${a.green ? 'counter' : 'default'}>${state}</vscode-badge></h1>
     <div class="sub">${d.run.issue_title} · run ${d.run.run_id}</div>
     <dl class="facts">
-      <dt>Temperature</dt><dd>${a.temperature}</dd>
-      <dt>Turns</dt><dd data-testid="turns">${a.turns} (${a.tokens} tokens)</dd>
-      <dt>Diff</dt><dd>${a.diff_size} changed lines</dd>
-      <dt>Model</dt><dd>${d.run.model}</dd>
-      <dt>Cells</dt><dd>${d.run.provider}</dd>
-      ${a.error ? html`<dt>Error</dt><dd class="bad">${a.error}</dd>` : nothing}
+      <dt>Temperature</dt>
+      <dd>${a.temperature}</dd>
+      <dt>Turns</dt>
+      <dd data-testid="turns">${a.turns} (${a.tokens} tokens)</dd>
+      <dt>Diff</dt>
+      <dd>${a.diff_size} changed lines</dd>
+      <dt>Model</dt>
+      <dd>${d.run.model}</dd>
+      <dt>Cells</dt>
+      <dd>${d.run.provider}</dd>
+      ${
+        a.error
+          ? html`<dt>Error</dt>
+              <dd class="bad">${a.error}</dd>`
+          : nothing
+      }
     </dl>
     <h2>Verdict</h2>
     ${d.verdict ? renderVerdict(d.verdict, d.run.test_cmd) : html`<p class="sub">No verdict (the attempt did not finish).</p>`}
     <h2>Turns</h2>
-    ${d.turns.length === 0 ? html`<p class="sub">No model turns recorded.</p>` : d.turns.map((t) => html`
-      <vscode-collapsible title="Turn ${t.turn + 1}" description=${t.tool_calls.map((c) => c.tool).join(', ') || 'reply'} ?open=${d.turns.length <= 6}>
-        ${t.content ? html`<pre>${t.content}</pre>` : nothing}
-        ${t.tool_calls.map((c) => html`<div class="call"><span class="tool">${c.tool}</span> <code>${JSON.stringify(c.arguments)}</code><pre>${c.result}</pre></div>`)}
-      </vscode-collapsible>`)}
+    ${
+      d.turns.length === 0
+        ? html`<p class="sub">No model turns recorded.</p>`
+        : d.turns.map(
+            (t) =>
+              html` <vscode-collapsible
+                title="Turn ${t.turn + 1}"
+                description=${t.tool_calls.map((c) => c.tool).join(', ') || 'reply'}
+                ?open=${d.turns.length <= 6}
+              >
+                ${t.content ? html`<pre>${t.content}</pre>` : nothing}
+                ${t.tool_calls.map(
+                  (c) =>
+                    html`<div class="call">
+                      <span class="tool">${c.tool}</span> <code>${JSON.stringify(c.arguments)}</code>
+                      <pre>${c.result}</pre>
+                    </div>`,
+                )}
+              </vscode-collapsible>`,
+          )
+    }
     <h2>Cell runs</h2>
     <vscode-table zebra bordered-rows>
       <vscode-table-header slot="header">
@@ -91,11 +170,16 @@ function renderAttempt(d: AttemptData): TemplateResult {
         <vscode-table-header-cell>Exit</vscode-table-header-cell><vscode-table-header-cell>Duration</vscode-table-header-cell>
       </vscode-table-header>
       <vscode-table-body slot="body">
-        ${d.cells.map((c) => html`<vscode-table-row>
-          <vscode-table-cell>${c.purpose}</vscode-table-cell><vscode-table-cell>${c.command}</vscode-table-cell>
-          <vscode-table-cell class=${c.exit_code === 0 ? 'ok' : 'bad'}>${c.running ? 'running' : c.exit_code}${c.killed_by ? ` (${c.killed_by})` : ''}</vscode-table-cell>
-          <vscode-table-cell>${c.duration_ms === null ? '' : `${(c.duration_ms / 1000).toFixed(1)} s`}</vscode-table-cell>
-        </vscode-table-row>`)}
+        ${d.cells.map(
+          (c) =>
+            html`<vscode-table-row>
+              <vscode-table-cell>${c.purpose}</vscode-table-cell><vscode-table-cell>${c.command}</vscode-table-cell>
+              <vscode-table-cell class=${c.exit_code === 0 ? 'ok' : 'bad'}
+                >${c.running ? 'running' : c.exit_code}${c.killed_by ? ` (${c.killed_by})` : ''}</vscode-table-cell
+              >
+              <vscode-table-cell>${c.duration_ms === null ? '' : `${(c.duration_ms / 1000).toFixed(1)} s`}</vscode-table-cell>
+            </vscode-table-row>`,
+        )}
       </vscode-table-body>
     </vscode-table>
     ${d.cells.filter((c) => c.log).map((c) => html`<vscode-collapsible title="Log: ${c.purpose} (${c.cell_id})"><pre>${c.log}</pre></vscode-collapsible>`)}
@@ -103,34 +187,47 @@ function renderAttempt(d: AttemptData): TemplateResult {
 }
 
 function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
-  return html`
-    <p data-testid="verdict" class=${v.green ? 'ok' : 'bad'}>${v.green ? 'green' : 'red'}: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped (exit ${v.exit_code}${v.framework ? `, ${v.framework}` : ''}) · <code>${testCmd}</code></p>
+  return html` <p data-testid="verdict" class=${v.green ? 'ok' : 'bad'}>
+      ${v.green ? 'green' : 'red'}: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped (exit
+      ${v.exit_code}${v.framework ? `, ${v.framework}` : ''}) · <code>${testCmd}</code>
+    </p>
     ${v.failing.length ? html`<div>Failing: ${v.failing.join(', ')}</div>` : nothing}
     ${v.regressions.length ? html`<div class="bad">Regressions: ${v.regressions.join(', ')}</div>` : nothing}`;
 }
 
 function renderInstance(d: InstanceDetailsData): TemplateResult {
   const s = d.status;
-  return html`
-    <h1>${s.instance_id} <vscode-badge>${s.cell?.state ?? 'unknown'}</vscode-badge></h1>
+  return html` <h1>${s.instance_id} <vscode-badge>${s.cell?.state ?? 'unknown'}</vscode-badge></h1>
     <dl class="facts">
-      <dt>Generation</dt><dd>${s.cell?.generation ?? '-'}</dd>
-      <dt>Observed</dt><dd>${s.observation ? JSON.stringify(s.observation) : '-'}</dd>
+      <dt>Generation</dt>
+      <dd>${s.cell?.generation ?? '-'}</dd>
+      <dt>Observed</dt>
+      <dd>${s.observation ? JSON.stringify(s.observation) : '-'}</dd>
     </dl>
     <h2>Pending operations</h2>
-    ${s.open_operations.length === 0 ? html`<p class="sub">None.</p>` : html`<ul>${s.open_operations.map((o) => html`<li><code>${o.operation_id}</code> ${o.action} (gen ${o.generation}): ${o.status}</li>`)}</ul>`}
+    ${
+      s.open_operations.length === 0
+        ? html`<p class="sub">None.</p>`
+        : html`<ul>
+            ${s.open_operations.map((o) => html`<li><code>${o.operation_id}</code> ${o.action} (gen ${o.generation}): ${o.status}</li>`)}
+          </ul>`
+    }
     <h2>Evidence</h2>
     <vscode-table zebra bordered-rows>
       <vscode-table-header slot="header">
         <vscode-table-header-cell>When</vscode-table-header-cell><vscode-table-header-cell>Event</vscode-table-header-cell>
-        <vscode-table-header-cell>Transition</vscode-table-header-cell><vscode-table-header-cell>Operation</vscode-table-header-cell><vscode-table-header-cell>Detail</vscode-table-header-cell>
+        <vscode-table-header-cell>Transition</vscode-table-header-cell><vscode-table-header-cell>Operation</vscode-table-header-cell
+        ><vscode-table-header-cell>Detail</vscode-table-header-cell>
       </vscode-table-header>
       <vscode-table-body slot="body">
-        ${d.history.map((e) => html`<vscode-table-row>
-          <vscode-table-cell>${new Date(e.at).toLocaleTimeString()}</vscode-table-cell><vscode-table-cell>${e.event}</vscode-table-cell>
-          <vscode-table-cell>${e.from_state ?? ''}${e.to_state ? ` → ${e.to_state}` : ''}</vscode-table-cell>
-          <vscode-table-cell>${e.operation_id ?? ''}</vscode-table-cell><vscode-table-cell>${e.detail ?? ''}</vscode-table-cell>
-        </vscode-table-row>`)}
+        ${d.history.map(
+          (e) =>
+            html`<vscode-table-row>
+              <vscode-table-cell>${new Date(e.at).toLocaleTimeString()}</vscode-table-cell><vscode-table-cell>${e.event}</vscode-table-cell>
+              <vscode-table-cell>${e.from_state ?? ''}${e.to_state ? ` → ${e.to_state}` : ''}</vscode-table-cell>
+              <vscode-table-cell>${e.operation_id ?? ''}</vscode-table-cell><vscode-table-cell>${e.detail ?? ''}</vscode-table-cell>
+            </vscode-table-row>`,
+        )}
       </vscode-table-body>
     </vscode-table>`;
 }

@@ -21,7 +21,9 @@ export function openAttemptDetailsCommand(deps: { state: ForgeState; attemptDeta
 export function openCellLogCommand() {
   return async (cell?: CellSnapshot): Promise<void> => {
     if (!cell) return;
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from(logUriParts(cell.run_id, cell.cell_id, `${cell.purpose}-${cell.cell_id}`)));
+    const doc = await vscode.workspace.openTextDocument(
+      vscode.Uri.from(logUriParts(cell.run_id, cell.cell_id, `${cell.purpose}-${cell.cell_id}`)),
+    );
     await vscode.window.showTextDocument(doc, { preview: true });
   };
 }

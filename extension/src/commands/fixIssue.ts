@@ -17,14 +17,15 @@ export interface FixIssueCommandDeps {
 
 /** forge.fixIssue: the Fix Issue in Cells flow, its outcome offering review, apply or discard. */
 export function fixIssueCommand(deps: FixIssueCommandDeps): () => Promise<void> {
-  return () => fixIssueInCells({
-    runner: deps.runner,
-    hub: deps.hub,
-    settings: deps.settings,
-    onLanguageModelFamily: (f) => (deps.languageModel.family = f),
-    review: (id) => deps.review.open(id),
-    apply: (id) => deps.review.apply(id),
-    discard: (id) => deps.review.discard(id),
-    setRunActive: (id) => void vscode.commands.executeCommand('setContext', 'forge.runActive', id !== null),
-  });
+  return () =>
+    fixIssueInCells({
+      runner: deps.runner,
+      hub: deps.hub,
+      settings: deps.settings,
+      onLanguageModelFamily: (f) => (deps.languageModel.family = f),
+      review: (id) => deps.review.open(id),
+      apply: (id) => deps.review.apply(id),
+      discard: (id) => deps.review.discard(id),
+      setRunActive: (id) => void vscode.commands.executeCommand('setContext', 'forge.runActive', id !== null),
+    });
 }

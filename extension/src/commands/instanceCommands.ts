@@ -7,10 +7,17 @@ import type { ViewRefresh } from '../viewRefresh.js';
 /** forge.reconcileInstance: the row's instance, else one picked; says where it settled. */
 export function reconcileInstanceCommand(deps: { runner: RunnerConnection; state: ForgeState; refresh: ViewRefresh }) {
   return async (row?: InstanceRow): Promise<void> => {
-    const id = row?.instance_id ?? (await vscode.window.showQuickPick(deps.state.instances.map((i) => i.instance_id), { placeHolder: 'Instance to reconcile' }));
+    const id =
+      row?.instance_id ??
+      (await vscode.window.showQuickPick(
+        deps.state.instances.map((i) => i.instance_id),
+        { placeHolder: 'Instance to reconcile' },
+      ));
     if (!id) return;
     const r = await deps.runner.request('instances/reconcile', { instance_id: id });
-    void vscode.window.showInformationMessage(`Forge: ${id} is ${r.state} (${r.classes.join(', ') || 'converged'})${r.settled ? '' : '; still settling'}.`);
+    void vscode.window.showInformationMessage(
+      `Forge: ${id} is ${r.state} (${r.classes.join(', ') || 'converged'})${r.settled ? '' : '; still settling'}.`,
+    );
     await deps.refresh.instances();
   };
 }
@@ -19,7 +26,13 @@ export function reconcileInstanceCommand(deps: { runner: RunnerConnection; state
 export function openInstanceDetailsCommand(deps: { runner: RunnerConnection; extensionUri: vscode.Uri }) {
   return async (row?: InstanceRow): Promise<void> => {
     if (!row) return;
-    const [status, history] = await Promise.all([deps.runner.request('instances/status', { instance_id: row.instance_id }), deps.runner.request('instances/history', { instance_id: row.instance_id, limit: 200 })]);
-    DetailsPanel.show(deps.extensionUri, `instance:${row.instance_id}`, `Instance ${row.instance_id}`, { kind: 'instance', data: { status, history } });
+    const [status, history] = await Promise.all([
+      deps.runner.request('instances/status', { instance_id: row.instance_id }),
+      deps.runner.request('instances/history', { instance_id: row.instance_id, limit: 200 }),
+    ]);
+    DetailsPanel.show(deps.extensionUri, `instance:${row.instance_id}`, `Instance ${row.instance_id}`, {
+      kind: 'instance',
+      data: { status, history },
+    });
   };
 }

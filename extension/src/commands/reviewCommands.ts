@@ -5,7 +5,8 @@ import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { AttemptsNode } from '../views/attemptsView.js';
 
 /** The run a node of the Attempts view belongs to (undefined from the palette or the editor title). */
-export const runIdOf = (node?: AttemptsNode): string | undefined => (node ? (node.kind === 'run' ? node.run.run_id : node.runId) : undefined);
+export const runIdOf = (node?: AttemptsNode): string | undefined =>
+  node ? (node.kind === 'run' ? node.run.run_id : node.runId) : undefined;
 
 /** forge.reviewWinner, forge.applyWinner, forge.discardAttempts: on the node's run, else the one under review or waiting for it. */
 export function reviewCommands(deps: { review: ReviewController }) {

@@ -6,7 +6,12 @@ import type { ForgeSettings } from '../settings.js';
 import type { ViewRefresh } from '../viewRefresh.js';
 
 /** forge.showCellHealth: providers checked now, as a read-only document. */
-export function showCellHealthCommand(deps: { state: ForgeState; health: HealthDocument; refresh: ViewRefresh; settings: () => ForgeSettings }) {
+export function showCellHealthCommand(deps: {
+  state: ForgeState;
+  health: HealthDocument;
+  refresh: ViewRefresh;
+  settings: () => ForgeSettings;
+}) {
   return async (): Promise<void> => {
     await deps.refresh.health();
     await deps.health.show(deps.state.health!, deps.state.running.length, deps.settings().provider);
@@ -21,7 +26,9 @@ export function gcCommand(deps: { runner: RunnerConnection; log: vscode.LogOutpu
     const r = await deps.runner.request('cells/gc', { repo: folder.uri.fsPath });
     const removed = r.items.filter((i) => i.action !== 'left');
     deps.log.info(`gc: ${JSON.stringify(r)}`);
-    void vscode.window.showInformationMessage(`Forge: removed ${removed.length} leftover(s)${removed.length ? `: ${removed.map((i) => `${i.kind} ${i.id}`).join(', ')}` : ''}; ${r.items.length - removed.length} left.${r.notes.length ? ` ${r.notes.join('; ')}` : ''}`);
+    void vscode.window.showInformationMessage(
+      `Forge: removed ${removed.length} leftover(s)${removed.length ? `: ${removed.map((i) => `${i.kind} ${i.id}`).join(', ')}` : ''}; ${r.items.length - removed.length} left.${r.notes.length ? ` ${r.notes.join('; ')}` : ''}`,
+    );
   };
 }
 

@@ -18,14 +18,27 @@ export interface FixFlowDeps {
 
 /** Asks for the issue: typed or pasted text, or a file (issue*.md files in the workspace are offered). */
 async function askIssue(folder: vscode.WorkspaceFolder): Promise<string | undefined> {
-  const found = await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*issue*.{md,txt}'), '**/{node_modules,.git,.forge}/**', 10);
+  const found = await vscode.workspace.findFiles(
+    new vscode.RelativePattern(folder, '**/*issue*.{md,txt}'),
+    '**/{node_modules,.git,.forge}/**',
+    10,
+  );
   type Pick = vscode.QuickPickItem & { action: 'text' | 'file' | 'open'; uri?: vscode.Uri };
   const items: Pick[] = [
     { label: '$(edit) Type or paste the issue text', action: 'text' },
     { label: '$(file) Pick an issue file…', action: 'open' },
-    ...found.map((uri) => ({ label: `$(markdown) ${vscode.workspace.asRelativePath(uri)}`, description: 'issue file', action: 'file' as const, uri })),
+    ...found.map((uri) => ({
+      label: `$(markdown) ${vscode.workspace.asRelativePath(uri)}`,
+      description: 'issue file',
+      action: 'file' as const,
+      uri,
+    })),
   ];
-  const pick = await vscode.window.showQuickPick(items, { title: 'Forge: Fix Issue in Cells', placeHolder: 'Which issue should the attempts fix?', ignoreFocusOut: true });
+  const pick = await vscode.window.showQuickPick(items, {
+    title: 'Forge: Fix Issue in Cells',
+    placeHolder: 'Which issue should the attempts fix?',
+    ignoreFocusOut: true,
+  });
   if (!pick) return undefined;
   if (pick.action === 'text') {
     return vscode.window.showInputBox({
@@ -36,7 +49,16 @@ async function askIssue(folder: vscode.WorkspaceFolder): Promise<string | undefi
       validateInput: (v) => (v.trim() === '' ? 'The issue text is empty' : undefined),
     });
   }
-  const uri = pick.uri ?? (await vscode.window.showOpenDialog({ canSelectMany: false, defaultUri: folder.uri, filters: { Issue: ['md', 'txt'], All: ['*'] }, title: 'Issue file' }))?.[0];
+  const uri =
+    pick.uri ??
+    (
+      await vscode.window.showOpenDialog({
+        canSelectMany: false,
+        defaultUri: folder.uri,
+        filters: { Issue: ['md', 'txt'], All: ['*'] },
+        title: 'Issue file',
+      })
+    )?.[0];
   if (!uri) return undefined;
   const text = readFileSync(uri.fsPath, 'utf8');
   if (text.trim() === '') throw new Error(`${uri.fsPath} is empty`);
@@ -63,26 +85,32 @@ export async function fixIssueInCells(deps: FixFlowDeps): Promise<void> {
   deps.onLanguageModelFamily(model.lmFamily);
   const { run_id: runId } = await deps.runner.request('fix/start', fixStartParams(settings, folder.uri.fsPath, issue, model.spec));
   deps.setRunActive(runId);
-  const finished = await Promise.resolve(vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`, cancellable: true },
-    (progress, token) =>
-      new Promise<{ status: string; error: string | null }>((resolve) => {
-        const subs = [
-          deps.hub.on('fix/progress', (p: { run_id: string; line: string }) => {
-            if (p.run_id === runId) progress.report({ message: p.line });
-          }),
-          deps.hub.on('fix/finished', (p: { run_id: string; status: string; error: string | null }) => {
-            if (p.run_id !== runId) return;
-            for (const s of subs) s.dispose();
-            resolve(p);
-          }),
-        ];
-        token.onCancellationRequested(() => {
-          progress.report({ message: 'cancelling: stopping the cells…' });
-          void deps.runner.request('fix/cancel', { run_id: runId });
-        });
-      }),
-  )).finally(() => deps.setRunActive(null));
+  const finished = await Promise.resolve(
+    vscode.window.withProgress(
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`,
+        cancellable: true,
+      },
+      (progress, token) =>
+        new Promise<{ status: string; error: string | null }>((resolve) => {
+          const subs = [
+            deps.hub.on('fix/progress', (p: { run_id: string; line: string }) => {
+              if (p.run_id === runId) progress.report({ message: p.line });
+            }),
+            deps.hub.on('fix/finished', (p: { run_id: string; status: string; error: string | null }) => {
+              if (p.run_id !== runId) return;
+              for (const s of subs) s.dispose();
+              resolve(p);
+            }),
+          ];
+          token.onCancellationRequested(() => {
+            progress.report({ message: 'cancelling: stopping the cells…' });
+            void deps.runner.request('fix/cancel', { run_id: runId });
+          });
+        }),
+    ),
+  ).finally(() => deps.setRunActive(null));
   await announce(deps, runId, finished);
 }
 
@@ -92,7 +120,9 @@ async function announce(deps: FixFlowDeps, runId: string, f: { status: string; e
     const w = snap.attempts.find((a) => a.winner);
     const choice = await vscode.window.showInformationMessage(
       `Forge: fixed. Attempt ${w?.index ?? '?'} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`,
-      'Review', 'Apply', 'Discard',
+      'Review',
+      'Apply',
+      'Discard',
     );
     if (choice === 'Review') await deps.review(runId);
     else if (choice === 'Apply') await deps.apply(runId);

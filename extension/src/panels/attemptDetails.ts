@@ -10,8 +10,15 @@ export class AttemptDetails {
   async show(runId: string, index: number): Promise<void> {
     const { runner, extensionUri } = this.deps;
     const details = await runner.request('attempts/details', { run_id: runId, index });
-    const cells = await Promise.all(details.cells.map(async (c) => (c.running ? c : { ...c, log: (await runner.request('cells/log', { run_id: runId, cell_id: c.cell_id })).log })));
-    DetailsPanel.show(extensionUri, `attempt:${runId}:${index}`, `Attempt ${index} · ${details.run.issue_title || runId}`, { kind: 'attempt', data: { ...details, cells } });
+    const cells = await Promise.all(
+      details.cells.map(async (c) =>
+        c.running ? c : { ...c, log: (await runner.request('cells/log', { run_id: runId, cell_id: c.cell_id })).log },
+      ),
+    );
+    DetailsPanel.show(extensionUri, `attempt:${runId}:${index}`, `Attempt ${index} · ${details.run.issue_title || runId}`, {
+      kind: 'attempt',
+      data: { ...details, cells },
+    });
   }
 
   /** A run changed: the open panels of its attempts show the new state. */

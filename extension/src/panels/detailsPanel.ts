@@ -14,7 +14,11 @@ export class DetailsPanel {
   private pending: DetailsMessage;
   private ready = false;
 
-  private constructor(private readonly panel: vscode.WebviewPanel, extensionUri: vscode.Uri, message: DetailsMessage) {
+  private constructor(
+    private readonly panel: vscode.WebviewPanel,
+    extensionUri: vscode.Uri,
+    message: DetailsMessage,
+  ) {
     this.pending = message;
     const webview = panel.webview;
     const script = webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'dist', 'webview.js'));

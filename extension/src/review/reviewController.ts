@@ -11,7 +11,10 @@ import { describeApplyOutcome, reviewUriParts } from './reviewUris.js';
 export class ReviewController {
   private reviewing: string | null = null;
 
-  constructor(private readonly runner: RunnerConnection, private readonly state: ForgeState) {}
+  constructor(
+    private readonly runner: RunnerConnection,
+    private readonly state: ForgeState,
+  ) {}
 
   get reviewingRun(): string | null {
     return this.reviewing;
@@ -61,7 +64,11 @@ export class ReviewController {
       return false;
     }
     if (confirm) {
-      const choice = await vscode.window.showWarningMessage(`Discard the attempts of run ${id}? The winner branch and any attempt worktrees are deleted.`, { modal: true }, 'Discard');
+      const choice = await vscode.window.showWarningMessage(
+        `Discard the attempts of run ${id}? The winner branch and any attempt worktrees are deleted.`,
+        { modal: true },
+        'Discard',
+      );
       if (choice !== 'Discard') return false;
     }
     const r = await this.runner.request('review/discard', { run_id: id });
@@ -77,10 +84,12 @@ export class ReviewController {
   }
 
   private async closeReviewEditors(): Promise<void> {
-    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => {
-      const input = t.input as { original?: vscode.Uri; modified?: vscode.Uri; textDiffs?: unknown[] } | undefined;
-      return input?.original?.scheme === 'forge-review' || t.label.startsWith('Forge: winner');
-    });
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => {
+        const input = t.input as { original?: vscode.Uri; modified?: vscode.Uri; textDiffs?: unknown[] } | undefined;
+        return input?.original?.scheme === 'forge-review' || t.label.startsWith('Forge: winner');
+      });
     if (tabs.length) await vscode.window.tabGroups.close(tabs);
   }
 }

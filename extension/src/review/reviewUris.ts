@@ -24,7 +24,11 @@ export function parseReviewUri(path: string, query: string): ReviewRef | null {
 }
 
 export function logUriParts(runId: string, cellId: string, label: string): { scheme: string; path: string; query: string } {
-  return { scheme: LOG_SCHEME, path: `/${label.replace(/[^A-Za-z0-9._ -]/g, '_')}.log`, query: new URLSearchParams({ run: runId, cell: cellId }).toString() };
+  return {
+    scheme: LOG_SCHEME,
+    path: `/${label.replace(/[^A-Za-z0-9._ -]/g, '_')}.log`,
+    query: new URLSearchParams({ run: runId, cell: cellId }).toString(),
+  };
 }
 
 export function parseLogUri(query: string): { runId: string; cellId: string } | null {
@@ -35,7 +39,11 @@ export function parseLogUri(query: string): { runId: string; cellId: string } | 
 }
 
 /** Per-file apply outcome as one message line (conflicts named file by file). */
-export function describeApplyOutcome(applied: boolean, repo: string, files: { path: string; ok: boolean; reason: string | null }[]): string {
+export function describeApplyOutcome(
+  applied: boolean,
+  repo: string,
+  files: { path: string; ok: boolean; reason: string | null }[],
+): string {
   if (applied) return `Applied the winner to ${repo}: ${files.map((f) => f.path).join(', ') || 'no files'}.`;
   const bad = files.filter((f) => !f.ok);
   return `Nothing was applied: ${bad.length} of ${files.length} file(s) conflict with your working tree: ${bad.map((f) => `${f.path} (${f.reason ?? 'does not apply'})`).join('; ')}. Commit or stash your changes to those files and apply again.`;

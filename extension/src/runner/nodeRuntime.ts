@@ -29,12 +29,20 @@ export function chooseNodeRuntime(want: NativeAbi, candidates: RuntimeCandidate[
   const setting = candidates.find((c) => c.source === 'setting');
   if (setting) {
     if (setting.modules === want.modules) return { ok: true, path: setting.path, source: 'setting' };
-    const found = setting.modules === null ? `could not run it (${setting.error ?? 'no answer'})` : `it is Node ${setting.version} (ABI ${setting.modules})`;
-    return { ok: false, message: `forge.runner.nodePath is ${setting.path}, but ${found}; the runner needs Node ${want.node} (ABI ${want.modules}). Point the setting at such a node binary.` };
+    const found =
+      setting.modules === null
+        ? `could not run it (${setting.error ?? 'no answer'})`
+        : `it is Node ${setting.version} (ABI ${setting.modules})`;
+    return {
+      ok: false,
+      message: `forge.runner.nodePath is ${setting.path}, but ${found}; the runner needs Node ${want.node} (ABI ${want.modules}). Point the setting at such a node binary.`,
+    };
   }
   const usable = candidates.find((c) => c.modules === want.modules);
   if (usable) return { ok: true, path: usable.path, source: usable.source };
-  const seen = candidates.map((c) => (c.modules === null ? `${c.path}: not runnable` : `${c.path}: Node ${c.version} (ABI ${c.modules})`)).join('; ');
+  const seen = candidates
+    .map((c) => (c.modules === null ? `${c.path}: not runnable` : `${c.path}: Node ${c.version} (ABI ${c.modules})`))
+    .join('; ');
   return {
     ok: false,
     message: `no Node.js ${want.node} (ABI ${want.modules}) found for the Forge runner (${seen || 'no node on PATH'}). Install Node ${want.node} and set forge.runner.nodePath to its node binary.`,

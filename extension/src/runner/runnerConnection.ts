@@ -45,7 +45,10 @@ export class RunnerConnection {
   private readonly requestHandlers = new Map<string, (params: unknown) => Promise<unknown>>();
   state: RunnerState = 'down';
 
-  constructor(private launch: () => Promise<RunnerLaunch>, private readonly events: RunnerEvents) {}
+  constructor(
+    private launch: () => Promise<RunnerLaunch>,
+    private readonly events: RunnerEvents,
+  ) {}
 
   /** Starts the runner (if not running) and resolves once it answered runner/hello. */
   start(): Promise<MessageConnection> {
@@ -158,7 +161,13 @@ export class RunnerConnection {
   }
 
   private lastStderrLine(): string {
-    return this.stderrTail.trim().split('\n').filter((l) => l.trim() !== '').at(-1) ?? '';
+    return (
+      this.stderrTail
+        .trim()
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .at(-1) ?? ''
+    );
   }
 
   private setState(state: RunnerState, detail: string | null): void {

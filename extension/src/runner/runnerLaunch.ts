@@ -7,11 +7,16 @@ import type { RunnerLaunch } from './runnerConnection.js';
 /** Asks a node binary for its version and ABI (about 40 ms); null fields when it cannot run. */
 function probe(source: RuntimeCandidate['source'], path: string): Promise<RuntimeCandidate> {
   return new Promise((resolve) => {
-    execFile(path, ['-p', 'process.versions.modules + " " + process.versions.node'], { timeout: 10_000, env: { ...process.env, ELECTRON_RUN_AS_NODE: '' } }, (error, stdout) => {
-      if (error) return resolve({ source, path, modules: null, version: null, error: error.message.split('\n')[0] ?? 'failed' });
-      const [modules, version] = stdout.trim().split(' ');
-      resolve({ source, path, modules: modules ?? null, version: version ?? null });
-    });
+    execFile(
+      path,
+      ['-p', 'process.versions.modules + " " + process.versions.node'],
+      { timeout: 10_000, env: { ...process.env, ELECTRON_RUN_AS_NODE: '' } },
+      (error, stdout) => {
+        if (error) return resolve({ source, path, modules: null, version: null, error: error.message.split('\n')[0] ?? 'failed' });
+        const [modules, version] = stdout.trim().split(' ');
+        resolve({ source, path, modules: modules ?? null, version: version ?? null });
+      },
+    );
   });
 }
 
@@ -30,7 +35,12 @@ export async function resolveRunnerLaunch(s: LaunchSettings): Promise<RunnerLaun
     candidates.push(await probe('setting', s.nodePathSetting.trim()));
   } else if (!process.versions.electron) {
     // Plain Node extension host (code-server, VS Code Server): no probe needed.
-    candidates.push({ source: 'extension-host', path: process.execPath, modules: process.versions.modules, version: process.versions.node });
+    candidates.push({
+      source: 'extension-host',
+      path: process.execPath,
+      modules: process.versions.modules,
+      version: process.versions.node,
+    });
   }
   if (!candidates.some((c) => c.modules === want.modules) && !s.nodePathSetting.trim()) candidates.push(await probe('path', 'node'));
   const choice = chooseNodeRuntime(want, candidates);

@@ -11,7 +11,10 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
   private readonly changed = new vscode.EventEmitter<AttemptsNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
-  constructor(private readonly state: ForgeState, private readonly loadRun: (runId: string) => void) {
+  constructor(
+    private readonly state: ForgeState,
+    private readonly loadRun: (runId: string) => void,
+  ) {
     state.onChange((what) => {
       if (what === 'runs') this.changed.fire(undefined);
     });
@@ -31,7 +34,11 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
   getTreeItem(node: AttemptsNode): vscode.TreeItem {
     if (node.kind === 'run') {
       const newest = this.state.runs[0]?.run_id === node.run.run_id;
-      return toTreeItem(runView(node.run), newest ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed, `run:${node.run.run_id}`);
+      return toTreeItem(
+        runView(node.run),
+        newest ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
+        `run:${node.run.run_id}`,
+      );
     }
     const item = toTreeItem(attemptView(node.attempt), vscode.TreeItemCollapsibleState.None, `attempt:${node.runId}:${node.attempt.index}`);
     item.command = { command: 'forge.openAttemptDetails', title: 'Open Attempt Details', arguments: [node] };

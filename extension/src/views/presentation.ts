@@ -31,7 +31,15 @@ export function runView(r: RunSummary): RowView {
   return {
     label: r.issue_title || r.run_id,
     description: `${text} · ${r.attempts} on ${r.provider}`,
-    tooltip: [`${r.run_id}: ${r.status}`, `repo ${r.repo} at ${r.base_commit.slice(0, 12)}`, `tests: ${r.test_cmd}`, `model ${r.model}`, r.error ? `error: ${r.error}` : ''].filter(Boolean).join('\n'),
+    tooltip: [
+      `${r.run_id}: ${r.status}`,
+      `repo ${r.repo} at ${r.base_commit.slice(0, 12)}`,
+      `tests: ${r.test_cmd}`,
+      `model ${r.model}`,
+      r.error ? `error: ${r.error}` : '',
+    ]
+      .filter(Boolean)
+      .join('\n'),
     icon,
     color,
     contextValue: `run.${r.status}${r.status === 'running' ? '' : r.review ? `.${r.review}` : ''}`,
@@ -65,7 +73,14 @@ export function cellView(c: CellSnapshot): RowView {
   const where = `${c.provider}${c.image ? ` ${c.image}` : ''}`;
   const who = c.attempt_index === null ? '' : ` · attempt ${c.attempt_index}`;
   if (c.running) {
-    return { label: `${c.purpose}${who}`, description: `${where} · running`, tooltip: c.command, icon: 'sync~spin', color: null, contextValue: 'cell.running' };
+    return {
+      label: `${c.purpose}${who}`,
+      description: `${where} · running`,
+      tooltip: c.command,
+      icon: 'sync~spin',
+      color: null,
+      contextValue: 'cell.running',
+    };
   }
   const ok = c.exit_code === 0;
   return {

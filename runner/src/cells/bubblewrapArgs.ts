@@ -76,7 +76,8 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   // After the worktree: node_modules and .venv go inside it.
   const inWorktree = (p: string) => workdir !== CELL_SCRATCH && (p === workdir || p.startsWith(`${workdir}/`));
   for (const d of plan.deps ?? []) {
-    for (const dir of ancestorsBelowMasks(d.target, plan.layout.tmpfsMasks).filter((a) => !inWorktree(a))) args.push('--perms', '0755', '--dir', dir);
+    for (const dir of ancestorsBelowMasks(d.target, plan.layout.tmpfsMasks).filter((a) => !inWorktree(a)))
+      args.push('--perms', '0755', '--dir', dir);
     args.push(d.writable ? '--bind' : '--ro-bind', d.source, d.target);
   }
   args.push('--chdir', workdir);
@@ -110,6 +111,9 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
 export function ancestorsBelowMasks(path: string, masks: string[]): string[] {
   const mask = masks.filter((m) => path.startsWith(m.endsWith('/') ? m : `${m}/`)).sort((a, b) => b.length - a.length)[0];
   if (!mask) return [];
-  const parts = path.slice(mask.length + 1).split('/').filter(Boolean);
+  const parts = path
+    .slice(mask.length + 1)
+    .split('/')
+    .filter(Boolean);
   return parts.slice(0, -1).map((_, i) => `${mask}/${parts.slice(0, i + 1).join('/')}`);
 }

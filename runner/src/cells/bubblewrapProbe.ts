@@ -23,7 +23,9 @@ export async function findOnPath(name: string, env: NodeJS.ProcessEnv = process.
     try {
       await access(candidate, constants.X_OK);
       return candidate;
-    } catch { /* not here */ }
+    } catch {
+      /* not here */
+    }
   }
   return null;
 }
@@ -31,7 +33,12 @@ export async function findOnPath(name: string, env: NodeJS.ProcessEnv = process.
 export async function probeBubblewrap(env: NodeJS.ProcessEnv = process.env, cacheDir?: string): Promise<BubblewrapProbe> {
   const path = await findOnPath('bwrap', env);
   if (!path) {
-    return { usable: false, path: null, version: null, reason: 'bubblewrap (bwrap) is not installed; install it with: apt-get install bubblewrap' };
+    return {
+      usable: false,
+      path: null,
+      version: null,
+      reason: 'bubblewrap (bwrap) is not installed; install it with: apt-get install bubblewrap',
+    };
   }
   const key = cacheDir ? probeKey(path) : null;
   const cached = key && cacheDir ? readCachedProbe(cacheDir, key) : null;
@@ -41,14 +48,36 @@ export async function probeBubblewrap(env: NodeJS.ProcessEnv = process.env, cach
     execa(path, ['--version'], { reject: false }),
     execa(
       path,
-      ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--', '/bin/true'],
+      [
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev',
+        '/dev',
+        '--proc',
+        '/proc',
+        '--tmpfs',
+        '/tmp',
+        '--unshare-all',
+        '--die-with-parent',
+        '--new-session',
+        '--cap-drop',
+        'ALL',
+        '--',
+        '/bin/true',
+      ],
       { reject: false, timeout: 10_000 },
     ),
   ]);
   const v = version.exitCode === 0 ? String(version.stdout).trim() : null;
   if (trial.exitCode !== 0) {
     const why = String(trial.stderr).trim().split('\n')[0] || `exit ${trial.exitCode}`;
-    return { usable: false, path, version: v, reason: `bwrap at ${path} cannot create a sandbox here (${why}); enable unprivileged user namespaces or run as root` };
+    return {
+      usable: false,
+      path,
+      version: v,
+      reason: `bwrap at ${path} cannot create a sandbox here (${why}); enable unprivileged user namespaces or run as root`,
+    };
   }
   const probe: BubblewrapProbe = { usable: true, path, version: v, reason: `${v ?? 'bwrap'} at ${path} creates namespaces here` };
   if (key && cacheDir) writeCachedProbe(cacheDir, key, probe);
@@ -77,7 +106,9 @@ function readCachedProbe(dir: string, key: string): BubblewrapProbe | null {
     const saved = JSON.parse(readFileSync(join(dir, PROBE_CACHE), 'utf8')) as { key?: unknown; at?: unknown; probe?: BubblewrapProbe };
     if (saved.key !== key || typeof saved.at !== 'number' || Date.now() - saved.at > PROBE_TTL_MS || saved.at > Date.now()) return null;
     const p = saved.probe;
-    return p && p.usable === true && typeof p.path === 'string' && typeof p.reason === 'string' ? { usable: true, path: p.path, version: typeof p.version === 'string' ? p.version : null, reason: p.reason } : null;
+    return p && p.usable === true && typeof p.path === 'string' && typeof p.reason === 'string'
+      ? { usable: true, path: p.path, version: typeof p.version === 'string' ? p.version : null, reason: p.reason }
+      : null;
   } catch {
     return null;
   }

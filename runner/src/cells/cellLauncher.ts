@@ -76,7 +76,11 @@ export function spawnLauncher(opts: LauncherOptions): CellLauncher {
         (child.stdin as Writable).end();
         await Promise.race([gone, new Promise((r) => setTimeout(r, 2000).unref())]);
         if (!exited && child.pid !== undefined) {
-          try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+          try {
+            process.kill(-child.pid, 'SIGKILL');
+          } catch {
+            /* gone */
+          }
         }
       }
       child.stdout?.destroy();

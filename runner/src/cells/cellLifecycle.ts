@@ -116,7 +116,18 @@ export async function runCellLifecycle<H, W>(cell: CellRunFacts, driver: CellDri
     const after = await collectAfterCell(cell.worktree, spec.capture_diff);
     isolation.warnings.push(...after.warnings);
     return assembleCellResult(
-      { cellId: cell.cellId, provider: cell.provider, image: spec.image, durationMs: duration, output, logPath: cell.logPath, diff: after.diff, neutralized: after.neutralized, isolation, labels: spec.labels },
+      {
+        cellId: cell.cellId,
+        provider: cell.provider,
+        image: spec.image,
+        durationMs: duration,
+        output,
+        logPath: cell.logPath,
+        diff: after.diff,
+        neutralized: after.neutralized,
+        isolation,
+        labels: spec.labels,
+      },
       { ...exit, killReason },
     );
   } finally {

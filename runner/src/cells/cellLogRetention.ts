@@ -28,10 +28,14 @@ export async function pruneCellLogs(dir: string, policy: RetentionPolicy = DEFAU
   const marker = join(dir, PRUNED_MARKER);
   const last = (await stat(marker).catch(() => null))?.mtimeMs;
   if (last !== undefined && now - last < PRUNE_INTERVAL_MS && last <= now) return 0;
-  await writeFile(marker, '').then(() => utimes(marker, now / 1000, now / 1000)).catch(() => undefined);
+  await writeFile(marker, '')
+    .then(() => utimes(marker, now / 1000, now / 1000))
+    .catch(() => undefined);
   const names = (await readdir(dir)).filter((n) => n.endsWith('.log'));
   if (names.length <= policy.maxFiles && names.length < 64) return 0;
-  const logs = await Promise.all(names.map(async (name) => ({ name, mtimeMs: (await stat(join(dir, name)).catch(() => null))?.mtimeMs ?? 0 })));
+  const logs = await Promise.all(
+    names.map(async (name) => ({ name, mtimeMs: (await stat(join(dir, name)).catch(() => null))?.mtimeMs ?? 0 })),
+  );
   const doomed = logsToPrune(logs, now, policy);
   await Promise.all(doomed.map((n) => unlink(join(dir, n)).catch(() => undefined)));
   return doomed.length;

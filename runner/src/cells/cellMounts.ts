@@ -51,7 +51,8 @@ export function refuseMountPlan(plan: CellMountPlan): string | null {
   if (plan.worktree) {
     const system = SYSTEM_TREES.find((s) => isInside(plan.worktree!.target, s));
     if (system) return `mount_at ${plan.worktree.target} is inside the system directory ${system}; pass the repository's own path`;
-    if (plan.worktree.target === '/.forge' || isInside(plan.worktree.target, '/.forge')) return 'mount_at /.forge is where qemu cells keep their own files';
+    if (plan.worktree.target === '/.forge' || isInside(plan.worktree.target, '/.forge'))
+      return 'mount_at /.forge is where qemu cells keep their own files';
     const over = plan.deps.find((d) => isInside(plan.worktree!.target, d.target));
     if (over) return `shared dependency target ${over.target} would cover the worktree at ${plan.worktree.target}`;
   }
@@ -59,7 +60,8 @@ export function refuseMountPlan(plan: CellMountPlan): string | null {
   // places; anywhere else it could cover what the cell's start runs as root (setpriv, libc).
   for (const d of plan.deps) {
     const inWorktree = plan.worktree !== null && isInside(d.target, plan.worktree.target) && d.target !== plan.worktree.target;
-    if (inWorktree && posix.relative(plan.worktree!.target, d.target).split('/').includes('.git')) return `shared dependency target ${d.target} is inside the worktree's .git`;
+    if (inWorktree && posix.relative(plan.worktree!.target, d.target).split('/').includes('.git'))
+      return `shared dependency target ${d.target} is inside the worktree's .git`;
     if (!inWorktree && !DEP_SCRATCH.some((p) => isInside(d.target, p) && d.target !== p)) {
       return `shared dependency target ${d.target} must be inside the worktree${plan.worktree ? ` (${plan.worktree.target})` : ''} or below ${DEP_SCRATCH.join(' or ')}`;
     }

@@ -31,7 +31,8 @@ export function dedicatedCellUser(env: NodeJS.ProcessEnv): { uid: number; gid: n
 function idFrom(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > 2 ** 31 - 2) throw new InputError(`${name}=${raw}: expected a user/group id from 1 to ${2 ** 31 - 2} (never 0: cells do not run as root)`);
+  if (!/^\d+$/.test(raw) || n < 1 || n > 2 ** 31 - 2)
+    throw new InputError(`${name}=${raw}: expected a user/group id from 1 to ${2 ** 31 - 2} (never 0: cells do not run as root)`);
   return n;
 }
 
@@ -49,9 +50,10 @@ export function chooseCellUser(facts: {
   return {
     ...dedicated,
     why: 'the dedicated cell user (the runner is root; cells never are)',
-    warning: owner && facts.worktree && owner.uid !== dedicated.uid
-      ? `the worktree ${facts.worktree} is owned by uid ${owner.uid} and the cell runs as uid ${dedicated.uid}: it can write only what that uid may; to let it, chown -R ${dedicated.uid}:${dedicated.gid} ${facts.worktree} and then chown -R ${owner.uid}:${owner.gid} ${facts.worktree}/.git (git data must stay yours), or run forge-runner as a normal user`
-      : null,
+    warning:
+      owner && facts.worktree && owner.uid !== dedicated.uid
+        ? `the worktree ${facts.worktree} is owned by uid ${owner.uid} and the cell runs as uid ${dedicated.uid}: it can write only what that uid may; to let it, chown -R ${dedicated.uid}:${dedicated.gid} ${facts.worktree} and then chown -R ${owner.uid}:${owner.gid} ${facts.worktree}/.git (git data must stay yours), or run forge-runner as a normal user`
+        : null,
   };
 }
 

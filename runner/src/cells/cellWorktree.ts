@@ -23,7 +23,11 @@ export interface PreparedWorktree {
  * path, git data the cell cannot write) and the unprivileged user the command runs as.
  * Throws InputError, with nothing run, when either is refused.
  */
-export async function prepareCellWorktree(spec: Pick<CellSpec, 'worktree' | 'capture_diff'>, env: NodeJS.ProcessEnv, stateDir: string): Promise<PreparedWorktree> {
+export async function prepareCellWorktree(
+  spec: Pick<CellSpec, 'worktree' | 'capture_diff'>,
+  env: NodeJS.ProcessEnv,
+  stateDir: string,
+): Promise<PreparedWorktree> {
   const worktree = await resolveCellWorktree(spec, (top) => {
     const layout = probeSandboxLayout(env);
     return refuseWorktreeLocation(top, { masked: [...layout.tmpfsMasks, ...layout.nullMasks], runnerHome: env.HOME, stateDir });
@@ -59,7 +63,10 @@ export function vetCellMounts(
   const facts = { masked: [...layout.tmpfsMasks, ...layout.nullMasks], runnerHome: ctx.env.HOME, stateDir: ctx.stateDir };
   // Below a hidden tree only the repository's own directories and the toolchain caches may be shared.
   // The repository an attempt belongs to holds it (<repo>/.git/forge-cells/<id>), and must itself be a place a worktree may be.
-  const repoRoot = spec.mount_at && worktree && isInside(worktree.top, spec.mount_at) && !refuseWorktreeLocation(spec.mount_at, facts) ? spec.mount_at : worktree?.top ?? null;
+  const repoRoot =
+    spec.mount_at && worktree && isInside(worktree.top, spec.mount_at) && !refuseWorktreeLocation(spec.mount_at, facts)
+      ? spec.mount_at
+      : (worktree?.top ?? null);
   const allowedHidden = [...(repoRoot ? [repoRoot] : []), ...toolchainCaches(ctx.env)];
   const shared = spec.shared_deps.map((d) => {
     let real: string;
@@ -71,9 +78,13 @@ export function vetCellMounts(
     if (!statSync(real).isDirectory()) throw new InputError(`shared dependency ${d.source} is not a directory`);
     const why = refuseSharedSource(real, facts);
     if (why) throw new InputError(`${why}; share only installed dependencies`);
-    const hidden = [...facts.masked, ...(facts.runnerHome && facts.runnerHome !== '/' ? [facts.runnerHome] : []), ctx.stateDir].find((m) => isInside(real, m));
+    const hidden = [...facts.masked, ...(facts.runnerHome && facts.runnerHome !== '/' ? [facts.runnerHome] : []), ctx.stateDir].find((m) =>
+      isInside(real, m),
+    );
     if (hidden && !allowedHidden.some((a) => isInside(real, a))) {
-      throw new InputError(`shared dependency ${d.source} is inside ${hidden}, which cells must not see; share the repository's own dependencies or a toolchain cache`);
+      throw new InputError(
+        `shared dependency ${d.source} is inside ${hidden}, which cells must not see; share the repository's own dependencies or a toolchain cache`,
+      );
     }
     return { ...d, source: real };
   });
@@ -92,7 +103,10 @@ export function vetCellMounts(
     for (const d of plan.deps) {
       if (!isInside(d.target, plan.worktree.target)) continue;
       const bad = firstNonDirectory(plan.worktree.source, relative(plan.worktree.target, d.target).split('/'));
-      if (bad) throw new InputError(`shared dependency target ${d.target} passes through ${bad.path}, which is ${bad.link ? 'a symbolic link' : 'not a directory'} in the worktree; remove it`);
+      if (bad)
+        throw new InputError(
+          `shared dependency target ${d.target} passes through ${bad.path}, which is ${bad.link ? 'a symbolic link' : 'not a directory'} in the worktree; remove it`,
+        );
     }
   }
   return plan;
@@ -123,7 +137,11 @@ export function toolchainCaches(env: NodeJS.ProcessEnv): string[] {
   const home = env.HOME && env.HOME !== '/' ? env.HOME : null;
   return [
     ...(env.GOMODCACHE ? [env.GOMODCACHE] : []),
-    ...(env.GOPATH ? env.GOPATH.split(':').filter(Boolean).map((p) => join(p, 'pkg', 'mod')) : []),
+    ...(env.GOPATH
+      ? env.GOPATH.split(':')
+          .filter(Boolean)
+          .map((p) => join(p, 'pkg', 'mod'))
+      : []),
     ...(home ? [join(home, 'go', 'pkg', 'mod'), join(home, '.m2', 'repository'), join(home, '.gradle', 'caches')] : []),
   ].filter((p) => p.startsWith('/'));
 }
@@ -144,12 +162,19 @@ export async function collectAfterCell(worktree: CellWorktree | null, captureDif
   const scan = neutralizeHazards(worktree.top, { skip: worktree.gitEntry ? ['.git'] : [] });
   const warnings: string[] = [];
   if (scan.neutralized.length > 0) {
-    warnings.push(`the cell left ${scan.neutralized.length} hazardous entr${scan.neutralized.length === 1 ? 'y' : 'ies'} in the worktree (setuid/setgid files, device nodes, FIFOs or sockets); neutralized: ${scan.neutralized.slice(0, 5).map((n) => n.path).join(', ')}${scan.neutralized.length > 5 ? ', ...' : ''}`);
+    warnings.push(
+      `the cell left ${scan.neutralized.length} hazardous entr${scan.neutralized.length === 1 ? 'y' : 'ies'} in the worktree (setuid/setgid files, device nodes, FIFOs or sockets); neutralized: ${scan.neutralized
+        .slice(0, 5)
+        .map((n) => n.path)
+        .join(', ')}${scan.neutralized.length > 5 ? ', ...' : ''}`,
+    );
   }
-  if (scan.incomplete) warnings.push(`the scan for hazardous entries stopped early (${scan.incomplete}): entries beyond it were not checked`);
+  if (scan.incomplete)
+    warnings.push(`the scan for hazardous entries stopped early (${scan.incomplete}): entries beyond it were not checked`);
   const diff = captureDiff && worktree.source ? await captureWorktreeDiff(worktree.source) : null;
   // Git names files by path: what lies deeper than PATH_MAX is in no listing it makes.
-  if (diff && scan.tooLong > 0) diff.incomplete ??= `${scan.tooLong} entr${scan.tooLong === 1 ? 'y has a path' : 'ies have paths'} longer than ${HOST_PATH_MAX} bytes, which git cannot see: the diff does not show them`;
+  if (diff && scan.tooLong > 0)
+    diff.incomplete ??= `${scan.tooLong} entr${scan.tooLong === 1 ? 'y has a path' : 'ies have paths'} longer than ${HOST_PATH_MAX} bytes, which git cannot see: the diff does not show them`;
   if (diff?.incomplete) warnings.push(`diff incomplete: ${diff.incomplete}`);
   return { diff, neutralized: scan.neutralized, warnings };
 }

@@ -63,8 +63,14 @@ export function detectCgroupSupport(root = CGROUP_ROOT): CgroupSupport {
 
 function unsupported(reason: string): CgroupSupport {
   return {
-    version: null, memory: false, pids: false, cpu: false, reason,
-    create: () => { throw new Error('cgroups unavailable: ' + reason); },
+    version: null,
+    memory: false,
+    pids: false,
+    cpu: false,
+    reason,
+    create: () => {
+      throw new Error('cgroups unavailable: ' + reason);
+    },
   };
 }
 
@@ -73,7 +79,11 @@ function perCell(version: 'v1' | 'v2', cpu: boolean, parents: string[], makeDirs
   for (const parent of parents) removeStaleGroups(parent);
   let counter = 0;
   return {
-    version, memory: true, pids: true, cpu, reason: null,
+    version,
+    memory: true,
+    pids: true,
+    cpu,
+    reason: null,
     create() {
       const d = makeDirs(`${process.pid}-${counter++}`);
       return {
@@ -101,7 +111,11 @@ function removeStaleGroups(parent: string): void {
   for (const name of entries) {
     const m = /^(\d+)-\d+$/.exec(name);
     if (!m || existsSync(`/proc/${m[1]}`)) continue;
-    try { rmdirSync(join(parent, name)); } catch { /* not empty or in use */ }
+    try {
+      rmdirSync(join(parent, name));
+    } catch {
+      /* not empty or in use */
+    }
   }
 }
 
@@ -204,7 +218,11 @@ function v1Dirs(parents: { memory: string; pids: string; cpu: string }, name: st
       // Without a memsw limit the cell could page out to swap instead of being stopped.
       const memsw = join(mem, 'memory.memsw.limit_in_bytes');
       if (existsSync(memsw)) {
-        try { writeFileSync(memsw, String(memoryMax)); } catch { /* swap accounting off */ }
+        try {
+          writeFileSync(memsw, String(memoryMax));
+        } catch {
+          /* swap accounting off */
+        }
       }
       writeFileSync(join(pids, 'pids.max'), String(limits.pids));
       let cpuQuota: number | null = null;
@@ -242,7 +260,11 @@ async function killLoop(dirs: string[]): Promise<void> {
     const pids = dirs.flatMap(members);
     if (pids.length === 0) return;
     for (const pid of pids) {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
     }
     await sleep(round < 20 ? 1 : 20);
   }

@@ -43,7 +43,9 @@ export function openDirNoFollow(path: string): number {
     return fd;
   } catch (e) {
     closeSync(fd);
-    throw new Error(`${path} changed while it was being shared (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); share only directories nothing else is changing`);
+    throw new Error(
+      `${path} changed while it was being shared (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); share only directories nothing else is changing`,
+    );
   }
 }
 
@@ -64,7 +66,9 @@ export async function removeLayer(dir: string): Promise<void> {
  * does. Without it the directory merges with the installed one, which is then only partly writable.
  */
 async function markOpaque(dir: string): Promise<void> {
-  await execa('python3', ['-c', 'import os, sys; os.setxattr(sys.argv[1], "trusted.overlay.opaque", b"y", follow_symlinks=False)', dir], { reject: false });
+  await execa('python3', ['-c', 'import os, sys; os.setxattr(sys.argv[1], "trusted.overlay.opaque", b"y", follow_symlinks=False)', dir], {
+    reject: false,
+  });
 }
 
 /** mount(8) with `fd` as its descriptor 3 and no path canonicalization (it would follow links). */
@@ -72,7 +76,9 @@ function mountWith(fd: number | null, args: string[]): Promise<{ ok: boolean; sa
   return new Promise((resolve) => {
     const child = spawn('mount', ['-c', ...args], { stdio: ['ignore', 'ignore', 'pipe', ...(fd === null ? [] : [fd])] });
     let said = '';
-    child.stderr!.on('data', (b: Buffer) => { if (said.length < 4096) said += b.toString(); });
+    child.stderr!.on('data', (b: Buffer) => {
+      if (said.length < 4096) said += b.toString();
+    });
     child.on('error', (e) => resolve({ ok: false, said: e.message }));
     child.on('close', (code) => resolve({ ok: code === 0, said: said.trim().split('\n')[0] ?? '' }));
   });
@@ -86,7 +92,12 @@ function mountWith(fd: number | null, args: string[]): Promise<{ ok: boolean; sa
  * or a read-only bind. The layer goes with the cell. A runner that is not root cannot mount:
  * the sandbox binds the vetted path read-only.
  */
-export async function mountDependencyLayers(plan: CellMountPlan, layersDir: string, cellId: string, user: { uid: number; gid: number }): Promise<MountedDependencies> {
+export async function mountDependencyLayers(
+  plan: CellMountPlan,
+  layersDir: string,
+  cellId: string,
+  user: { uid: number; gid: number },
+): Promise<MountedDependencies> {
   const mounts: DependencyMount[] = [];
   const warnings: string[] = [];
   const made: string[] = [];
@@ -103,7 +114,8 @@ export async function mountDependencyLayers(plan: CellMountPlan, layersDir: stri
   try {
     for (const [i, d] of plan.deps.entries()) {
       if (!root) {
-        if (d.layer === 'overlay') warnings.push(`${d.source}: read-only without a writable layer (mounting an overlay needs a root runner)`);
+        if (d.layer === 'overlay')
+          warnings.push(`${d.source}: read-only without a writable layer (mounting an overlay needs a root runner)`);
         mounts.push({ source: d.source, target: d.target, writable: false, how: 'read-only' });
         continue;
       }
@@ -135,7 +147,14 @@ export async function mountDependencyLayers(plan: CellMountPlan, layersDir: stri
             lchownSync(upperCache, user.uid, user.gid);
             await markOpaque(upperCache);
           }
-          const overlay = await mountWith(fd, ['-t', 'overlay', 'forge-deps', '-o', `lowerdir=/proc/self/fd/3,upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`, merged]);
+          const overlay = await mountWith(fd, [
+            '-t',
+            'overlay',
+            'forge-deps',
+            '-o',
+            `lowerdir=/proc/self/fd/3,upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`,
+            merged,
+          ]);
           if (overlay.ok) {
             mounts.push({ source: merged, target: d.target, writable: true, how: 'read-only + overlay' });
             continue;

@@ -17,7 +17,13 @@ export async function ensureEgressNetwork(docker: Docker): Promise<EgressNetwork
   let info = await inspect(docker);
   if (!info) {
     try {
-      await docker.createNetwork({ Name: EGRESS_NETWORK, Driver: 'bridge', Internal: true, CheckDuplicate: true, Labels: { 'forge.network': 'egress' } });
+      await docker.createNetwork({
+        Name: EGRESS_NETWORK,
+        Driver: 'bridge',
+        Internal: true,
+        CheckDuplicate: true,
+        Labels: { 'forge.network': 'egress' },
+      });
     } catch (e) {
       // Another runner created it meanwhile.
       if ((e as { statusCode?: number }).statusCode !== 409) throw e;
@@ -25,7 +31,8 @@ export async function ensureEgressNetwork(docker: Docker): Promise<EgressNetwork
     info = await inspect(docker);
   }
   if (!info) throw new Error(`docker network ${EGRESS_NETWORK} could not be created`);
-  if (!info.Internal) throw new Error(`docker network ${EGRESS_NETWORK} exists but is not internal; remove it (docker network rm ${EGRESS_NETWORK})`);
+  if (!info.Internal)
+    throw new Error(`docker network ${EGRESS_NETWORK} exists but is not internal; remove it (docker network rm ${EGRESS_NETWORK})`);
   const gateway = info.IPAM?.Config?.[0]?.Gateway;
   if (!gateway) throw new Error(`docker network ${EGRESS_NETWORK} has no gateway address`);
   const bridge = info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
@@ -46,7 +53,10 @@ async function inspect(docker: Docker): Promise<Docker.NetworkInspectInfo | null
  * listening on all interfaces. Drops everything arriving from the egress bridge except the
  * proxy port. Returns how to lift this runner's exception, or why no guard could be set.
  */
-export async function guardEgressBridge(bridge: string, proxyPort: number): Promise<{ release: () => Promise<void> } | { unguarded: string }> {
+export async function guardEgressBridge(
+  bridge: string,
+  proxyPort: number,
+): Promise<{ release: () => Promise<void> } | { unguarded: string }> {
   const iptables = async (...args: string[]) => execa('iptables', ['-w', ...args], { reject: false });
   const drop = ['INPUT', '-i', bridge, '-j', 'DROP'];
   const accept = ['INPUT', '-i', bridge, '-p', 'tcp', '--dport', String(proxyPort), '-j', 'ACCEPT'];

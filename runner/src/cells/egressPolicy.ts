@@ -14,7 +14,11 @@ export function hostAllowed(host: string, allowlist: readonly string[]): boolean
 }
 
 function normalize(name: string): string {
-  return name.trim().toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
+  return name
+    .trim()
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/^\[(.*)\]$/, '$1');
 }
 
 /** Pure: "host:port" of a CONNECT request -> parts, or null when malformed. */

@@ -104,13 +104,10 @@ export class EgressProxy {
     const headers = { ...req.headers };
     delete headers['proxy-authorization'];
     delete headers['proxy-connection'];
-    const upstream = httpRequest(
-      { host, port: url.port || 80, method: req.method, path: url.pathname + url.search, headers },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      },
-    );
+    const upstream = httpRequest({ host, port: url.port || 80, method: req.method, path: url.pathname + url.search, headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
     upstream.on('error', (e) => reply(res, 502, `forge egress proxy: cannot reach ${host} (${e.message})\n`));
     req.pipe(upstream);
   }

@@ -13,7 +13,12 @@ export async function collectGarbage(repoDir: string, dryRun: boolean): Promise<
   const repo = await resolveRepo(repoDir);
   items.push(...(await collectStaleWorktrees(repo, dryRun)));
   const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-  if (await docker.ping().then(() => true, () => false)) {
+  if (
+    await docker.ping().then(
+      () => true,
+      () => false,
+    )
+  ) {
     items.push(...(await collectStaleContainers(docker, dryRun, processAlive)));
   } else {
     notes.push('no Docker Engine answers: containers not checked');

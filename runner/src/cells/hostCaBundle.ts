@@ -10,7 +10,14 @@ export const CELL_CA_PATH = '/etc/forge/ca.pem';
  * the host's bundle holds.
  */
 export function caBundleEnv(path: string = CELL_CA_PATH): Record<string, string> {
-  return { NODE_EXTRA_CA_CERTS: path, SSL_CERT_FILE: path, CURL_CA_BUNDLE: path, REQUESTS_CA_BUNDLE: path, PIP_CERT: path, GIT_SSL_CAINFO: path };
+  return {
+    NODE_EXTRA_CA_CERTS: path,
+    SSL_CERT_FILE: path,
+    CURL_CA_BUNDLE: path,
+    REQUESTS_CA_BUNDLE: path,
+    PIP_CERT: path,
+    GIT_SSL_CAINFO: path,
+  };
 }
 
 const MAX_BUNDLE = 16 * 1024 * 1024;
@@ -21,7 +28,13 @@ const MAX_BUNDLE = 16 * 1024 * 1024;
  * link is followed; the file itself must be regular and hold PEM certificates). Null when none.
  */
 export function findHostCaBundle(env: NodeJS.ProcessEnv = process.env): { path: string; pem: Buffer } | null {
-  const candidates = [env.SSL_CERT_FILE, env.NODE_EXTRA_CA_CERTS, '/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
+  const candidates = [
+    env.SSL_CERT_FILE,
+    env.NODE_EXTRA_CA_CERTS,
+    '/etc/ssl/certs/ca-certificates.crt',
+    '/etc/pki/tls/certs/ca-bundle.crt',
+    '/etc/ssl/cert.pem',
+  ];
   for (const path of candidates) {
     if (!path || !path.startsWith('/')) continue;
     let real: string;

@@ -20,7 +20,9 @@ export function closeInheritedDescriptors(env: NodeJS.ProcessEnv = process.env):
   const closed: number[] = [];
   let fds: number[];
   try {
-    fds = readdirSync('/proc/self/fd').map(Number).filter((n) => Number.isInteger(n) && !keep.has(n));
+    fds = readdirSync('/proc/self/fd')
+      .map(Number)
+      .filter((n) => Number.isInteger(n) && !keep.has(n));
   } catch {
     return closed;
   }
@@ -35,7 +37,9 @@ export function closeInheritedDescriptors(env: NodeJS.ProcessEnv = process.env):
     try {
       closeSync(fd);
       closed.push(fd);
-    } catch { /* not ours to close after all */ }
+    } catch {
+      /* not ours to close after all */
+    }
   }
   return closed;
 }

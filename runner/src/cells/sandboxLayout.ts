@@ -59,7 +59,9 @@ export { isInside };
 export function probeSandboxLayout(env: NodeJS.ProcessEnv): SandboxLayout {
   let sshHostKeys: string[] = [];
   try {
-    sshHostKeys = readdirSync('/etc/ssh').filter((f) => /^ssh_host_.*_key$/.test(f)).map((f) => join('/etc/ssh', f));
+    sshHostKeys = readdirSync('/etc/ssh')
+      .filter((f) => /^ssh_host_.*_key$/.test(f))
+      .map((f) => join('/etc/ssh', f));
   } catch {
     sshHostKeys = [];
   }

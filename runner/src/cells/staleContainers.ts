@@ -18,7 +18,12 @@ export async function collectStaleContainers(docker: Docker, dryRun: boolean, is
       items.push({ kind: 'container', id: name, action: 'left', reason: `in use by runner pid ${pid}` });
     } else {
       if (!dryRun) await docker.getContainer(c.Id).remove({ force: true, v: true });
-      items.push({ kind: 'container', id: name, action: dryRun ? 'would remove' : 'removed', reason: `its runner (pid ${pid}) is gone (${c.State})` });
+      items.push({
+        kind: 'container',
+        id: name,
+        action: dryRun ? 'would remove' : 'removed',
+        reason: `its runner (pid ${pid}) is gone (${c.State})`,
+      });
     }
   }
   return items;

@@ -8,7 +8,11 @@ import { removeLayer } from './dependencyLayers.js';
  * "<runner pid>-<cell id>-...") whose runner is gone: a crash between mounting and releasing
  * leaves the mounts. They are unmounted, then removed.
  */
-export async function collectStaleDependencyLayers(stateDir: string, dryRun: boolean, isAlive: (pid: number) => boolean): Promise<GcItem[]> {
+export async function collectStaleDependencyLayers(
+  stateDir: string,
+  dryRun: boolean,
+  isAlive: (pid: number) => boolean,
+): Promise<GcItem[]> {
   const root = join(stateDir, 'layers');
   if (!existsSync(root)) return [];
   const items: GcItem[] = [];
@@ -19,7 +23,12 @@ export async function collectStaleDependencyLayers(stateDir: string, dryRun: boo
       continue;
     }
     if (!dryRun) await removeLayer(join(root, name));
-    items.push({ kind: 'layer', id: name, action: dryRun ? 'would remove' : 'removed', reason: `its runner (pid ${Number.isNaN(pid) ? '?' : pid}) is gone` });
+    items.push({
+      kind: 'layer',
+      id: name,
+      action: dryRun ? 'would remove' : 'removed',
+      reason: `its runner (pid ${Number.isNaN(pid) ? '?' : pid}) is gone`,
+    });
   }
   return items;
 }

@@ -21,7 +21,12 @@ export function registerCellCommand(program: Command): void {
     .option('--worktree <dir>', 'git worktree mounted read-write (default: a private empty directory)')
     .option('--timeout <seconds>', 'wall-clock budget; the whole process tree is killed after it (default 300)')
     .option('--allow-net <hosts>', 'comma-separated host names the cell may reach (default: no network)')
-    .option('--env <NAME=VALUE>', 'add a variable to the scrubbed environment (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option(
+      '--env <NAME=VALUE>',
+      'add a variable to the scrubbed environment (repeatable)',
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .option('--memory <mib>', 'memory limit in MiB (default 2048)')
     .option('--pids <n>', 'process/thread limit (default 512)')
     .option('--cpus <n>', 'CPU quota in cores (default: none)')
@@ -100,4 +105,3 @@ async function readStdin(maxBytes: number): Promise<string> {
   }
   return Buffer.concat(chunks).toString('utf8');
 }
-

@@ -33,7 +33,12 @@ export function registerDemoCommand(program: Command): void {
         const work = mkdtempSync(join(tmpdir(), `forge-demo-${name}-`));
         const repo = join(work, 'repo');
         cpSync(join(samples, name, 'repo'), repo, { recursive: true });
-        const identity = { GIT_AUTHOR_NAME: 'Forge Demo', GIT_AUTHOR_EMAIL: 'demo@forge.local', GIT_COMMITTER_NAME: 'Forge Demo', GIT_COMMITTER_EMAIL: 'demo@forge.local' };
+        const identity = {
+          GIT_AUTHOR_NAME: 'Forge Demo',
+          GIT_AUTHOR_EMAIL: 'demo@forge.local',
+          GIT_COMMITTER_NAME: 'Forge Demo',
+          GIT_COMMITTER_EMAIL: 'demo@forge.local',
+        };
         const git = (...args: string[]) => runGit({ cwd: repo }, args, { env: identity });
         await git('init', '-q', '-b', 'main');
         await git('add', '-A');
@@ -43,8 +48,17 @@ export function registerDemoCommand(program: Command): void {
         process.stdout.write(`\n== ${name}: ${readFileSync(join(samples, name, 'issue.md'), 'utf8').trim()}\n`);
         const { report } = await fixFromFlags(
           {
-            repo, issueFile: join(samples, name, 'issue.md'), model: `replay:${replay}`, attempts: String(attempts), temperature: '0.7',
-            provider: 'host', maxTurns: '30', maxTokens: '200000', timeoutPerAttempt: '600', cellTimeout: '120', out: join(work, 'out'),
+            repo,
+            issueFile: join(samples, name, 'issue.md'),
+            model: `replay:${replay}`,
+            attempts: String(attempts),
+            temperature: '0.7',
+            provider: 'host',
+            maxTurns: '30',
+            maxTokens: '200000',
+            timeoutPerAttempt: '600',
+            cellTimeout: '120',
+            out: join(work, 'out'),
           },
           (line) => process.stdout.write(`   ${line}\n`),
         );

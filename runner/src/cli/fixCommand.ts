@@ -57,10 +57,21 @@ export function registerFixCommand(program: Command): void {
     .option('--issue-file <file>', 'the issue text, from a file')
     .option('--issue-text <text>', 'the issue text')
     .option('--test-cmd <cmd>', 'test command (default: detected from the stack)')
-    .option('--allow-net <host>', 'let every cell of the run reach this host through the egress proxy (repeatable; e.g. registry.example.com for a test hook that needs it); default: no network', (v: string, all: string[] = []) => [...all, v])
-    .option('--no-shared-deps', "don't share the checkout's installed dependencies (node_modules, .venv, the Go module cache...) with the cells; see README \"Dependencies\"")
+    .option(
+      '--allow-net <host>',
+      'let every cell of the run reach this host through the egress proxy (repeatable; e.g. registry.example.com for a test hook that needs it); default: no network',
+      (v: string, all: string[] = []) => [...all, v],
+    )
+    .option(
+      '--no-shared-deps',
+      'don\'t share the checkout\'s installed dependencies (node_modules, .venv, the Go module cache...) with the cells; see README "Dependencies"',
+    )
     .option('--install-cmd <cmd>', 'install command, run in a cell on every worktree before its tests (faster: bake it into an image)')
-    .option('--attempts <k>', `parallel repair attempts (${FIX_LIMITS.attempts.min} to ${FIX_LIMITS.attempts.max})`, String(FIX_LIMITS.attempts.default))
+    .option(
+      '--attempts <k>',
+      `parallel repair attempts (${FIX_LIMITS.attempts.min} to ${FIX_LIMITS.attempts.max})`,
+      String(FIX_LIMITS.attempts.default),
+    )
     .option('--temperature <t>', 'sampling temperature of attempts 1..K-1 (attempt 0 runs at 0)', String(FIX_LIMITS.temperature.default))
     .option('--provider <name>', 'cell provider: host or docker (default: docker when a baked image is known, else host)')
     .option('--image <image>', 'image for docker cells (default: the last forge-runner bake of the repo)')
@@ -70,7 +81,7 @@ export function registerFixCommand(program: Command): void {
     .option('--timeout-per-attempt <s>', 'wall-clock budget of one attempt', String(FIX_LIMITS.timeout_per_attempt_s.default))
     .option('--cell-timeout <s>', 'budget of one cell (one test run)', String(FIX_LIMITS.cell_timeout_s.default))
     .option('--out <dir>', 'write winner.diff, report.json and summary.md there')
-    .option('--apply', "apply the winner to your working tree (only if it applies cleanly)")
+    .option('--apply', 'apply the winner to your working tree (only if it applies cleanly)')
     .option('--branch <name>', 'create this branch at the winning commit')
     .option('--resume <run_id>', 'continue a run whose runner was killed: finished attempts are kept, the rest redone')
     .option('--allow-dirty', 'run even with uncommitted changes (they are not part of the attempts)')
@@ -84,7 +95,11 @@ export function registerFixCommand(program: Command): void {
       process.once('SIGTERM', onSignal);
       try {
         const outcome = await fixFromFlags(flags, undefined, abort.signal);
-        process.stdout.write(flags.json ? JSON.stringify(outcome.report, null, 2) + '\n' : `${outcome.report.status === 'fixed' ? 'fixed' : 'not fixed'}: see ${flags.out ? join(flags.out, 'summary.md') : 'the report (--out DIR)'}\n`);
+        process.stdout.write(
+          flags.json
+            ? JSON.stringify(outcome.report, null, 2) + '\n'
+            : `${outcome.report.status === 'fixed' ? 'fixed' : 'not fixed'}: see ${flags.out ? join(flags.out, 'summary.md') : 'the report (--out DIR)'}\n`,
+        );
         process.exitCode = outcome.exitCode;
       } catch (e) {
         if (e instanceof BrokenEnvironmentError && flags.json) process.stdout.write(JSON.stringify(e.report, null, 2) + '\n');
@@ -115,12 +130,28 @@ const positiveInt = (name: string, raw: string): number => {
 
 /** The flag each FixRequest field comes from, and its raw text: errors name what the user typed. */
 const FLAG_OF: Partial<Record<keyof FixRequestInput, string>> = {
-  attempts: '--attempts', temperature: '--temperature', max_turns: '--max-turns', max_tokens: '--max-tokens',
-  timeout_per_attempt_s: '--timeout-per-attempt', cell_timeout_s: '--cell-timeout', test_cmd: '--test-cmd', install_cmd: '--install-cmd',
-  image: '--image', model: '--model', issue: 'the issue text', branch: '--branch', out_dir: '--out', allow_net: '--allow-net',
+  attempts: '--attempts',
+  temperature: '--temperature',
+  max_turns: '--max-turns',
+  max_tokens: '--max-tokens',
+  timeout_per_attempt_s: '--timeout-per-attempt',
+  cell_timeout_s: '--cell-timeout',
+  test_cmd: '--test-cmd',
+  install_cmd: '--install-cmd',
+  image: '--image',
+  model: '--model',
+  issue: 'the issue text',
+  branch: '--branch',
+  out_dir: '--out',
+  allow_net: '--allow-net',
 };
 const RAW_OF: Partial<Record<keyof FixRequestInput, keyof FixFlags>> = {
-  attempts: 'attempts', temperature: 'temperature', max_turns: 'maxTurns', max_tokens: 'maxTokens', timeout_per_attempt_s: 'timeoutPerAttempt', cell_timeout_s: 'cellTimeout',
+  attempts: 'attempts',
+  temperature: 'temperature',
+  max_turns: 'maxTurns',
+  max_tokens: 'maxTokens',
+  timeout_per_attempt_s: 'timeoutPerAttempt',
+  cell_timeout_s: 'cellTimeout',
 };
 
 /** Flags -> a FixRequest; its schema holds the bounds and defaults. A refusal is one line naming the flag. */
@@ -139,15 +170,21 @@ function parseFixRequest(input: FixRequestInput, flags: FixFlags): FixRequest {
   throw new InputError(`${flag}: ${issue.message}`);
 }
 
-export async function fixFromFlags(flags: FixFlags, progress: (l: string) => void = (l) => process.stderr.write(`forge: ${printable(l)}\n`), signal?: AbortSignal) {
+export async function fixFromFlags(
+  flags: FixFlags,
+  progress: (l: string) => void = (l) => process.stderr.write(`forge: ${printable(l)}\n`),
+  signal?: AbortSignal,
+) {
   // One store for the whole command: the run is recorded, resumed and reported through it.
   const store = new RunStore(openStore(join(runnerStateDir(), 'forge.db')));
   if (flags.resume) return resumeFromFlags(flags, store, progress, signal);
-  if (Boolean(flags.issueFile) === Boolean(flags.issueText)) throw new InputError('give the issue with exactly one of --issue-file F or --issue-text T');
+  if (Boolean(flags.issueFile) === Boolean(flags.issueText))
+    throw new InputError('give the issue with exactly one of --issue-file F or --issue-text T');
   let issue = flags.issueText ?? '';
   if (flags.issueFile) {
     if (!existsSync(flags.issueFile)) throw new InputError(`--issue-file ${flags.issueFile} does not exist`);
-    if (!statSync(flags.issueFile).isFile()) throw new InputError(`--issue-file ${flags.issueFile} is not a file; pass the file that holds the issue text`);
+    if (!statSync(flags.issueFile).isFile())
+      throw new InputError(`--issue-file ${flags.issueFile} is not a file; pass the file that holds the issue text`);
     try {
       issue = readFileSync(flags.issueFile, 'utf8');
     } catch (e) {
@@ -160,27 +197,36 @@ export async function fixFromFlags(flags: FixFlags, progress: (l: string) => voi
   const model = createModel(modelSpec);
   const repo = resolve(flags.repo);
   const baked = readBakeRecord(repo);
-  const image = flags.image ?? (flags.provider === 'docker' || !flags.provider ? baked ?? '' : '');
+  const image = flags.image ?? (flags.provider === 'docker' || !flags.provider ? (baked ?? '') : '');
   const providerName = flags.provider ?? (image ? 'docker' : 'host');
-  if (providerName === 'docker' && !image) throw new InputError('docker cells need an image: pass --image IMG or run forge-runner bake first');
+  if (providerName === 'docker' && !image)
+    throw new InputError('docker cells need an image: pass --image IMG or run forge-runner bake first');
   const temperature = Number(flags.temperature);
-  if (!Number.isFinite(temperature)) throw new InputError(`--temperature ${flags.temperature}: expected a number from ${FIX_LIMITS.temperature.min} to ${FIX_LIMITS.temperature.max}`);
+  if (!Number.isFinite(temperature))
+    throw new InputError(
+      `--temperature ${flags.temperature}: expected a number from ${FIX_LIMITS.temperature.min} to ${FIX_LIMITS.temperature.max}`,
+    );
   const allowNet = flags.allowNet ?? [];
-  for (const h of allowNet) if (!hostName.safeParse(h).success) throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.example.com (or *.example.com)`);
-  const request = parseFixRequest({
-    repo,
-    issue,
-    model: modelSpec,
-    attempts: positiveInt('--attempts', flags.attempts),
-    ...(providerName === 'docker' && image ? { image } : {}),
-    ...(flags.testCmd ? { test_cmd: flags.testCmd } : {}),
-    ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
-    shared_deps: flags.sharedDeps !== false,
-    allow_net: allowNet,
-    temperature,
-    ...runSettings(flags),
-    allow_dirty: flags.allowDirty ?? false,
-  }, flags);
+  for (const h of allowNet)
+    if (!hostName.safeParse(h).success)
+      throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.example.com (or *.example.com)`);
+  const request = parseFixRequest(
+    {
+      repo,
+      issue,
+      model: modelSpec,
+      attempts: positiveInt('--attempts', flags.attempts),
+      ...(providerName === 'docker' && image ? { image } : {}),
+      ...(flags.testCmd ? { test_cmd: flags.testCmd } : {}),
+      ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
+      shared_deps: flags.sharedDeps !== false,
+      allow_net: allowNet,
+      temperature,
+      ...runSettings(flags),
+      allow_dirty: flags.allowDirty ?? false,
+    },
+    flags,
+  );
   const provider = createProvider(providerName, { prewarm: Math.min(request.attempts, 4) });
   return runFix(request, { store, provider, model, progress, signal });
 }
@@ -203,14 +249,16 @@ function runSettings(flags: FixFlags) {
 
 /** --out must be a directory that exists or can be made: said before the run, not after it. */
 function checkOutDir(dir: string): void {
-  if (['/proc', '/sys', '/dev'].some((p) => dir === p || dir.startsWith(`${p}/`))) throw new InputError(`--out ${dir} is in a kernel filesystem; pass a directory for winner.diff, report.json and summary.md`);
+  if (['/proc', '/sys', '/dev'].some((p) => dir === p || dir.startsWith(`${p}/`)))
+    throw new InputError(`--out ${dir} is in a kernel filesystem; pass a directory for winner.diff, report.json and summary.md`);
   let probe = dir;
   while (!existsSync(probe)) {
     const parent = dirname(probe);
     if (parent === probe) break;
     probe = parent;
   }
-  if (!statSync(probe).isDirectory()) throw new InputError(`--out ${dir}: ${probe} is not a directory; pass a directory for winner.diff, report.json and summary.md`);
+  if (!statSync(probe).isDirectory())
+    throw new InputError(`--out ${dir}: ${probe} is not a directory; pass a directory for winner.diff, report.json and summary.md`);
   try {
     accessSync(probe, constants.W_OK);
   } catch {
@@ -220,7 +268,10 @@ function checkOutDir(dir: string): void {
 
 /** --branch must be a valid new branch name (git's own rules), checked before the run. */
 function checkBranchName(name: string): void {
-  const r = spawnSync('git', ['check-ref-format', '--branch', name], { stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  const r = spawnSync('git', ['check-ref-format', '--branch', name], {
+    stdio: 'ignore',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
   if (r.status !== 0) throw new InputError(`--branch ${name} is not a valid branch name (git check-ref-format); pick another`);
 }
 
@@ -230,17 +281,20 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
   if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
   const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4) });
   const model = createModel(row.model);
-  const request = parseFixRequest({
-    repo: row.repo,
-    issue: row.issue,
-    model: row.model,
-    attempts: row.attempts,
-    ...(row.image ? { image: row.image } : {}),
-    ...runSettings(flags),
-    // The run's base commit is fixed; the user's later edits are not part of it.
-    allow_dirty: true,
-    resume_run_id: row.id,
-  }, flags);
+  const request = parseFixRequest(
+    {
+      repo: row.repo,
+      issue: row.issue,
+      model: row.model,
+      attempts: row.attempts,
+      ...(row.image ? { image: row.image } : {}),
+      ...runSettings(flags),
+      // The run's base commit is fixed; the user's later edits are not part of it.
+      allow_dirty: true,
+      resume_run_id: row.id,
+    },
+    flags,
+  );
   return runFix(request, { store, provider, model, progress, signal });
 }
 

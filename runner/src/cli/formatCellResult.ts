@@ -24,7 +24,10 @@ export function formatCellResult(r: CellResult): string {
   if (r.output.length > 0) lines.push(printable(r.output.endsWith('\n') ? r.output.slice(0, -1) : r.output));
   if (r.diff) {
     const binary = r.diff.files.filter((f) => f.binary).length;
-    const listed = r.diff.files_total > r.diff.files.length ? `${r.diff.files_total} file(s), first ${r.diff.files.length} listed` : `${r.diff.files.length} file(s)`;
+    const listed =
+      r.diff.files_total > r.diff.files.length
+        ? `${r.diff.files_total} file(s), first ${r.diff.files.length} listed`
+        : `${r.diff.files.length} file(s)`;
     lines.push(`--- diff: ${listed}${binary ? `, ${binary} binary` : ''}${r.diff.truncated ? ', patch truncated' : ''} ---`);
     for (const f of r.diff.files) lines.push(`  ${f.status.padEnd(12)} ${printable(f.path)}${f.binary ? ' (binary)' : ''}`);
     for (const o of r.diff.omitted) lines.push(`  omitted      ${printable(o.path)}: ${o.reason}`);
@@ -52,7 +55,9 @@ export function describeIsolation(iso: CellResult['isolation']): string {
     parts.push('no cgroup');
   }
   const rl = iso.rlimits;
-  const rlParts = Object.entries(rl).filter(([, v]) => v !== null).map(([k]) => k.replace(/_.*$/, ''));
+  const rlParts = Object.entries(rl)
+    .filter(([, v]) => v !== null)
+    .map(([k]) => k.replace(/_.*$/, ''));
   if (rlParts.length) parts.push(`rlimits ${rlParts.join(',')}`);
   if (iso.degraded) parts.push('DEGRADED');
   return parts.join('; ');

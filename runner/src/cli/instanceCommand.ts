@@ -40,12 +40,20 @@ export function registerInstanceCommands(program: Command): void {
       .description(`${ACTION_HELP[action]}\n${EXIT_HELP}`)
       .requiredOption('--instance <id>', 'logical instance id (immutable, up to 255 characters)')
       .requiredOption('--op-id <id>', 'operation id: reuse it to retry this exact command, never for another one')
-      .requiredOption('--generation <n>', action === 'provision' ? 'the new incarnation: 1 for a new instance, current + 1 after destroy' : 'the current incarnation (see instance status)');
+      .requiredOption(
+        '--generation <n>',
+        action === 'provision'
+          ? 'the new incarnation: 1 for a new instance, current + 1 after destroy'
+          : 'the current incarnation (see instance status)',
+      );
     if (action === 'provision') {
       cmd
         .addOption(new Option('--provider <name>', 'runtime').choices([...INSTANCE_PROVIDERS]))
         .option('--image <image>', 'image for docker instances')
-        .option('--spec <file>', 'instance spec JSON (provider, image, command, readiness, enroll_timeout_s, env, memory_mib, allow_net); flags override it');
+        .option(
+          '--spec <file>',
+          'instance spec JSON (provider, image, command, readiness, enroll_timeout_s, env, memory_mib, allow_net); flags override it',
+        );
     }
     cmd
       .option('--no-wait', 'return once the cell accepted the command')
@@ -60,7 +68,18 @@ export function registerInstanceCommands(program: Command): void {
         if (reply.status === 'rejected' || !flags.wait) return finish(reply, null, flags.json, false);
         const waited = await waitFor(coordinator, flags.instance, timeoutMs, !flags.json);
         const op = waited.state.operations.find((o) => o.operation_id === flags.opId);
-        finish({ ...reply, status: op?.status ?? reply.status, reason: op?.reason ?? reply.reason, state: waited.state.state, generation: waited.state.generation }, waited.state, flags.json, waited.interrupted);
+        finish(
+          {
+            ...reply,
+            status: op?.status ?? reply.status,
+            reason: op?.reason ?? reply.reason,
+            state: waited.state.state,
+            generation: waited.state.generation,
+          },
+          waited.state,
+          flags.json,
+          waited.interrupted,
+        );
       });
   }
 
@@ -83,12 +102,17 @@ export function registerInstanceCommands(program: Command): void {
       const rows = await listInstances(openInstances());
       if (flags.json) return void process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
       if (rows.length === 0) return void process.stdout.write('no instances\n');
-      for (const r of rows) process.stdout.write(`${r.instance_id}  ${String(r.provider).padEnd(6)} g${r.generation}  ${String(r.state).padEnd(12)} desired ${String(r.desired).padEnd(9)} runtime ${r.runtime_state}\n`);
+      for (const r of rows)
+        process.stdout.write(
+          `${r.instance_id}  ${String(r.provider).padEnd(6)} g${r.generation}  ${String(r.state).padEnd(12)} desired ${String(r.desired).padEnd(9)} runtime ${r.runtime_state}\n`,
+        );
     });
 
   instance
     .command('history')
-    .description('The evidence timeline of one instance: every transition of the cell and of management, with who, when, generation and operation id.')
+    .description(
+      'The evidence timeline of one instance: every transition of the cell and of management, with who, when, generation and operation id.',
+    )
     .argument('<id>')
     .option('--limit <n>', 'newest entries to show', '200')
     .option('--json', 'print JSON')
@@ -120,9 +144,19 @@ export function registerInstanceCommands(program: Command): void {
       let worst = EXIT_OK;
       for (const instanceId of ids) {
         const r = await c.reconcile(instanceId, { timeoutMs, onState: flags.json ? undefined : progress(instanceId) });
-        results.push({ instance_id: instanceId, classes: r.plan.classes, actions: r.plan.actions, state: r.state.state, settled: r.settled, generation: r.state.generation, last_error: r.state.last_error });
+        results.push({
+          instance_id: instanceId,
+          classes: r.plan.classes,
+          actions: r.plan.actions,
+          state: r.state.state,
+          settled: r.settled,
+          generation: r.state.generation,
+          last_error: r.state.last_error,
+        });
         if (!flags.json) {
-          process.stdout.write(`${instanceId}: ${r.plan.classes.join(', ')} -> ${r.state.state}${r.settled ? '' : ' (still in progress)'}\n`);
+          process.stdout.write(
+            `${instanceId}: ${r.plan.classes.join(', ')} -> ${r.state.state}${r.settled ? '' : ' (still in progress)'}\n`,
+          );
           for (const a of r.plan.actions) process.stdout.write(`  ${a.kind}${'operation_id' in a ? ` ${a.operation_id}` : ''}: ${a.why}\n`);
           if (r.state.last_error) process.stdout.write(`  last error: ${r.state.last_error}\n`);
         }
@@ -135,7 +169,9 @@ export function registerInstanceCommands(program: Command): void {
 
   instance
     .command('capabilities')
-    .description('The capability descriptor of each runtime, exclusions included (worker-celld publishes task.exec, session.pty and workspace.bind as no).')
+    .description(
+      'The capability descriptor of each runtime, exclusions included (worker-celld publishes task.exec, session.pty and workspace.bind as no).',
+    )
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }) => {
       const { capabilityDescriptor } = await import('../instances/capabilityMatrix.js');
@@ -156,16 +192,29 @@ export function registerInstanceCommands(program: Command): void {
     .action((opId: string, flags: { json?: boolean }) => {
       const c = openInstances();
       const row = c.management.store.operation(opId);
-      if (!row) throw new InputError(`no operation ${opId} in the ledger (it was never received, or retention pruned it); see forge-runner instance history ID`);
+      if (!row)
+        throw new InputError(
+          `no operation ${opId} in the ledger (it was never received, or retention pruned it); see forge-runner instance history ID`,
+        );
       const evidence = c.management.store.evidence({ operationId: opId });
-      const out = { ...row, request: JSON.parse(row.request_json), request_json: undefined, changed: row.changed === null ? null : row.changed === 1, evidence };
+      const out = {
+        ...row,
+        request: JSON.parse(row.request_json),
+        request_json: undefined,
+        changed: row.changed === null ? null : row.changed === 1,
+        evidence,
+      };
       if (flags.json) return void process.stdout.write(JSON.stringify(out, null, 2) + '\n');
-      process.stdout.write(`${row.operation_id}: ${row.action} ${row.instance_id} generation ${row.generation}\n  status ${row.status}${row.reason ? ` (${row.reason})` : ''}\n  request hash ${row.request_hash}\n  provider effect: ${out.changed === null ? 'none recorded' : out.changed ? 'made by this operation' : 'already in effect, nothing done'}\n`);
+      process.stdout.write(
+        `${row.operation_id}: ${row.action} ${row.instance_id} generation ${row.generation}\n  status ${row.status}${row.reason ? ` (${row.reason})` : ''}\n  request hash ${row.request_hash}\n  provider effect: ${out.changed === null ? 'none recorded' : out.changed ? 'made by this operation' : 'already in effect, nothing done'}\n`,
+      );
       process.stdout.write(formatEvidence(evidence));
     });
   ledger
     .command('prune')
-    .description('Retention: delete finished operations (and their evidence) older than --days (default FORGE_LEDGER_RETENTION_DAYS or 30). An operation id may be reused only after its record is pruned.')
+    .description(
+      'Retention: delete finished operations (and their evidence) older than --days (default FORGE_LEDGER_RETENTION_DAYS or 30). An operation id may be reused only after its record is pruned.',
+    )
     .option('--days <n>', 'keep finished operations this many days')
     .action((flags: { days?: string }) => {
       const days = positiveInt(flags.days ?? process.env.FORGE_LEDGER_RETENTION_DAYS ?? '30', '--days');
@@ -190,7 +239,8 @@ function provisionSpec(flags: LifecycleFlags): Record<string, unknown> {
     } catch (e) {
       throw new InputError(`cannot read the instance spec ${flags.spec}: ${(e as Error).message.split('\n')[0]}`);
     }
-    if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw new InputError(`${flags.spec}: the instance spec must be a JSON object`);
+    if (typeof spec !== 'object' || spec === null || Array.isArray(spec))
+      throw new InputError(`${flags.spec}: the instance spec must be a JSON object`);
   }
   if (flags.provider) spec.provider = flags.provider;
   if (flags.image) spec.image = flags.image;
@@ -213,20 +263,24 @@ async function waitFor(c: InstanceCoordinator, id: string, timeoutMs: number, sh
 }
 
 function progress(id: string) {
-  return (s: InstanceCellState) => process.stderr.write(`forge-runner: ${id}: ${s.state}${s.last_error && s.state === 'failed' ? ` (${s.last_error})` : ''}\n`);
+  return (s: InstanceCellState) =>
+    process.stderr.write(`forge-runner: ${id}: ${s.state}${s.last_error && s.state === 'failed' ? ` (${s.last_error})` : ''}\n`);
 }
 
 function finish(reply: CommandReply, state: InstanceCellState | null, json: boolean | undefined, interrupted: boolean): void {
   if (json) process.stdout.write(JSON.stringify({ reply, state }, null, 2) + '\n');
   else {
     const why = reply.reason ? `: ${reply.reason}${reply.detail && reply.status === 'rejected' ? ` (${reply.detail})` : ''}` : '';
-    process.stdout.write(`${reply.operation_id}: ${reply.status}${why}; ${reply.instance_id} is ${reply.state ?? 'unknown'} (generation ${reply.generation})\n`);
+    process.stdout.write(
+      `${reply.operation_id}: ${reply.status}${why}; ${reply.instance_id} is ${reply.state ?? 'unknown'} (generation ${reply.generation})\n`,
+    );
     if (state?.last_error && (state.state === 'failed' || reply.status === 'failed')) process.stdout.write(`  ${state.last_error}\n`);
   }
   if (interrupted) process.exitCode = EXIT_INTERRUPTED;
   else if (reply.status === 'rejected') process.exitCode = EXIT_REJECTED;
   else if (reply.status === 'failed' || state?.state === 'failed') process.exitCode = EXIT_FAILED;
-  else if (state && (reply.status !== 'succeeded' || !['ready', 'stopped', 'destroyed'].includes(state.state))) process.exitCode = EXIT_PENDING;
+  else if (state && (reply.status !== 'succeeded' || !['ready', 'stopped', 'destroyed'].includes(state.state)))
+    process.exitCode = EXIT_PENDING;
   else process.exitCode = EXIT_OK;
 }
 

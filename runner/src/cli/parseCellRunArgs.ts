@@ -50,7 +50,10 @@ export function cellSpecFromFlags(flags: CellRunFlags, command: string[], cwd: s
     spec.timeout_s = t;
   }
   if (flags.allowNet !== undefined) {
-    const hosts = flags.allowNet.split(',').map((h) => h.trim()).filter(Boolean);
+    const hosts = flags.allowNet
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean);
     if (hosts.length === 0) throw new InputError('--allow-net: give at least one host name, e.g. --allow-net registry.example.com');
     spec.allow_net = hosts;
   }

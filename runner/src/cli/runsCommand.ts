@@ -20,12 +20,20 @@ export function registerRunsCommand(program: Command): void {
       if (!Number.isInteger(limit) || limit < 1) throw new InputError(`--limit ${flags.limit}: expected a positive whole number`);
       const rows = store().listRuns(limit);
       if (flags.json) {
-        process.stdout.write(JSON.stringify(rows.map(({ report_json: _r, baseline_json: _b, ...row }) => row), null, 2) + '\n');
+        process.stdout.write(
+          JSON.stringify(
+            rows.map(({ report_json: _r, baseline_json: _b, ...row }) => row),
+            null,
+            2,
+          ) + '\n',
+        );
         return;
       }
       if (rows.length === 0) process.stdout.write('no runs yet\n');
       for (const r of rows) {
-        process.stdout.write(printable(`${r.id}  ${r.status.padEnd(11)} ${r.created_at}  ${r.attempts} attempt(s) on ${r.provider}  ${r.repo}`) + '\n');
+        process.stdout.write(
+          printable(`${r.id}  ${r.status.padEnd(11)} ${r.created_at}  ${r.attempts} attempt(s) on ${r.provider}  ${r.repo}`) + '\n',
+        );
       }
     });
 
@@ -41,18 +49,44 @@ export function registerRunsCommand(program: Command): void {
       const attempts = s.attempts(runId);
       if (flags.json) {
         const parse = (t: string | null) => (t ? JSON.parse(t) : null);
-        process.stdout.write(JSON.stringify({
-          ...run, baseline_json: undefined, report_json: undefined, baseline: parse(run.baseline_json), report: parse(run.report_json),
-          attempts: attempts.map(({ verdict_json, patch, ...a }) => ({ ...a, verdict: parse(verdict_json), patch_bytes: patch?.length ?? 0 })),
-          cells: s.cellCount(runId),
-        }, null, 2) + '\n');
+        process.stdout.write(
+          JSON.stringify(
+            {
+              ...run,
+              baseline_json: undefined,
+              report_json: undefined,
+              baseline: parse(run.baseline_json),
+              report: parse(run.report_json),
+              attempts: attempts.map(({ verdict_json, patch, ...a }) => ({
+                ...a,
+                verdict: parse(verdict_json),
+                patch_bytes: patch?.length ?? 0,
+              })),
+              cells: s.cellCount(runId),
+            },
+            null,
+            2,
+          ) + '\n',
+        );
         return;
       }
-      process.stdout.write(printable(`${run.id}: ${run.status}\n  repo ${run.repo} at ${run.base_commit.slice(0, 12)}\n  tests: ${run.test_cmd}\n  ${run.provider}${run.image ? ` (${run.image})` : ''}, model ${run.model}`) + '\n');
+      process.stdout.write(
+        printable(
+          `${run.id}: ${run.status}\n  repo ${run.repo} at ${run.base_commit.slice(0, 12)}\n  tests: ${run.test_cmd}\n  ${run.provider}${run.image ? ` (${run.image})` : ''}, model ${run.model}`,
+        ) + '\n',
+      );
       for (const a of attempts) {
         const v = a.verdict_json ? (JSON.parse(a.verdict_json) as { green: boolean; passed: number; failed: number }) : null;
-        const result = a.error ? `error: ${a.error}` : v ? `${v.green ? 'green' : 'red'}, ${v.passed} passed, ${v.failed} failed` : a.status;
-        process.stdout.write(printable(`  attempt ${a.idx} (t=${a.temperature}): ${result}, ${a.turns} turn(s)${run.winner_attempt === a.idx ? '  <- winner' : ''}`) + '\n');
+        const result = a.error
+          ? `error: ${a.error}`
+          : v
+            ? `${v.green ? 'green' : 'red'}, ${v.passed} passed, ${v.failed} failed`
+            : a.status;
+        process.stdout.write(
+          printable(
+            `  attempt ${a.idx} (t=${a.temperature}): ${result}, ${a.turns} turn(s)${run.winner_attempt === a.idx ? '  <- winner' : ''}`,
+          ) + '\n',
+        );
       }
       process.stdout.write(`  ${s.cellCount(runId)} cells\n`);
     });

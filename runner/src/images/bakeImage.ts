@@ -35,7 +35,14 @@ export interface BakeResult {
 /** Pure: the bake identity. Same base image, lockfile contents and install command -> same image. */
 export function bakeHash(baseImageId: string, install: string | null, lockfiles: { name: string; content: Buffer }[]): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify(['forge-bake/1', baseImageId, install, lockfiles.map((l) => [l.name, createHash('sha256').update(l.content).digest('hex')])]));
+  h.update(
+    JSON.stringify([
+      'forge-bake/1',
+      baseImageId,
+      install,
+      lockfiles.map((l) => [l.name, createHash('sha256').update(l.content).digest('hex')]),
+    ]),
+  );
   return h.digest('hex').slice(0, 16);
 }
 
@@ -50,13 +57,19 @@ export function renderDockerfile(baseImageId: string, lockfiles: string[], insta
   if (install && caBundle) {
     // The host's CA bundle, for networks that inspect TLS; it stays for the cells, which get the same.
     lines.push(`COPY ${JSON.stringify([BAKE_CA_FILE, CELL_CA_PATH])}`);
-    lines.push(`ENV ${Object.entries(caBundleEnv(CELL_CA_PATH)).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    lines.push(
+      `ENV ${Object.entries(caBundleEnv(CELL_CA_PATH))
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
   }
   if (install) {
     // Debian-based images refuse system-wide pip installs (PEP 668); a throwaway image may.
     lines.push('ENV PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1');
     lines.push(`RUN ${JSON.stringify(['/bin/sh', '-c', install])}`);
-    lines.push(`RUN ${JSON.stringify(['/bin/sh', '-c', 'if [ -d node_modules ]; then rm -rf /node_modules && mv node_modules /node_modules; fi'])}`);
+    lines.push(
+      `RUN ${JSON.stringify(['/bin/sh', '-c', 'if [ -d node_modules ]; then rm -rf /node_modules && mv node_modules /node_modules; fi'])}`,
+    );
   }
   lines.push(`LABEL forge.bake.hash=${JSON.stringify(hash)}`);
   return lines.join('\n') + '\n';
@@ -74,16 +87,35 @@ export class BakeInstallError extends InputError {}
 /** Pure: the one-line message for a failed build, from the daemon's error and the step's output. */
 export function describeBakeFailure(install: string | null, daemonError: string, outputTail: string[]): string {
   const exit = /returned a non-zero code: (\d+)/.exec(daemonError)?.[1];
-  // eslint-disable-next-line no-control-regex
-  const clean = (l: string) => l.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/[\x00-\x1f\x7f]/g, ' ').trim();
-  const lines = outputTail.join('').split('\n').map(clean)
-    .filter((l) => l && !/^(Step \d+\/\d+ :|---> |Removing intermediate container|Running in )/.test(l) && !/A complete log of this run|_logs\//.test(l));
+  const clean = (l: string) =>
+    l
+      // eslint-disable-next-line no-control-regex -- terminal escapes in a build's output
+      .replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')
+      // eslint-disable-next-line no-control-regex -- control characters in a build's output
+      .replace(/[\x00-\x1f\x7f]/g, ' ')
+      .trim();
+  const lines = outputTail
+    .join('')
+    .split('\n')
+    .map(clean)
+    .filter(
+      (l) =>
+        l &&
+        !/^(Step \d+\/\d+ :|---> |Removing intermediate container|Running in )/.test(l) &&
+        !/A complete log of this run|_logs\//.test(l),
+    );
   const last = lines.slice(-3);
-  const network = lines.some((l) => /EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ETIMEDOUT|SELF_SIGNED_CERT|UNABLE_TO_VERIFY|certificate verify failed|TLS error|Temporary failure in name resolution|Could not resolve host|Network is unreachable/.test(l));
+  const network = lines.some((l) =>
+    /EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ETIMEDOUT|SELF_SIGNED_CERT|UNABLE_TO_VERIFY|certificate verify failed|TLS error|Temporary failure in name resolution|Could not resolve host|Network is unreachable/.test(
+      l,
+    ),
+  );
   const step = install ? `the install step "${install}"` : 'the build';
   const why = network ? '; the package registry was not reachable from the build (network or TLS)' : '';
-  return `bake: ${step} failed${exit ? ` (exit ${exit})` : ''}: ${last.join(' | ') || clean(daemonError)}${why}; ` +
-    `the way out: fix the install (or pass --install CMD), bake with --no-install and install in your checkout instead, or make the registry reachable`;
+  return (
+    `bake: ${step} failed${exit ? ` (exit ${exit})` : ''}: ${last.join(' | ') || clean(daemonError)}${why}; ` +
+    `the way out: fix the install (or pass --install CMD), bake with --no-install and install in your checkout instead, or make the registry reachable`
+  );
 }
 
 export function bakedTag(hash: string): string {
@@ -96,20 +128,31 @@ export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<Bake
   // The image has no access to the checkout's virtualenv: its install and tests use the image's python.
   const stacks = detectStacks({ ...readRepoFacts(opts.repo), venv: null });
   const primary: DetectedStack | undefined = stacks[0];
-  const install = opts.install !== undefined ? opts.install : primary?.install ?? null;
+  const install = opts.install !== undefined ? opts.install : (primary?.install ?? null);
   // With a custom install command any of the detected lockfiles may matter.
-  const lockfiles = [...new Set(opts.install !== undefined ? stacks.flatMap((s) => s.lockfiles) : primary?.lockfiles ?? [])];
+  const lockfiles = [...new Set(opts.install !== undefined ? stacks.flatMap((s) => s.lockfiles) : (primary?.lockfiles ?? []))];
   const contents = lockfiles.map((name) => {
     const content = readRegularFile(opts.repo, name);
-    if (!content) throw new InputError(`${join(opts.repo, name)} is not a regular file (a symbolic link?): bake copies only the repository's own files; replace it with the file`);
+    if (!content)
+      throw new InputError(
+        `${join(opts.repo, name)} is not a regular file (a symbolic link?): bake copies only the repository's own files; replace it with the file`,
+      );
     return { name, content };
   });
   const hash = bakeHash(baseImageId, install, contents);
   const tag = bakedTag(hash);
   const result = (id: string, reused: boolean): BakeResult => ({
-    image: tag, image_id: id, hash, reused, base: opts.base, base_image_id: baseImageId,
-    stack: primary ? `${primary.stack} (${primary.detail})` : null, install, test: primary?.test ?? null,
-    lockfiles, duration_ms: Date.now() - started,
+    image: tag,
+    image_id: id,
+    hash,
+    reused,
+    base: opts.base,
+    base_image_id: baseImageId,
+    stack: primary ? `${primary.stack} (${primary.detail})` : null,
+    install,
+    test: primary?.test ?? null,
+    lockfiles,
+    duration_ms: Date.now() - started,
   });
 
   const existing = await imageId(docker, tag).catch(() => null);
@@ -124,7 +167,10 @@ export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<Bake
       mkdirSync(dirname(join(context, name)), { recursive: true });
       writeFileSync(join(context, name), content);
     }
-    const stream = await docker.buildImage({ context, src: ['Dockerfile', ...lockfiles, ...(ca ? [BAKE_CA_FILE] : [])] }, { t: tag, rm: true, forcerm: true });
+    const stream = await docker.buildImage(
+      { context, src: ['Dockerfile', ...lockfiles, ...(ca ? [BAKE_CA_FILE] : [])] },
+      { t: tag, rm: true, forcerm: true },
+    );
     const tail: string[] = [];
     await new Promise<void>((resolve, reject) => {
       docker.modem.followProgress(
@@ -160,10 +206,21 @@ export async function bakeFromContainer(docker: Docker, repo: string, containerI
   const hash = createHash('sha256').update(`forge-bake-container/1 ${info.Id} ${new Date().toISOString()}`).digest('hex').slice(0, 16);
   const tag = bakedTag(hash);
   const [repoName, tagName] = tag.split(':') as [string, string];
-  const committed = (await docker.getContainer(containerId).commit({ repo: repoName, tag: tagName, comment: 'forge bake --from-container' })) as { Id: string };
+  const committed = (await docker
+    .getContainer(containerId)
+    .commit({ repo: repoName, tag: tagName, comment: 'forge bake --from-container' })) as { Id: string };
   return await record(repo, {
-    image: tag, image_id: committed.Id, hash, reused: false, base: info.Config.Image, base_image_id: info.Image,
-    stack: null, install: null, test: null, lockfiles: [], duration_ms: Date.now() - started,
+    image: tag,
+    image_id: committed.Id,
+    hash,
+    reused: false,
+    base: info.Config.Image,
+    base_image_id: info.Image,
+    stack: null,
+    install: null,
+    test: null,
+    lockfiles: [],
+    duration_ms: Date.now() - started,
   });
 }
 
@@ -194,7 +251,9 @@ async function record(repo: string, result: BakeResult): Promise<BakeResult> {
   try {
     dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   } catch {
-    throw new InputError(`${dir} is not a real directory (a symbolic link?): bake writes its record only into the repository's own .forge; remove it`);
+    throw new InputError(
+      `${dir} is not a real directory (a symbolic link?): bake writes its record only into the repository's own .forge; remove it`,
+    );
   }
   try {
     const at = (name: string) => `/proc/self/fd/${dirFd}/${name}`;

@@ -48,8 +48,12 @@ export function detectStacks(repo: RepoFacts): DetectedStack[] {
     const py = repo.venv ? `${repo.venv}/bin/python` : 'python3';
     const install = has('requirements.txt')
       ? `${py} -m pip install -r requirements.txt`
-      : has('pyproject.toml') || has('setup.py') ? `${py} -m pip install .` : null;
-    const config = ['pyproject.toml', 'setup.cfg', 'tox.ini', 'requirements.txt', 'requirements-dev.txt', 'requirements-test.txt'].map((f) => repo.read(f) ?? '').join('\n');
+      : has('pyproject.toml') || has('setup.py')
+        ? `${py} -m pip install .`
+        : null;
+    const config = ['pyproject.toml', 'setup.cfg', 'tox.ini', 'requirements.txt', 'requirements-dev.txt', 'requirements-test.txt']
+      .map((f) => repo.read(f) ?? '')
+      .join('\n');
     // No trace of pytest anywhere: the standard library's unittest, naming every test (-v).
     const pytest = has('pytest.ini') || has('conftest.py') || /\bpytest\b/.test(config);
     found.push({
@@ -61,15 +65,33 @@ export function detectStacks(repo: RepoFacts): DetectedStack[] {
     });
   }
   if (has('go.mod')) {
-    found.push({ stack: 'go', detail: 'go modules', install: 'go mod download', test: 'go test ./...', lockfiles: present('go.mod', 'go.sum') });
+    found.push({
+      stack: 'go',
+      detail: 'go modules',
+      install: 'go mod download',
+      test: 'go test ./...',
+      lockfiles: present('go.mod', 'go.sum'),
+    });
   }
   if (has('Cargo.toml')) {
-    found.push({ stack: 'rust', detail: 'cargo', install: 'cargo fetch', test: 'cargo test', lockfiles: present('Cargo.toml', 'Cargo.lock') });
+    found.push({
+      stack: 'rust',
+      detail: 'cargo',
+      install: 'cargo fetch',
+      test: 'cargo test',
+      lockfiles: present('Cargo.toml', 'Cargo.lock'),
+    });
   }
   // Cells have no network unless allowlisted: Maven and Gradle run offline on the shared local
   // repository and caches (and name a missing artifact) instead of failing on a download.
   if (has('pom.xml')) {
-    found.push({ stack: 'java', detail: 'maven', install: 'mvn -q -B dependency:go-offline', test: 'mvn -o -q -B test', lockfiles: present('pom.xml') });
+    found.push({
+      stack: 'java',
+      detail: 'maven',
+      install: 'mvn -q -B dependency:go-offline',
+      test: 'mvn -o -q -B test',
+      lockfiles: present('pom.xml'),
+    });
   } else if (has('build.gradle') || has('build.gradle.kts')) {
     const gradle = has('gradlew') ? './gradlew' : 'gradle';
     found.push({

@@ -9,23 +9,30 @@ import type { RepoFacts } from './detectStack.js';
  * read without following links.
  */
 export function readRepoFacts(dir: string): RepoFacts {
-  const files = new Set(readdirSync(dir).filter((f) => {
-    try {
-      return lstatSync(join(dir, f)).isFile();
-    } catch {
-      return false;
-    }
-  }));
-  const venv = ['.venv', 'venv'].find((v) => {
-    try {
-      return lstatSync(join(dir, v)).isDirectory() && lstatSync(join(dir, v, 'pyvenv.cfg')).isFile() && lstatSync(join(dir, v, 'bin', 'python')) !== null;
-    } catch {
-      return false;
-    }
-  }) ?? null;
+  const files = new Set(
+    readdirSync(dir).filter((f) => {
+      try {
+        return lstatSync(join(dir, f)).isFile();
+      } catch {
+        return false;
+      }
+    }),
+  );
+  const venv =
+    ['.venv', 'venv'].find((v) => {
+      try {
+        return (
+          lstatSync(join(dir, v)).isDirectory() &&
+          lstatSync(join(dir, v, 'pyvenv.cfg')).isFile() &&
+          lstatSync(join(dir, v, 'bin', 'python')) !== null
+        );
+      } catch {
+        return false;
+      }
+    }) ?? null;
   return {
     files,
     venv,
-    read: (name) => (files.has(name) ? readRegularFile(dir, name)?.toString('utf8') ?? null : null),
+    read: (name) => (files.has(name) ? (readRegularFile(dir, name)?.toString('utf8') ?? null) : null),
   };
 }

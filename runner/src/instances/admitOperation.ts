@@ -34,18 +34,30 @@ export function admitOperation(
 ): Admission {
   if (existing) {
     if (existing.request_hash !== hash) {
-      return { kind: 'reject', reason: 'idempotency_mismatch', detail: `operation ${request.operation_id} was already used for a different request` };
+      return {
+        kind: 'reject',
+        reason: 'idempotency_mismatch',
+        detail: `operation ${request.operation_id} was already used for a different request`,
+      };
     }
     return TERMINAL.has(existing.status) ? { kind: 'replay', record: existing } : { kind: 'in_flight', record: existing };
   }
   const current = observedGeneration ?? 0;
   if (request.generation < current) {
-    return { kind: 'reject', reason: 'stale_generation', detail: `generation ${request.generation} is older than the observed generation ${current}` };
+    return {
+      kind: 'reject',
+      reason: 'stale_generation',
+      detail: `generation ${request.generation} is older than the observed generation ${current}`,
+    };
   }
   // A new incarnation exists only once management created and observed it; provision is how it is created.
   const creates = request.action === 'provision' && request.generation === current + 1;
   if (request.generation > current && !creates) {
-    return { kind: 'reject', reason: 'future_generation', detail: `generation ${request.generation} has not been created and observed (current ${current})` };
+    return {
+      kind: 'reject',
+      reason: 'future_generation',
+      detail: `generation ${request.generation} has not been created and observed (current ${current})`,
+    };
   }
   return { kind: 'admit' };
 }

@@ -10,33 +10,65 @@ const MATRIX: Record<'qemu' | 'docker' | 'host' | 'worker-celld', { isolation: s
   qemu: {
     isolation: 'hardware virtualized',
     caps: {
-      'task.exec': 'yes', 'session.pty': 'yes', 'workspace.bind': 'yes', 'process.spawn': 'yes',
-      'worker.fetch': 'no', 'worker.rpc': 'no', 'durable.storage': 'no', 'durable.alarm': 'no',
-      'websocket.inbound': 'via agent', 'network.outbound.fetch': 'policy', 'wasm.module': 'via OS',
+      'task.exec': 'yes',
+      'session.pty': 'yes',
+      'workspace.bind': 'yes',
+      'process.spawn': 'yes',
+      'worker.fetch': 'no',
+      'worker.rpc': 'no',
+      'durable.storage': 'no',
+      'durable.alarm': 'no',
+      'websocket.inbound': 'via agent',
+      'network.outbound.fetch': 'policy',
+      'wasm.module': 'via OS',
     },
   },
   docker: {
     isolation: 'shared kernel',
     caps: {
-      'task.exec': 'yes', 'session.pty': 'yes', 'workspace.bind': 'yes', 'process.spawn': 'yes',
-      'worker.fetch': 'no', 'worker.rpc': 'no', 'durable.storage': 'no', 'durable.alarm': 'no',
-      'websocket.inbound': 'via agent', 'network.outbound.fetch': 'policy', 'wasm.module': 'via OS',
+      'task.exec': 'yes',
+      'session.pty': 'yes',
+      'workspace.bind': 'yes',
+      'process.spawn': 'yes',
+      'worker.fetch': 'no',
+      'worker.rpc': 'no',
+      'durable.storage': 'no',
+      'durable.alarm': 'no',
+      'websocket.inbound': 'via agent',
+      'network.outbound.fetch': 'policy',
+      'wasm.module': 'via OS',
     },
   },
   host: {
     isolation: 'full host access',
     caps: {
-      'task.exec': 'yes', 'session.pty': 'yes', 'workspace.bind': 'yes', 'process.spawn': 'yes',
-      'worker.fetch': 'no', 'worker.rpc': 'no', 'durable.storage': 'no', 'durable.alarm': 'no',
-      'websocket.inbound': 'via agent', 'network.outbound.fetch': 'policy', 'wasm.module': 'via OS',
+      'task.exec': 'yes',
+      'session.pty': 'yes',
+      'workspace.bind': 'yes',
+      'process.spawn': 'yes',
+      'worker.fetch': 'no',
+      'worker.rpc': 'no',
+      'durable.storage': 'no',
+      'durable.alarm': 'no',
+      'websocket.inbound': 'via agent',
+      'network.outbound.fetch': 'policy',
+      'wasm.module': 'via OS',
     },
   },
   'worker-celld': {
     isolation: 'shared process/isolate; not hostile multi-tenant',
     caps: {
-      'task.exec': 'no', 'session.pty': 'no', 'workspace.bind': 'no', 'process.spawn': 'no',
-      'worker.fetch': 'yes', 'worker.rpc': 'experimental', 'durable.storage': 'yes', 'durable.alarm': 'yes',
-      'websocket.inbound': 'yes', 'network.outbound.fetch': 'policy-constrained', 'wasm.module': 'yes',
+      'task.exec': 'no',
+      'session.pty': 'no',
+      'workspace.bind': 'no',
+      'process.spawn': 'no',
+      'worker.fetch': 'yes',
+      'worker.rpc': 'experimental',
+      'durable.storage': 'yes',
+      'durable.alarm': 'yes',
+      'websocket.inbound': 'yes',
+      'network.outbound.fetch': 'policy-constrained',
+      'wasm.module': 'yes',
     },
   },
 };
@@ -58,6 +90,8 @@ export function supports(descriptor: CapabilityDescriptor, capability: Capabilit
 export function requireCapabilities(descriptor: CapabilityDescriptor, needed: readonly Capability[]): void {
   const missing = needed.filter((c) => !supports(descriptor, c));
   if (missing.length > 0) {
-    throw new Error(`${descriptor.runtime} does not provide ${missing.join(', ')} (isolation: ${descriptor.isolation}); use a qemu, docker or host instance`);
+    throw new Error(
+      `${descriptor.runtime} does not provide ${missing.join(', ')} (isolation: ${descriptor.isolation}); use a qemu, docker or host instance`,
+    );
   }
 }

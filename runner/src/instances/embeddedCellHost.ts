@@ -28,7 +28,8 @@ export class EmbeddedCellHost implements CellHost {
   }
 
   private readSync(instanceId: string): InstanceCellState | null {
-    const row = this.db.prepare('SELECT state_json FROM cell_state WHERE instance_id = ?').get(instanceId) as { state_json: string } | undefined;
+    const row = this.db.prepare('SELECT state_json FROM cell_state WHERE instance_id = ?').get(instanceId) as
+      { state_json: string } | undefined;
     return row ? InstanceCellStateSchema.parse(JSON.parse(row.state_json)) : null;
   }
 
@@ -41,10 +42,19 @@ export class EmbeddedCellHost implements CellHost {
       const now = this.now();
       const prev = this.readSync(instanceId) ?? emptyCell(instanceId, now);
       const out = step(prev, input, { now, actor: this.actor }, this.options.settings ?? DEFAULT_CORE_SETTINGS);
-      this.db.prepare('INSERT INTO cell_state (instance_id, state_json, updated_at) VALUES (?, ?, ?) ON CONFLICT(instance_id) DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at').run(instanceId, JSON.stringify(out.state), now);
+      this.db
+        .prepare(
+          'INSERT INTO cell_state (instance_id, state_json, updated_at) VALUES (?, ?, ?) ON CONFLICT(instance_id) DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at',
+        )
+        .run(instanceId, JSON.stringify(out.state), now);
       for (const a of out.alarms) {
         if (a.due_at === null) this.db.prepare('DELETE FROM cell_alarms WHERE instance_id = ? AND name = ?').run(instanceId, a.name);
-        else this.db.prepare('INSERT INTO cell_alarms (instance_id, name, due_at, attempt) VALUES (?, ?, ?, ?) ON CONFLICT(instance_id, name) DO UPDATE SET due_at = excluded.due_at, attempt = excluded.attempt').run(instanceId, a.name, a.due_at, a.attempt);
+        else
+          this.db
+            .prepare(
+              'INSERT INTO cell_alarms (instance_id, name, due_at, attempt) VALUES (?, ?, ?, ?) ON CONFLICT(instance_id, name) DO UPDATE SET due_at = excluded.due_at, attempt = excluded.attempt',
+            )
+            .run(instanceId, a.name, a.due_at, a.attempt);
       }
       for (const e of out.evidence) this.ledger.addEvidence(e);
       return { state: out.state, reply: out.reply };
@@ -52,12 +62,17 @@ export class EmbeddedCellHost implements CellHost {
   }
 
   async fireDueAlarms(instanceId: string, now: number): Promise<number> {
-    const due = this.db.prepare('SELECT name FROM cell_alarms WHERE instance_id = ? AND due_at <= ? ORDER BY due_at').pluck().all(instanceId, now) as string[];
+    const due = this.db
+      .prepare('SELECT name FROM cell_alarms WHERE instance_id = ? AND due_at <= ? ORDER BY due_at')
+      .pluck()
+      .all(instanceId, now) as string[];
     for (const name of due) {
       // Consume and step in one transaction: an alarm fires exactly once, even across a crash
       // or two runners racing for it.
       this.ledger.tx(() => {
-        const fired = this.db.prepare('DELETE FROM cell_alarms WHERE instance_id = ? AND name = ? AND due_at <= ?').run(instanceId, name, now).changes;
+        const fired = this.db
+          .prepare('DELETE FROM cell_alarms WHERE instance_id = ? AND name = ? AND due_at <= ?')
+          .run(instanceId, name, now).changes;
         if (fired) this.stepSync(instanceId, { kind: 'alarm', name });
       });
     }

@@ -69,7 +69,10 @@ export class InstanceCoordinator {
     for (;;) {
       await this.cells.fireDueAlarms(instanceId, Date.now());
       let state = await this.cells.read(instanceId);
-      if (!state) throw new InputError(`no instance ${instanceId}; provision it first (forge-runner instance provision --instance ${instanceId} ...)`);
+      if (!state)
+        throw new InputError(
+          `no instance ${instanceId}; provision it first (forge-runner instance provision --instance ${instanceId} ...)`,
+        );
       const effects = owedEffects(state);
       for (const effect of effects) state = await this.carry(instanceId, effect);
       const key = `${state.state}/${state.operations.map((o) => o.status).join(',')}`;
@@ -93,8 +96,13 @@ export class InstanceCoordinator {
     await this.management.refresh(instanceId).catch(() => null);
     const inv = this.management.store.instance(instanceId);
     const ledgerOpen = this.management.store.openOperations(instanceId);
-    const plan = classifyReconciliation(cell, inv ? { generation: inv.generation, observation: this.management.observation(instanceId)! } : null, ledgerOpen);
-    if (!cell && !inv) throw new InputError(`no instance ${instanceId} in the cell store or the inventory; check the id with forge-runner instance list`);
+    const plan = classifyReconciliation(
+      cell,
+      inv ? { generation: inv.generation, observation: this.management.observation(instanceId)! } : null,
+      ledgerOpen,
+    );
+    if (!cell && !inv)
+      throw new InputError(`no instance ${instanceId} in the cell store or the inventory; check the id with forge-runner instance list`);
     for (const action of plan.actions) {
       if (action.kind === 'lookup') {
         const inCell = cell?.operations.some((o) => o.operation_id === action.operation_id);
@@ -126,7 +134,8 @@ export class InstanceCoordinator {
     if (effect.kind === 'probe') {
       this.faults('enrolling');
       const r = await this.management.probe(instanceId, effect.generation);
-      return (await this.cells.step(instanceId, { kind: 'probe_result', generation: effect.generation, ready: r.ready, detail: r.detail })).state;
+      return (await this.cells.step(instanceId, { kind: 'probe_result', generation: effect.generation, ready: r.ready, detail: r.detail }))
+        .state;
     }
     let result: EffectResult;
     try {
@@ -158,8 +167,10 @@ function parseSpec(raw: unknown): InstanceSpec {
   if (raw === undefined) throw new InputError('provision needs an instance spec: pass --provider (and --image for docker) or --spec FILE');
   const r = InstanceSpecSchema.safeParse(raw);
   if (!r.success) throw new InputError(describeZodError('instance spec', r.error));
-  if (r.data.provider === 'docker' && !r.data.image) throw new InputError('a docker instance needs an image: pass --image or set "image" in the spec');
-  if (r.data.provider === 'qemu' && r.data.allow_net) throw new InputError('qemu instances have no network device in this build; drop allow_net or use a docker instance');
+  if (r.data.provider === 'docker' && !r.data.image)
+    throw new InputError('a docker instance needs an image: pass --image or set "image" in the spec');
+  if (r.data.provider === 'qemu' && r.data.allow_net)
+    throw new InputError('qemu instances have no network device in this build; drop allow_net or use a docker instance');
   return r.data;
 }
 

@@ -10,7 +10,14 @@ export async function listInstances(c: InstanceCoordinator) {
   for (const id of [...ids].sort()) {
     const inv = c.management.store.instance(id);
     const cell = await c.cells.read(id);
-    rows.push({ instance_id: id, provider: inv?.provider ?? cell?.spec?.provider ?? null, generation: inv?.generation ?? cell?.generation ?? 0, state: cell?.state ?? null, desired: cell?.desired ?? null, runtime_state: inv?.runtime_state ?? null });
+    rows.push({
+      instance_id: id,
+      provider: inv?.provider ?? cell?.spec?.provider ?? null,
+      generation: inv?.generation ?? cell?.generation ?? 0,
+      state: cell?.state ?? null,
+      desired: cell?.desired ?? null,
+      runtime_state: inv?.runtime_state ?? null,
+    });
   }
   return rows;
 }
@@ -24,9 +31,20 @@ export async function instanceStatus(c: InstanceCoordinator, id: string) {
   return {
     instance_id: id,
     cell,
-    inventory: inv ? { provider: inv.provider, generation: inv.generation, runtime_state: inv.runtime_state, runtime_id: inv.runtime_id, spec: JSON.parse(inv.spec_json) as unknown, updated_at: inv.updated_at } : null,
+    inventory: inv
+      ? {
+          provider: inv.provider,
+          generation: inv.generation,
+          runtime_state: inv.runtime_state,
+          runtime_id: inv.runtime_id,
+          spec: JSON.parse(inv.spec_json) as unknown,
+          updated_at: inv.updated_at,
+        }
+      : null,
     observation,
-    open_operations: c.management.store.openOperations(id).map((o) => ({ operation_id: o.operation_id, action: o.action, generation: o.generation, status: o.status })),
+    open_operations: c.management.store
+      .openOperations(id)
+      .map((o) => ({ operation_id: o.operation_id, action: o.action, generation: o.generation, status: o.status })),
     coordinator: c.cells.kind,
     celld: c.cells instanceof CelldCellHost ? c.cells.versions : null,
   };

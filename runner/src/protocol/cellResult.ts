@@ -17,17 +17,29 @@ export const DiffFileSchema = z
 
 export const WorktreeDiffSchema = z
   .object({
-    patch: z.string().describe('Unified diff against the base commit, tracked and untracked files; binary files are named, not dumped. Ignore rules and attributes come from the base commit, never from files the cell wrote.'),
-    truncated: z.boolean().describe('The patch text was cut at its size cap (the file list is still complete unless `incomplete` says otherwise).'),
+    patch: z
+      .string()
+      .describe(
+        'Unified diff against the base commit, tracked and untracked files; binary files are named, not dumped. Ignore rules and attributes come from the base commit, never from files the cell wrote.',
+      ),
+    truncated: z
+      .boolean()
+      .describe('The patch text was cut at its size cap (the file list is still complete unless `incomplete` says otherwise).'),
     bytes: z.number().int().describe('Size of the full patch before capping (lower bound when truncated).'),
     files: z.array(DiffFileSchema).describe('Changed files, at most the listing cap; files_total counts them all.'),
     files_total: z.number().int().describe('How many files changed.'),
-    omitted: z.array(z.object({ path: z.string(), reason: z.string() }).strict())
+    omitted: z
+      .array(z.object({ path: z.string(), reason: z.string() }).strict())
       .describe('Files left out of the change set (too large, not a regular file, nested repository): they are neither shown nor applied.'),
-    warnings: z.array(z.string())
+    warnings: z
+      .array(z.string())
       .describe('Changes the review can only name, not show, although they are text files by name (e.g. a NUL byte in a .js file).'),
-    incomplete: z.string().nullable()
-      .describe('Why the capture could not look at everything (deadline, untracked-file or hashing budget); null when the change set is complete.'),
+    incomplete: z
+      .string()
+      .nullable()
+      .describe(
+        'Why the capture could not look at everything (deadline, untracked-file or hashing budget); null when the change set is complete.',
+      ),
   })
   .strict();
 export type WorktreeDiff = z.infer<typeof WorktreeDiffSchema>;
@@ -56,8 +68,11 @@ export const CellResultSchema = z
     output_bytes: z.number().int().describe('Total bytes the command printed (counted even when discarded).'),
     full_output_path: z.string().describe('Capped file holding the log for parsers.'),
     diff: WorktreeDiffSchema.nullable(),
-    neutralized: z.array(NeutralizedEntrySchema)
-      .describe('Entries the cell left in the worktree that must not reach the host as they are (setuid/setgid files, device nodes, FIFOs, sockets), and what the runner did to them.'),
+    neutralized: z
+      .array(NeutralizedEntrySchema)
+      .describe(
+        'Entries the cell left in the worktree that must not reach the host as they are (setuid/setgid files, device nodes, FIFOs, sockets), and what the runner did to them.',
+      ),
     isolation: IsolationReportSchema,
     labels: z.record(z.string(), z.string()),
   })

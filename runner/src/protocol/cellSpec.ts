@@ -22,15 +22,34 @@ export const hostName = z
 
 export const CellLimitsSchema = z
   .object({
-    memory_mib: z.number().int().min(16).max(1024 * 1024).default(DEFAULT_LIMITS.memory_mib)
+    memory_mib: z
+      .number()
+      .int()
+      .min(16)
+      .max(1024 * 1024)
+      .default(DEFAULT_LIMITS.memory_mib)
       .describe('Memory ceiling of the whole cell in MiB (cgroup memory limit; address-space rlimit when no cgroup).'),
-    pids: z.number().int().min(8).max(4_194_304).default(DEFAULT_LIMITS.pids)
+    pids: z
+      .number()
+      .int()
+      .min(8)
+      .max(4_194_304)
+      .default(DEFAULT_LIMITS.pids)
       .describe('Most processes and threads the cell may have at once.'),
-    cpus: z.number().positive().max(1024).optional()
-      .describe('CPU bandwidth in cores (cgroup cpu quota). Unset: no quota.'),
-    output_bytes: z.number().int().min(0).max(2 ** 50).default(DEFAULT_LIMITS.output_bytes)
+    cpus: z.number().positive().max(1024).optional().describe('CPU bandwidth in cores (cgroup cpu quota). Unset: no quota.'),
+    output_bytes: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 50)
+      .default(DEFAULT_LIMITS.output_bytes)
       .describe('Most bytes the command may print (stdout+stderr) before it is killed with killed_by=output. 0 = no limit.'),
-    log_bytes: z.number().int().min(4096).max(1024 * MiB).default(DEFAULT_LIMITS.log_bytes)
+    log_bytes: z
+      .number()
+      .int()
+      .min(4096)
+      .max(1024 * MiB)
+      .default(DEFAULT_LIMITS.log_bytes)
       .describe('Size cap of the full log file kept for parsers (head and tail are kept when it overflows).'),
   })
   .strict();
@@ -42,17 +61,34 @@ export const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
 const noNul = (s: string) => !s.includes('\0');
 
 /** An absolute, normalized path: no `..`, `.` or empty segments a check could read otherwise. */
-const absolutePath = (what: string) => z.string().min(2).max(4096)
-  .refine((p) => p.startsWith('/') && !p.split('/').slice(1).some((seg) => seg === '' || seg === '.' || seg === '..') && noNul(p), {
-    message: `${what} must be an absolute path without "." or ".." segments (e.g. /home/me/project)`,
-  });
+const absolutePath = (what: string) =>
+  z
+    .string()
+    .min(2)
+    .max(4096)
+    .refine(
+      (p) =>
+        p.startsWith('/') &&
+        !p
+          .split('/')
+          .slice(1)
+          .some((seg) => seg === '' || seg === '.' || seg === '..') &&
+        noNul(p),
+      {
+        message: `${what} must be an absolute path without "." or ".." segments (e.g. /home/me/project)`,
+      },
+    );
 
 export const SharedDependencySchema = z
   .object({
     source: absolutePath('shared_deps source').describe('Host directory (installed dependencies of the checkout, a toolchain cache).'),
     target: absolutePath('shared_deps target').describe('Where it appears in the cell.'),
-    layer: z.enum(['overlay', 'read-only']).default('overlay')
-      .describe('overlay: writes go to a layer discarded with the cell (where the runner can mount one; else read-only). read-only: no layer.'),
+    layer: z
+      .enum(['overlay', 'read-only'])
+      .default('overlay')
+      .describe(
+        'overlay: writes go to a layer discarded with the cell (where the runner can mount one; else read-only). read-only: no layer.',
+      ),
   })
   .strict();
 
@@ -67,48 +103,91 @@ const execString = (s: string) => Buffer.byteLength(s) <= MAX_EXEC_STRING_BYTES;
 
 export const CellSpecSchema = z
   .object({
-    image: z.string().max(512).default('')
-      .describe('Provider-specific image (Docker image, VM image). Empty for the host provider.'),
+    image: z.string().max(512).default('').describe('Provider-specific image (Docker image, VM image). Empty for the host provider.'),
     cmd: z
       .union([
-        z.string().refine((s) => s.trim().length > 0, { message: 'command must not be empty' }).refine(noNul, { message: 'command must not contain NUL bytes' })
-          .refine(execString, { message: `command is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one program argument may be (Linux MAX_ARG_STRLEN); put it in a script file` })
+        z
+          .string()
+          .refine((s) => s.trim().length > 0, { message: 'command must not be empty' })
+          .refine(noNul, { message: 'command must not contain NUL bytes' })
+          .refine(execString, {
+            message: `command is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one program argument may be (Linux MAX_ARG_STRLEN); put it in a script file`,
+          })
           .describe('A shell command line, run with /bin/sh -c.'),
-        z.array(z.string().refine(noNul, { message: 'argv entries must not contain NUL bytes' })
-          .refine(execString, { message: `argv entry is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one program argument may be (Linux MAX_ARG_STRLEN)` })).min(1)
+        z
+          .array(
+            z
+              .string()
+              .refine(noNul, { message: 'argv entries must not contain NUL bytes' })
+              .refine(execString, {
+                message: `argv entry is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one program argument may be (Linux MAX_ARG_STRLEN)`,
+              }),
+          )
+          .min(1)
           .refine((a) => (a[0] ?? '').length > 0, { message: 'argv[0] must not be empty' })
           .describe('An argv vector, executed directly without a shell.'),
       ])
       .describe('The one bounded command this cell runs.'),
-    worktree: z.string().min(1).refine((p) => p.startsWith('/'), { message: 'worktree must be an absolute path' }).optional()
+    worktree: z
+      .string()
+      .min(1)
+      .refine((p) => p.startsWith('/'), { message: 'worktree must be an absolute path' })
+      .optional()
       .describe('Absolute path of the git worktree mounted read-write. Unset: the cell runs in a private empty directory.'),
-    mount_at: absolutePath('mount_at').optional()
-      .describe('Where the worktree appears in the cell (needs worktree). Fix runs give the user\'s repository path, so absolute paths baked into installed tooling (node_modules/.bin, virtualenvs, editable installs) resolve to the attempt. Default: host cells its own path, docker and qemu cells /work.'),
-    shared_deps: z.array(SharedDependencySchema).max(32).default([])
-      .describe('Installed dependencies made available without copying: each host directory appears read-only at its target, with a discarded writable layer where the provider can make one.'),
-    capture_diff: z.boolean().default(true)
-      .describe('Capture the git diff of the worktree against its HEAD after the command.'),
-    timeout_s: z.number().positive().max(7 * 24 * 3600).default(DEFAULT_TIMEOUT_S)
+    mount_at: absolutePath('mount_at')
+      .optional()
+      .describe(
+        "Where the worktree appears in the cell (needs worktree). Fix runs give the user's repository path, so absolute paths baked into installed tooling (node_modules/.bin, virtualenvs, editable installs) resolve to the attempt. Default: host cells its own path, docker and qemu cells /work.",
+      ),
+    shared_deps: z
+      .array(SharedDependencySchema)
+      .max(32)
+      .default([])
+      .describe(
+        'Installed dependencies made available without copying: each host directory appears read-only at its target, with a discarded writable layer where the provider can make one.',
+      ),
+    capture_diff: z.boolean().default(true).describe('Capture the git diff of the worktree against its HEAD after the command.'),
+    timeout_s: z
+      .number()
+      .positive()
+      .max(7 * 24 * 3600)
+      .default(DEFAULT_TIMEOUT_S)
       .describe('Wall-clock budget in seconds; the whole process tree is killed when it runs out.'),
-    allow_net: z.union([z.literal(false), z.array(hostName).min(1)]).default(false)
+    allow_net: z
+      .union([z.literal(false), z.array(hostName).min(1)])
+      .default(false)
       .describe('false: no network. A list of host names: network allowed for those hosts.'),
-    env: z.record(EnvNameSchema, z.string().refine(noNul, { message: 'environment values must not contain NUL bytes' })).default({})
+    env: z
+      .record(EnvNameSchema, z.string().refine(noNul, { message: 'environment values must not contain NUL bytes' }))
+      .default({})
       .describe('Variables added to the scrubbed allowlist environment.'),
     limits: CellLimitsSchema.prefault({}),
-    labels: z.record(z.string().max(128), z.string().max(1024)).default({})
+    labels: z
+      .record(z.string().max(128), z.string().max(1024))
+      .default({})
       .describe('Free-form labels recorded with the cell (e.g. run and attempt ids).'),
   })
   .strict()
   .superRefine((spec, ctx) => {
-    if (spec.mount_at !== undefined && spec.worktree === undefined) ctx.addIssue({ code: 'custom', path: ['mount_at'], message: 'needs a worktree to mount' });
+    if (spec.mount_at !== undefined && spec.worktree === undefined)
+      ctx.addIssue({ code: 'custom', path: ['mount_at'], message: 'needs a worktree to mount' });
     for (const [name, value] of Object.entries(spec.env)) {
       if (Buffer.byteLength(`${name}=${value}`) > MAX_EXEC_STRING_BYTES) {
-        ctx.addIssue({ code: 'custom', path: ['env', name], message: `is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one environment entry may be (Linux MAX_ARG_STRLEN)` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['env', name],
+          message: `is longer than ${MAX_EXEC_STRING_BYTES} bytes, the most one environment entry may be (Linux MAX_ARG_STRLEN)`,
+        });
       }
     }
     const words = typeof spec.cmd === 'string' ? [spec.cmd] : spec.cmd;
     const total = [...words, ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`)].reduce((n, w) => n + Buffer.byteLength(w) + 1, 0);
-    if (total > MAX_EXEC_TOTAL_BYTES) ctx.addIssue({ code: 'custom', path: ['cmd'], message: `command and environment are ${total} bytes together; a cell takes at most ${MAX_EXEC_TOTAL_BYTES} (Linux ARG_MAX, with room for the sandbox)` });
+    if (total > MAX_EXEC_TOTAL_BYTES)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cmd'],
+        message: `command and environment are ${total} bytes together; a cell takes at most ${MAX_EXEC_TOTAL_BYTES} (Linux ARG_MAX, with room for the sandbox)`,
+      });
   });
 
 export type CellSpecInput = z.input<typeof CellSpecSchema>;

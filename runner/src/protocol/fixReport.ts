@@ -10,8 +10,11 @@ export const VerdictSchema = z
     failing: z.array(z.string()),
     regressions: z.array(z.string()),
     regressions_known: z.boolean(),
-    hook_failures: z.array(z.object({ hook: z.string(), command: z.string(), reason: z.enum(['network']) }).strict())
-      .describe('Lifecycle hooks around the tests (npm posttest...) that failed for an environment reason after the tests passed: said, not counted against the tests.'),
+    hook_failures: z
+      .array(z.object({ hook: z.string(), command: z.string(), reason: z.enum(['network']) }).strict())
+      .describe(
+        'Lifecycle hooks around the tests (npm posttest...) that failed for an environment reason after the tests passed: said, not counted against the tests.',
+      ),
     green: z.boolean(),
   })
   .strict();
@@ -35,9 +38,16 @@ export const AttemptReportSchema = z
     tokens: z.number().int(),
     verdict: VerdictSchema.nullable(),
     diff_size: z.number().int(),
-    review_warnings: z.array(z.string()).describe('Changes the review can only name, not show, although they are text files (by name, dotfiles, scripts): inspect them before applying.'),
-    omitted: z.array(z.object({ path: z.string(), reason: z.string() }).strict())
-      .describe('What the attempt changed that its patch leaves out (too large, not a regular file, a nested repository): neither reviewed nor applied.'),
+    review_warnings: z
+      .array(z.string())
+      .describe(
+        'Changes the review can only name, not show, although they are text files (by name, dotfiles, scripts): inspect them before applying.',
+      ),
+    omitted: z
+      .array(z.object({ path: z.string(), reason: z.string() }).strict())
+      .describe(
+        'What the attempt changed that its patch leaves out (too large, not a regular file, a nested repository): neither reviewed nor applied.',
+      ),
     error: z.string().nullable(),
   })
   .strict();
@@ -54,20 +64,42 @@ export const FixReportSchema = z
     image: z.string(),
     model: z.string(),
     baseline: VerdictSchema,
-    environment: BrokenEnvironmentSchema.nullable()
-      .describe('Set when the tests could not run on the base commit (no attempt was started): the cause and the way out.'),
-    dependencies: z.array(z.object({
-      kind: z.string(), source: z.string(), target: z.string(), detail: z.string(),
-      shared: z.string().describe('For people: "node_modules from the checkout, 232 packages, read-only + overlay".'),
-    }).strict()).describe('Installed dependencies every cell of the run saw without a copy (README "Dependencies").'),
+    environment: BrokenEnvironmentSchema.nullable().describe(
+      'Set when the tests could not run on the base commit (no attempt was started): the cause and the way out.',
+    ),
+    dependencies: z
+      .array(
+        z
+          .object({
+            kind: z.string(),
+            source: z.string(),
+            target: z.string(),
+            detail: z.string(),
+            shared: z.string().describe('For people: "node_modules from the checkout, 232 packages, read-only + overlay".'),
+          })
+          .strict(),
+      )
+      .describe('Installed dependencies every cell of the run saw without a copy (README "Dependencies").'),
     attempts: z.array(AttemptReportSchema),
     winner: z
-      .object({ attempts: z.array(z.string()), agreement: z.number().int(), diff_size: z.number().int(), branch: z.string().nullable(), verdict: VerdictSchema })
+      .object({
+        attempts: z.array(z.string()),
+        agreement: z.number().int(),
+        diff_size: z.number().int(),
+        branch: z.string().nullable(),
+        verdict: VerdictSchema,
+      })
       .strict()
       .nullable(),
-    best: z.object({ attempts: z.array(z.string()), diff_size: z.number().int(), verdict: VerdictSchema }).strict().nullable()
+    best: z
+      .object({ attempts: z.array(z.string()), diff_size: z.number().int(), verdict: VerdictSchema })
+      .strict()
+      .nullable()
       .describe('When nothing is fixed: the closest attempt.'),
-    ground_truth: z.object({ applied: z.boolean(), conflicts: z.array(z.string()), verdict: VerdictSchema.nullable() }).strict().nullable(),
+    ground_truth: z
+      .object({ applied: z.boolean(), conflicts: z.array(z.string()), verdict: VerdictSchema.nullable() })
+      .strict()
+      .nullable(),
     applied_to: z.string().nullable().describe('Where --apply / --branch put the winner.'),
     cells: z.number().int(),
     duration_ms: z.number().int(),

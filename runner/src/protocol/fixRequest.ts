@@ -15,45 +15,71 @@ export const FIX_LIMITS = {
   cell_timeout_s: { min: 1, max: 86_400, default: 300 },
 } as const;
 
-const runId = z.string().min(1).max(200).regex(/^[A-Za-z0-9._-]+$/, 'a run id (letters, digits, . _ -)');
-const whole = (l: { min: number; max?: number; default: number }) => (l.max === undefined ? z.number().int().min(l.min) : z.number().int().min(l.min).max(l.max)).default(l.default);
+const runId = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9._-]+$/, 'a run id (letters, digits, . _ -)');
+const whole = (l: { min: number; max?: number; default: number }) =>
+  (l.max === undefined ? z.number().int().min(l.min) : z.number().int().min(l.min).max(l.max)).default(l.default);
 
 /**
  * One fix run as asked for. The fields fix/start accepts come first (the RPC picks them); the
  * rest only the CLI can set (outputs, the user's tree, a resume).
  */
-export const FixRequestSchema = z.object({
-  repo: z.string().min(1).max(4096),
-  issue: z.string().min(1).max(200_000),
-  model: z.string().min(1).max(4096).describe('replay:FILE, openai[:MODEL], anthropic[:MODEL], or client:vscode-lm (the client answers model/reply).'),
-  attempts: whole(FIX_LIMITS.attempts),
-  provider: z.enum(['host', 'docker', 'qemu']).optional(),
-  image: z.string().max(512).optional(),
-  test_cmd: z.string().min(1).max(4096).optional(),
-  install_cmd: z.string().min(1).max(4096).optional(),
-  shared_deps: z.boolean().default(true).describe("Share the checkout's installed dependencies with every cell (README \"Dependencies\")."),
-  temperature: z.number().min(FIX_LIMITS.temperature.min).max(FIX_LIMITS.temperature.max).default(FIX_LIMITS.temperature.default),
-  max_turns: whole(FIX_LIMITS.max_turns),
-  timeout_per_attempt_s: whole(FIX_LIMITS.timeout_per_attempt_s),
-  cell_timeout_s: whole(FIX_LIMITS.cell_timeout_s),
-  allow_dirty: z.boolean().default(false),
-  // CLI only.
-  allow_net: z.array(hostName).default([]).describe('Hosts every cell of the run may reach through the egress proxy.'),
-  max_tokens: whole(FIX_LIMITS.max_tokens),
-  concurrency: z.number().int().min(1).max(FIX_LIMITS.attempts.max).optional(),
-  out_dir: z.string().min(1).optional(),
-  apply: z.boolean().default(false),
-  branch: z.string().min(1).optional(),
-  allow_green_baseline: z.boolean().default(false),
-  resume_run_id: runId.optional().describe('Continue this run (its runner died): finished attempts are kept, the rest redone.'),
-}).strict();
+export const FixRequestSchema = z
+  .object({
+    repo: z.string().min(1).max(4096),
+    issue: z.string().min(1).max(200_000),
+    model: z
+      .string()
+      .min(1)
+      .max(4096)
+      .describe('replay:FILE, openai[:MODEL], anthropic[:MODEL], or client:vscode-lm (the client answers model/reply).'),
+    attempts: whole(FIX_LIMITS.attempts),
+    provider: z.enum(['host', 'docker', 'qemu']).optional(),
+    image: z.string().max(512).optional(),
+    test_cmd: z.string().min(1).max(4096).optional(),
+    install_cmd: z.string().min(1).max(4096).optional(),
+    shared_deps: z
+      .boolean()
+      .default(true)
+      .describe('Share the checkout\'s installed dependencies with every cell (README "Dependencies").'),
+    temperature: z.number().min(FIX_LIMITS.temperature.min).max(FIX_LIMITS.temperature.max).default(FIX_LIMITS.temperature.default),
+    max_turns: whole(FIX_LIMITS.max_turns),
+    timeout_per_attempt_s: whole(FIX_LIMITS.timeout_per_attempt_s),
+    cell_timeout_s: whole(FIX_LIMITS.cell_timeout_s),
+    allow_dirty: z.boolean().default(false),
+    // CLI only.
+    allow_net: z.array(hostName).default([]).describe('Hosts every cell of the run may reach through the egress proxy.'),
+    max_tokens: whole(FIX_LIMITS.max_tokens),
+    concurrency: z.number().int().min(1).max(FIX_LIMITS.attempts.max).optional(),
+    out_dir: z.string().min(1).optional(),
+    apply: z.boolean().default(false),
+    branch: z.string().min(1).optional(),
+    allow_green_baseline: z.boolean().default(false),
+    resume_run_id: runId.optional().describe('Continue this run (its runner died): finished attempts are kept, the rest redone.'),
+  })
+  .strict();
 
 export type FixRequest = z.output<typeof FixRequestSchema>;
 export type FixRequestInput = z.input<typeof FixRequestSchema>;
 
 /** The part of a FixRequest a client may send over fix/start. */
 export const FixStartParamsSchema = FixRequestSchema.pick({
-  repo: true, issue: true, model: true, attempts: true, provider: true, image: true, test_cmd: true, install_cmd: true,
-  shared_deps: true, temperature: true, max_turns: true, timeout_per_attempt_s: true, cell_timeout_s: true, allow_dirty: true,
+  repo: true,
+  issue: true,
+  model: true,
+  attempts: true,
+  provider: true,
+  image: true,
+  test_cmd: true,
+  install_cmd: true,
+  shared_deps: true,
+  temperature: true,
+  max_turns: true,
+  timeout_per_attempt_s: true,
+  cell_timeout_s: true,
+  allow_dirty: true,
 }).strict();
 export type FixStartParams = z.output<typeof FixStartParamsSchema>;

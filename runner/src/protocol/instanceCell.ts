@@ -10,9 +10,27 @@ import { PROTOCOL_VERSION } from './protocolVersion.js';
 
 export const INSTANCE_PROVIDERS = ['host', 'docker', 'qemu'] as const;
 export const LIFECYCLE_ACTIONS = ['provision', 'start', 'stop', 'destroy'] as const;
-export const CELL_STATES = ['requested', 'provisioning', 'enrolling', 'ready', 'stopping', 'stopped', 'failed', 'unknown', 'destroyed'] as const;
+export const CELL_STATES = [
+  'requested',
+  'provisioning',
+  'enrolling',
+  'ready',
+  'stopping',
+  'stopped',
+  'failed',
+  'unknown',
+  'destroyed',
+] as const;
 export const OPERATION_STATUSES = ['pending', 'dispatched', 'unknown', 'succeeded', 'failed', 'rejected'] as const;
-export const REJECT_REASONS = ['idempotency_mismatch', 'stale_generation', 'future_generation', 'invalid_transition', 'unknown_instance', 'provider_unavailable', 'invalid_request'] as const;
+export const REJECT_REASONS = [
+  'idempotency_mismatch',
+  'stale_generation',
+  'future_generation',
+  'invalid_transition',
+  'unknown_instance',
+  'provider_unavailable',
+  'invalid_request',
+] as const;
 
 export type CellStateName = (typeof CELL_STATES)[number];
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
@@ -27,7 +45,12 @@ export const InstanceSpecSchema = z
     provider: z.enum(INSTANCE_PROVIDERS),
     image: z.string().min(1).max(512).optional().describe('docker/qemu image; host takes none'),
     command: z.array(z.string().max(4096)).min(1).max(256).optional().describe('the long-lived process (default: sleep forever)'),
-    readiness: z.array(z.string().max(4096)).min(1).max(256).optional().describe('probe run inside the instance; ready when it exits 0 (default: the runtime answers an exec)'),
+    readiness: z
+      .array(z.string().max(4096))
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('probe run inside the instance; ready when it exits 0 (default: the runtime answers an exec)'),
     enroll_timeout_s: z.number().positive().max(3600).default(60),
     probe_interval_ms: z.number().int().min(50).max(60_000).default(500),
     env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(8192)).default({}),
@@ -88,7 +111,10 @@ export const InstanceCellStateSchema = z
     spec: InstanceSpecSchema.nullable(),
     observed: ObservationSchema.nullable(),
     operations: z.array(CellOperationSchema).describe('accepted commands in order; finished ones are pruned by retention'),
-    enrollment: z.object({ deadline_at: z.number(), probes: z.number().int().min(0), probe_due: z.boolean() }).strict().nullable(),
+    enrollment: z
+      .object({ deadline_at: z.number(), probes: z.number().int().min(0), probe_due: z.boolean() })
+      .strict()
+      .nullable(),
     last_error: z.string().nullable(),
     updated_at: z.number(),
   })
@@ -137,8 +163,17 @@ export const EvidenceSchema = z
 export type Evidence = z.output<typeof EvidenceSchema>;
 
 export const CAPABILITIES = [
-  'task.exec', 'session.pty', 'workspace.bind', 'process.spawn', 'worker.fetch', 'worker.rpc',
-  'durable.storage', 'durable.alarm', 'websocket.inbound', 'network.outbound.fetch', 'wasm.module',
+  'task.exec',
+  'session.pty',
+  'workspace.bind',
+  'process.spawn',
+  'worker.fetch',
+  'worker.rpc',
+  'durable.storage',
+  'durable.alarm',
+  'websocket.inbound',
+  'network.outbound.fetch',
+  'wasm.module',
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
@@ -147,7 +182,10 @@ export const CapabilityDescriptorSchema = z
     runtime: z.string(),
     isolation: z.string(),
     /** Every capability is listed: absence is stated, never implied. */
-    capabilities: z.record(z.enum(CAPABILITIES), z.enum(['yes', 'no', 'experimental', 'via agent', 'via OS', 'policy', 'policy-constrained'])),
+    capabilities: z.record(
+      z.enum(CAPABILITIES),
+      z.enum(['yes', 'no', 'experimental', 'via agent', 'via OS', 'policy', 'policy-constrained']),
+    ),
   })
   .strict();
 export type CapabilityDescriptor = z.output<typeof CapabilityDescriptorSchema>;
@@ -159,9 +197,18 @@ export const VersionEnvelopeSchema = z
 
 /** Everything a cell can be told: a command, an effect's result, a probe, an alarm, an observation. */
 export const CellInputSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('command'), request: OperationRequestSchema, hash: z.string().regex(/^[0-9a-f]{64}$/), spec: InstanceSpecSchema.nullable() }).strict(),
+  z
+    .object({
+      kind: z.literal('command'),
+      request: OperationRequestSchema,
+      hash: z.string().regex(/^[0-9a-f]{64}$/),
+      spec: InstanceSpecSchema.nullable(),
+    })
+    .strict(),
   z.object({ kind: z.literal('effect_result'), result: EffectResultSchema }).strict(),
-  z.object({ kind: z.literal('probe_result'), generation: z.number().int().min(0), ready: z.boolean(), detail: z.string().max(4096) }).strict(),
+  z
+    .object({ kind: z.literal('probe_result'), generation: z.number().int().min(0), ready: z.boolean(), detail: z.string().max(4096) })
+    .strict(),
   z.object({ kind: z.literal('alarm'), name: z.string().min(1).max(300) }).strict(),
   z.object({ kind: z.literal('observe'), observation: ObservationSchema }).strict(),
 ]);

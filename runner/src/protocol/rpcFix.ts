@@ -9,75 +9,91 @@ import { FixStartParamsSchema } from './fixRequest.js';
  * whole snapshots read from the store, so a client never polls and a restarted runner
  * answers with what the store recorded.
  */
-const runId = z.string().min(1).max(200).regex(/^[A-Za-z0-9._-]+$/, 'a run id (letters, digits, . _ -)');
+const runId = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9._-]+$/, 'a run id (letters, digits, . _ -)');
 const repoPath = z.string().min(1).max(4096);
 
 export const RunReviewSchema = z.enum(['pending', 'applied', 'discarded']);
 
-export const RunSummarySchema = z.object({
-  run_id: z.string(),
-  status: z.enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted']),
-  created_at: z.string(),
-  updated_at: z.string(),
-  repo: z.string(),
-  base_commit: z.string(),
-  issue_title: z.string().describe('First line of the issue, at most 120 characters.'),
-  test_cmd: z.string(),
-  provider: z.string(),
-  image: z.string(),
-  model: z.string(),
-  attempts: z.number().int(),
-  winner_attempt: z.number().int().nullable(),
-  review: RunReviewSchema.nullable().describe('Only for fixed runs: the winner waits for review, was applied, or was discarded.'),
-  error: z.string().nullable(),
-}).strict();
+export const RunSummarySchema = z
+  .object({
+    run_id: z.string(),
+    status: z.enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted']),
+    created_at: z.string(),
+    updated_at: z.string(),
+    repo: z.string(),
+    base_commit: z.string(),
+    issue_title: z.string().describe('First line of the issue, at most 120 characters.'),
+    test_cmd: z.string(),
+    provider: z.string(),
+    image: z.string(),
+    model: z.string(),
+    attempts: z.number().int(),
+    winner_attempt: z.number().int().nullable(),
+    review: RunReviewSchema.nullable().describe('Only for fixed runs: the winner waits for review, was applied, or was discarded.'),
+    error: z.string().nullable(),
+  })
+  .strict();
 
-export const AttemptSnapshotSchema = z.object({
-  index: z.number().int(),
-  attempt_id: z.string(),
-  temperature: z.number(),
-  status: z.enum(['queued', 'running', 'finished', 'failed']),
-  turns: z.number().int(),
-  tokens: z.number().int(),
-  green: z.boolean().nullable(),
-  passed: z.number().int().nullable(),
-  failed: z.number().int().nullable(),
-  diff_size: z.number().int().describe('Changed lines of the attempt patch.'),
-  winner: z.boolean(),
-  error: z.string().nullable(),
-}).strict();
+export const AttemptSnapshotSchema = z
+  .object({
+    index: z.number().int(),
+    attempt_id: z.string(),
+    temperature: z.number(),
+    status: z.enum(['queued', 'running', 'finished', 'failed']),
+    turns: z.number().int(),
+    tokens: z.number().int(),
+    green: z.boolean().nullable(),
+    passed: z.number().int().nullable(),
+    failed: z.number().int().nullable(),
+    diff_size: z.number().int().describe('Changed lines of the attempt patch.'),
+    winner: z.boolean(),
+    error: z.string().nullable(),
+  })
+  .strict();
 
-export const CellSnapshotSchema = z.object({
-  cell_id: z.string().describe('Provider cell id; "running:<n>" for a cell that has not returned yet.'),
-  run_id: z.string(),
-  attempt_index: z.number().int().nullable(),
-  purpose: z.string(),
-  provider: z.string(),
-  image: z.string(),
-  command: z.string(),
-  running: z.boolean(),
-  exit_code: z.number().int().nullable(),
-  killed_by: z.string().nullable(),
-  duration_ms: z.number().int().nullable(),
-  started_at: z.string(),
-}).strict();
+export const CellSnapshotSchema = z
+  .object({
+    cell_id: z.string().describe('Provider cell id; "running:<n>" for a cell that has not returned yet.'),
+    run_id: z.string(),
+    attempt_index: z.number().int().nullable(),
+    purpose: z.string(),
+    provider: z.string(),
+    image: z.string(),
+    command: z.string(),
+    running: z.boolean(),
+    exit_code: z.number().int().nullable(),
+    killed_by: z.string().nullable(),
+    duration_ms: z.number().int().nullable(),
+    started_at: z.string(),
+  })
+  .strict();
 
-export const RunSnapshotSchema = z.object({
-  run: RunSummarySchema,
-  attempts: z.array(AttemptSnapshotSchema),
-  cells: z.array(CellSnapshotSchema),
-}).strict();
+export const RunSnapshotSchema = z
+  .object({
+    run: RunSummarySchema,
+    attempts: z.array(AttemptSnapshotSchema),
+    cells: z.array(CellSnapshotSchema),
+  })
+  .strict();
 
-export const ReviewFileSchema = z.object({
-  path: z.string(),
-  status: z.enum(['added', 'modified', 'deleted']),
-}).strict();
+export const ReviewFileSchema = z
+  .object({
+    path: z.string(),
+    status: z.enum(['added', 'modified', 'deleted']),
+  })
+  .strict();
 
-export const ApplyFileOutcomeSchema = z.object({
-  path: z.string(),
-  ok: z.boolean(),
-  reason: z.string().nullable(),
-}).strict();
+export const ApplyFileOutcomeSchema = z
+  .object({
+    path: z.string(),
+    ok: z.boolean(),
+    reason: z.string().nullable(),
+  })
+  .strict();
 
 export const RPC_FIX_METHODS = {
   'fix/start': {
@@ -98,18 +114,24 @@ export const RPC_FIX_METHODS = {
   },
   'attempts/details': {
     params: z.object({ run_id: runId, index: z.number().int().min(0).max(63) }).strict(),
-    result: z.object({
-      run: RunSummarySchema,
-      attempt: AttemptSnapshotSchema,
-      verdict: VerdictSchema.nullable(),
-      turns: z.array(z.object({
-        turn: z.number().int(),
-        content: z.string().nullable(),
-        tokens: z.number().int(),
-        tool_calls: z.array(z.object({ tool: z.string(), arguments: z.unknown(), result: z.string() }).strict()),
-      }).strict()),
-      cells: z.array(CellSnapshotSchema),
-    }).strict(),
+    result: z
+      .object({
+        run: RunSummarySchema,
+        attempt: AttemptSnapshotSchema,
+        verdict: VerdictSchema.nullable(),
+        turns: z.array(
+          z
+            .object({
+              turn: z.number().int(),
+              content: z.string().nullable(),
+              tokens: z.number().int(),
+              tool_calls: z.array(z.object({ tool: z.string(), arguments: z.unknown(), result: z.string() }).strict()),
+            })
+            .strict(),
+        ),
+        cells: z.array(CellSnapshotSchema),
+      })
+      .strict(),
   },
   'cells/log': {
     params: z.object({ run_id: runId, cell_id: z.string().min(1).max(200) }).strict(),
@@ -121,21 +143,27 @@ export const RPC_FIX_METHODS = {
   },
   'cells/gc': {
     params: z.object({ repo: repoPath }).strict(),
-    result: z.object({
-      items: z.array(z.object({ kind: z.string(), id: z.string(), action: z.string(), reason: z.string() })),
-      notes: z.array(z.string()),
-    }).strict(),
+    result: z
+      .object({
+        items: z.array(z.object({ kind: z.string(), id: z.string(), action: z.string(), reason: z.string() })),
+        notes: z.array(z.string()),
+      })
+      .strict(),
   },
   'review/files': {
     params: z.object({ run_id: runId }).strict(),
-    result: z.object({ run_id: z.string(), repo: z.string(), base_commit: z.string(), branch: z.string(), files: z.array(ReviewFileSchema) }).strict(),
+    result: z
+      .object({ run_id: z.string(), repo: z.string(), base_commit: z.string(), branch: z.string(), files: z.array(ReviewFileSchema) })
+      .strict(),
   },
   'review/content': {
     params: z.object({ run_id: runId, path: z.string().min(1).max(4096), side: z.enum(['base', 'attempt']) }).strict(),
-    result: z.object({
-      content: z.string().nullable().describe('Null when the file does not exist on that side, is binary or too large.'),
-      note: z.string().nullable(),
-    }).strict(),
+    result: z
+      .object({
+        content: z.string().nullable().describe('Null when the file does not exist on that side, is binary or too large.'),
+        note: z.string().nullable(),
+      })
+      .strict(),
   },
   'review/apply': {
     params: z.object({ run_id: runId }).strict(),
@@ -159,11 +187,13 @@ export type RpcFixResult<M extends RpcFixMethod> = z.output<(typeof RPC_FIX_METH
 /** Runner -> client notifications. */
 export const RPC_FIX_NOTIFICATIONS = {
   'fix/progress': z.object({ run_id: z.string(), line: z.string() }).strict(),
-  'fix/finished': z.object({
-    run_id: z.string(),
-    status: RunSummarySchema.shape.status,
-    error: z.string().nullable().describe('One line when the run could not finish (bad input found late, cancelled, internal).'),
-  }).strict(),
+  'fix/finished': z
+    .object({
+      run_id: z.string(),
+      status: RunSummarySchema.shape.status,
+      error: z.string().nullable().describe('One line when the run could not finish (bad input found late, cancelled, internal).'),
+    })
+    .strict(),
   'runs/changed': RunSnapshotSchema,
   'cells/changed': z.object({ running: z.array(CellSnapshotSchema) }).strict(),
 } as const;
@@ -177,17 +207,23 @@ export const ModelReplyRequestSchema = z.object({
   attempt_index: z.number().int(),
   turn_index: z.number().int(),
   temperature: z.number(),
-  messages: z.array(z.object({
-    role: z.enum(['system', 'user', 'assistant', 'tool']),
-    content: z.string(),
-    tool_call_id: z.string().optional(),
-    tool_calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) })).optional(),
-  })),
+  messages: z.array(
+    z.object({
+      role: z.enum(['system', 'user', 'assistant', 'tool']),
+      content: z.string(),
+      tool_call_id: z.string().optional(),
+      tool_calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) })).optional(),
+    }),
+  ),
   tools: z.array(z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) })),
 });
-export const ModelReplySchema = z.object({
-  content: z.string().nullable(),
-  tool_calls: z.array(z.object({ id: z.string().min(1).max(200), name: z.string().min(1).max(200), arguments: z.record(z.string(), z.unknown()) })).max(64),
-  tokens: z.number().int().min(0),
-}).strict();
+export const ModelReplySchema = z
+  .object({
+    content: z.string().nullable(),
+    tool_calls: z
+      .array(z.object({ id: z.string().min(1).max(200), name: z.string().min(1).max(200), arguments: z.record(z.string(), z.unknown()) }))
+      .max(64),
+    tokens: z.number().int().min(0),
+  })
+  .strict();
 export const REQUEST_MODEL_REPLY = 'model/reply';

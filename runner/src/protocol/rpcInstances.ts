@@ -16,24 +16,30 @@ export const RPC_INSTANCE_METHODS = {
   'instances/list': {
     params: z.object({}).strict(),
     result: z.array(
-      z.object({
-        instance_id: instanceId,
-        provider: z.string().nullable(),
-        generation: z.number().int(),
-        state: z.string().nullable(),
-        desired: z.string().nullable(),
-        runtime_state: z.string().nullable(),
-      }).strict(),
+      z
+        .object({
+          instance_id: instanceId,
+          provider: z.string().nullable(),
+          generation: z.number().int(),
+          state: z.string().nullable(),
+          desired: z.string().nullable(),
+          runtime_state: z.string().nullable(),
+        })
+        .strict(),
     ),
   },
   'instances/status': {
     params: z.object({ instance_id: instanceId }).strict(),
-    result: z.object({
-      instance_id: instanceId,
-      cell: InstanceCellStateSchema.nullable(),
-      observation: ObservationSchema.nullable(),
-      open_operations: z.array(z.object({ operation_id: z.string(), action: z.string(), generation: z.number(), status: z.string() }).strict()),
-    }).strict(),
+    result: z
+      .object({
+        instance_id: instanceId,
+        cell: InstanceCellStateSchema.nullable(),
+        observation: ObservationSchema.nullable(),
+        open_operations: z.array(
+          z.object({ operation_id: z.string(), action: z.string(), generation: z.number(), status: z.string() }).strict(),
+        ),
+      })
+      .strict(),
   },
   'instances/history': {
     params: z.object({ instance_id: instanceId, limit: z.number().int().min(1).max(10_000).default(500) }).strict(),
@@ -46,7 +52,14 @@ export const RPC_INSTANCE_METHODS = {
   },
   'instances/reconcile': {
     params: z.object({ instance_id: instanceId }).strict(),
-    result: z.object({ classes: z.array(z.string()), actions: z.array(z.object({ kind: z.string(), operation_id: z.string().optional(), why: z.string() })), state: z.string(), settled: z.boolean() }).strict(),
+    result: z
+      .object({
+        classes: z.array(z.string()),
+        actions: z.array(z.object({ kind: z.string(), operation_id: z.string().optional(), why: z.string() })),
+        state: z.string(),
+        settled: z.boolean(),
+      })
+      .strict(),
   },
   'ledger/show': {
     params: z.object({ operation_id: z.string().min(1).max(255) }).strict(),

@@ -89,7 +89,10 @@ function rpcFixMethods(): Record<string, unknown> {
     methods,
     notifications,
     client_requests: {
-      [REQUEST_MODEL_REPLY]: { params: strip(z.toJSONSchema(ModelReplyRequestSchema, { io: 'output' })), result: strip(z.toJSONSchema(ModelReplySchema, { io: 'input' })) },
+      [REQUEST_MODEL_REPLY]: {
+        params: strip(z.toJSONSchema(ModelReplyRequestSchema, { io: 'output' })),
+        result: strip(z.toJSONSchema(ModelReplySchema, { io: 'input' })),
+      },
     },
   };
 }

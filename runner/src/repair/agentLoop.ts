@@ -50,7 +50,10 @@ export async function runAgentLoop(ctx: AgentContext): Promise<AgentOutcome> {
     if (ctx.signal?.aborted) return { turns: turn, tokens, stop: 'cancelled', summary: null };
     if (Date.now() > ctx.budget.deadline) return { turns: turn, tokens, stop: 'deadline', summary: null };
     if (tokens > ctx.budget.maxTokens) return { turns: turn, tokens, stop: 'tokens', summary: null };
-    const reply = await ctx.model.reply({ attemptIndex: ctx.attemptIndex, turnIndex: turn, temperature: ctx.temperature, messages }, ctx.signal);
+    const reply = await ctx.model.reply(
+      { attemptIndex: ctx.attemptIndex, turnIndex: turn, temperature: ctx.temperature, messages },
+      ctx.signal,
+    );
     tokens += reply.tokens;
     messages.push({ role: 'assistant', content: reply.content ?? '', tool_calls: reply.tool_calls });
     if (reply.tool_calls.length === 0) {
@@ -76,18 +79,26 @@ async function executeTool(ctx: AgentContext, call: ToolCall): Promise<string> {
   const a = call.arguments;
   try {
     switch (call.name) {
-      case 'list_files': return listFiles(ctx.worktree, a);
-      case 'read_file': return readFile(ctx.worktree, a);
-      case 'search': return searchFiles(ctx.worktree, a);
-      case 'write_file': return writeFile(ctx.worktree, a);
-      case 'edit_file': return editFile(ctx.worktree, a);
-      case 'run_tests': return describeCell(await ctx.runCell(ctx.testCmd, 'run_tests'));
+      case 'list_files':
+        return listFiles(ctx.worktree, a);
+      case 'read_file':
+        return readFile(ctx.worktree, a);
+      case 'search':
+        return searchFiles(ctx.worktree, a);
+      case 'write_file':
+        return writeFile(ctx.worktree, a);
+      case 'edit_file':
+        return editFile(ctx.worktree, a);
+      case 'run_tests':
+        return describeCell(await ctx.runCell(ctx.testCmd, 'run_tests'));
       case 'run_command': {
         if (typeof a.command !== 'string' || a.command.trim() === '') throw new ToolError('command must be a non-empty string');
         return describeCell(await ctx.runCell(a.command, 'run_command'));
       }
-      case 'finish': return 'finished';
-      default: throw new ToolError(`unknown tool ${call.name}; available: ${TOOL_NAMES.join(', ')}`);
+      case 'finish':
+        return 'finished';
+      default:
+        throw new ToolError(`unknown tool ${call.name}; available: ${TOOL_NAMES.join(', ')}`);
     }
   } catch (e) {
     if (e instanceof ToolError) return `error: ${e.message}`;

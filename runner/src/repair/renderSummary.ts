@@ -32,21 +32,37 @@ export function renderSummary(r: FixReport): string {
     '',
     '| attempt | temperature | result | passed | failed | regressions | changed lines | turns |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...r.attempts.map((a) =>
-      `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.green ? 'green' : 'red'} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`),
+    ...r.attempts.map(
+      (a) =>
+        `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.green ? 'green' : 'red'} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`,
+    ),
     '',
   ];
   if (r.winner) {
-    lines.push(`Winner: ${r.winner.attempts.join(', ')} (agreement ${r.winner.agreement}, ${r.winner.diff_size} changed lines), re-verified on a fresh checkout; on branch \`${r.winner.branch}\`.`);
+    lines.push(
+      `Winner: ${r.winner.attempts.join(', ')} (agreement ${r.winner.agreement}, ${r.winner.diff_size} changed lines), re-verified on a fresh checkout; on branch \`${r.winner.branch}\`.`,
+    );
   } else if (r.best) {
-    lines.push(`No attempt passed. Closest: ${r.best.attempts.join(', ')} (${r.best.verdict.failed} failing, ${r.best.diff_size} changed lines).`);
+    lines.push(
+      `No attempt passed. Closest: ${r.best.attempts.join(', ')} (${r.best.verdict.failed} failing, ${r.best.diff_size} changed lines).`,
+    );
   } else {
     lines.push('No attempt produced a change.');
   }
-  if (r.ground_truth && !r.ground_truth.applied) lines.push(`The winner's diff did not apply to a fresh checkout: conflicts in ${r.ground_truth.conflicts.map(markdownText).join(', ')}.`);
+  if (r.ground_truth && !r.ground_truth.applied)
+    lines.push(
+      `The winner's diff did not apply to a fresh checkout: conflicts in ${r.ground_truth.conflicts.map(markdownText).join(', ')}.`,
+    );
   for (const a of r.attempts) for (const w of a.review_warnings) lines.push(`Attempt ${a.index}: ${markdownText(w)}`);
-  const hooks = new Set([r.baseline, ...r.attempts.map((a) => a.verdict), r.winner?.verdict].flatMap((v) => v?.hook_failures ?? []).map((h) => `${h.hook} (${h.command})`));
-  for (const h of hooks) lines.push(`npm hook ${markdownText(h)} failed for want of the network after the tests passed: said here, not counted against the tests (cells have no network; --allow-net HOST lets it through).`);
+  const hooks = new Set(
+    [r.baseline, ...r.attempts.map((a) => a.verdict), r.winner?.verdict]
+      .flatMap((v) => v?.hook_failures ?? [])
+      .map((h) => `${h.hook} (${h.command})`),
+  );
+  for (const h of hooks)
+    lines.push(
+      `npm hook ${markdownText(h)} failed for want of the network after the tests passed: said here, not counted against the tests (cells have no network; --allow-net HOST lets it through).`,
+    );
   if (r.applied_to) lines.push(`Applied to ${r.applied_to}.`);
   lines.push('', `${r.cells} cells, ${(r.duration_ms / 1000).toFixed(1)} s.`, '');
   return lines.join('\n');
@@ -57,6 +73,9 @@ function regressionsCell(v: FixReport['baseline'] | null): string {
   if (!v) return '-';
   if (!v.regressions_known) return v.regressions.length > 0 ? `${v.regressions.length}+` : '?';
   if (v.regressions.length === 0) return '0';
-  const named = v.regressions.slice(0, 3).map((n) => markdownText(n)).join(', ');
+  const named = v.regressions
+    .slice(0, 3)
+    .map((n) => markdownText(n))
+    .join(', ');
   return `${v.regressions.length}: ${named}${v.regressions.length > 3 ? ', ...' : ''}`;
 }

@@ -32,7 +32,9 @@ export async function runFix(request: FixRequest, deps: FixDeps): Promise<FixOut
 export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps: FixDeps): Promise<FixOutcome> {
   const { store, provider, progress, signal } = deps;
   const { runId } = run;
-  progress(`run ${runId}: ${run.resumed ? 'resumed, ' : ''}${run.temperatures.length} attempt(s) on ${provider.name}${run.image ? ` (${run.image})` : ''}, tests: ${run.testCmd}`);
+  progress(
+    `run ${runId}: ${run.resumed ? 'resumed, ' : ''}${run.temperatures.length} attempt(s) on ${provider.name}${run.image ? ` (${run.image})` : ''}, tests: ${run.testCmd}`,
+  );
   const scope: RunScope = { run, request, deps };
   const cells = new RunCells(scope);
   let depsWt: AttemptWorktree | null = null;
@@ -50,7 +52,8 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
     return finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });
   } catch (e) {
     const row = store.getRun(runId);
-    if (row?.status === 'running') store.finishRun(runId, signal?.aborted ? 'interrupted' : 'failed', null, { error: (e as Error).message });
+    if (row?.status === 'running')
+      store.finishRun(runId, signal?.aborted ? 'interrupted' : 'failed', null, { error: (e as Error).message });
     throw e;
   } finally {
     await provider.drain();

@@ -44,7 +44,9 @@ export function normalizePatch(patch: PatchBytes | string): string {
 }
 
 export function patchSize(patch: PatchBytes | string): number {
-  return patchStructure(patch).split('\n').filter((l) => (l.startsWith('+') && !l.startsWith('+++')) || (l.startsWith('-') && !l.startsWith('---'))).length;
+  return patchStructure(patch)
+    .split('\n')
+    .filter((l) => (l.startsWith('+') && !l.startsWith('+++')) || (l.startsWith('-') && !l.startsWith('---'))).length;
 }
 
 /**
@@ -68,20 +70,25 @@ export function selectWinner(candidates: Candidate[]): Selection {
       // A group is green when any of its runs was: the diff is the same, the tests were not flaky-free.
       if (c.verdict.green && !group.verdict.green) group.verdict = c.verdict;
     } else {
-      byKey.set(key, { key, attempts: [c.attemptId], agreement: 1, size: patchSize(normalized), verdict: c.verdict, patch: c.patch, firstIndex: c.index });
+      byKey.set(key, {
+        key,
+        attempts: [c.attemptId],
+        agreement: 1,
+        size: patchSize(normalized),
+        verdict: c.verdict,
+        patch: c.patch,
+        firstIndex: c.index,
+      });
     }
   }
   const groups = [...byKey.values()];
   const ranked = groups
-    .sort((a, b) =>
-      Number(b.verdict.green) - Number(a.verdict.green) ||
-      a.size - b.size ||
-      b.agreement - a.agreement ||
-      a.firstIndex - b.firstIndex)
+    .sort(
+      (a, b) =>
+        Number(b.verdict.green) - Number(a.verdict.green) || a.size - b.size || b.agreement - a.agreement || a.firstIndex - b.firstIndex,
+    )
     .map(({ firstIndex: _first, ...g }) => g);
   const winner = ranked[0]?.verdict.green ? ranked[0] : null;
-  const best = winner
-    ? null
-    : [...ranked].sort((a, b) => a.verdict.failed - b.verdict.failed || a.size - b.size)[0] ?? null;
+  const best = winner ? null : ([...ranked].sort((a, b) => a.verdict.failed - b.verdict.failed || a.size - b.size)[0] ?? null);
   return { winner, best, ranked, empty };
 }

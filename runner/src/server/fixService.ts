@@ -40,14 +40,18 @@ export class FixService {
   private readonly pendingPush = new Map<string, NodeJS.Timeout>();
   private cellSeq = 0;
 
-  constructor(stateDir: string, private readonly hooks: FixServiceHooks) {
+  constructor(
+    stateDir: string,
+    private readonly hooks: FixServiceHooks,
+  ) {
     this.store = new RunStore(openStore(join(stateDir, 'forge.db')));
   }
 
   /** Resolves with the run id once the run is recorded; bad input rejects with nothing recorded. */
   async start(p: FixStartParams): Promise<{ run_id: string }> {
     const providerName = p.provider ?? (p.image ? 'docker' : 'host');
-    if (providerName === 'docker' && !p.image) throw new InputError('docker cells need an image: set forge.image (or run forge-runner bake and pass its image)');
+    if (providerName === 'docker' && !p.image)
+      throw new InputError('docker cells need an image: set forge.image (or run forge-runner bake and pass its image)');
     const model = this.createModel(p.model);
     const provider = this.observe(createProvider(providerName, { prewarm: Math.min(p.attempts, 4) }));
     const abort = new AbortController();
@@ -66,14 +70,20 @@ export class FixService {
         this.hooks.notify('fix/progress', { run_id: id, line });
         this.schedulePush(id);
       },
-    }).then(() => null, (e: Error) => e).then((error) => {
-      this.active.delete(id);
-      this.flushPush(id);
-      const status = this.store.getRun(id)?.status ?? 'failed';
-      const message = error ? (abort.signal.aborted ? 'cancelled' : error.message.split('\n')[0] ?? 'error') : null;
-      if (error && !abort.signal.aborted && !(error instanceof InputError)) this.hooks.log(`run ${id} failed: ${error.stack ?? error.message}`);
-      this.hooks.notify('fix/finished', { run_id: id, status, error: message });
-    });
+    })
+      .then(
+        () => null,
+        (e: Error) => e,
+      )
+      .then((error) => {
+        this.active.delete(id);
+        this.flushPush(id);
+        const status = this.store.getRun(id)?.status ?? 'failed';
+        const message = error ? (abort.signal.aborted ? 'cancelled' : (error.message.split('\n')[0] ?? 'error')) : null;
+        if (error && !abort.signal.aborted && !(error instanceof InputError))
+          this.hooks.log(`run ${id} failed: ${error.stack ?? error.message}`);
+        this.hooks.notify('fix/finished', { run_id: id, status, error: message });
+      });
     this.active.set(id, { abort, done });
     this.schedulePush(id);
     return { run_id: id };
@@ -96,7 +106,13 @@ export class FixService {
 
   async reviewFiles(runId: string): Promise<RpcFixResult<'review/files'>> {
     const { run, branch } = this.reviewable(runId);
-    return { run_id: runId, repo: run.repo, base_commit: run.base_commit, branch, files: await listReviewFiles(run.repo, run.base_commit, branch) };
+    return {
+      run_id: runId,
+      repo: run.repo,
+      base_commit: run.base_commit,
+      branch,
+      files: await listReviewFiles(run.repo, run.base_commit, branch),
+    };
   }
 
   async reviewContent(runId: string, path: string, side: 'base' | 'attempt'): Promise<RpcFixResult<'review/content'>> {
@@ -140,7 +156,8 @@ export class FixService {
   private reviewable(runId: string) {
     const run = this.store.getRun(runId);
     if (!run) throw new InputError(`no run ${runId}; see runs/list`);
-    if (run.status !== 'fixed' || run.winner_attempt === null) throw new InputError(`run ${runId} has no winner to review (status ${run.status})`);
+    if (run.status !== 'fixed' || run.winner_attempt === null)
+      throw new InputError(`run ${runId} has no winner to review (status ${run.status})`);
     if (run.review === 'discarded') throw new InputError(`run ${runId} was discarded; its winner branch is gone`);
     return { run, branch: winnerBranchName(runId, run.winner_attempt) };
   }
@@ -160,9 +177,18 @@ export class FixService {
       const attempt = labels['forge.attempt'];
       const cmd = spec.cmd;
       this.running.set(key, {
-        cell_id: key, run_id: runId, attempt_index: attempt === undefined ? null : Number(attempt), purpose: labels['forge.purpose'] ?? 'cell',
-        provider: provider.name, image: spec.image ?? '', command: Array.isArray(cmd) ? cmd.join(' ') : String(cmd),
-        running: true, exit_code: null, killed_by: null, duration_ms: null, started_at: new Date().toISOString(),
+        cell_id: key,
+        run_id: runId,
+        attempt_index: attempt === undefined ? null : Number(attempt),
+        purpose: labels['forge.purpose'] ?? 'cell',
+        provider: provider.name,
+        image: spec.image ?? '',
+        command: Array.isArray(cmd) ? cmd.join(' ') : String(cmd),
+        running: true,
+        exit_code: null,
+        killed_by: null,
+        duration_ms: null,
+        started_at: new Date().toISOString(),
       });
       this.cellsChanged(runId);
       try {
@@ -182,7 +208,10 @@ export class FixService {
 
   private schedulePush(runId: string): void {
     if (this.pendingPush.has(runId)) return;
-    this.pendingPush.set(runId, setTimeout(() => this.flushPush(runId), 100));
+    this.pendingPush.set(
+      runId,
+      setTimeout(() => this.flushPush(runId), 100),
+    );
   }
 
   private flushPush(runId: string): void {

@@ -18,7 +18,10 @@ export class InstanceService {
   ) {}
 
   async resumeAll(): Promise<void> {
-    const ids = new Set([...(await this.coordinator.cells.list()), ...this.coordinator.management.store.openOperations().map((o) => o.instance_id)]);
+    const ids = new Set([
+      ...(await this.coordinator.cells.list()),
+      ...this.coordinator.management.store.openOperations().map((o) => o.instance_id),
+    ]);
     for (const id of ids) this.kick(id);
   }
 
@@ -32,7 +35,11 @@ export class InstanceService {
       try {
         do {
           this.again.delete(instanceId);
-          await this.coordinator.drive(instanceId, { timeoutMs: 24 * 3600_000, onState: (s) => this.onChange(instanceId, s), signal: this.abort.signal });
+          await this.coordinator.drive(instanceId, {
+            timeoutMs: 24 * 3600_000,
+            onState: (s) => this.onChange(instanceId, s),
+            signal: this.abort.signal,
+          });
         } while (this.again.has(instanceId) && !this.closed);
       } catch (e) {
         this.onError(instanceId, e as Error);

@@ -40,7 +40,11 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
   const connection = o.connection;
   const c = o.coordinator;
   const notify = (method: string, params: unknown) => void connection.sendNotification(method, params).catch(() => undefined);
-  const instances = new InstanceService(c, (instance_id, state) => notify(NOTIFICATION_INSTANCE_CHANGED, { instance_id, state }), (id, e) => o.log(`instance ${id}: ${e.message}`));
+  const instances = new InstanceService(
+    c,
+    (instance_id, state) => notify(NOTIFICATION_INSTANCE_CHANGED, { instance_id, state }),
+    (id, e) => o.log(`instance ${id}: ${e.message}`),
+  );
   const fixes = new FixService(o.stateDir, {
     notify,
     askClientModel: (request) => connection.sendRequest(REQUEST_MODEL_REPLY, request),
@@ -67,7 +71,10 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
     },
     'ledger/show': async ({ operation_id }) => {
       const row = c.management.store.operation(operation_id);
-      return { operation: row ? { ...row, request: JSON.parse(row.request_json) } : null, evidence: c.management.store.evidence({ operationId: operation_id }).map(({ seq: _seq, ...e }) => e) };
+      return {
+        operation: row ? { ...row, request: JSON.parse(row.request_json) } : null,
+        evidence: c.management.store.evidence({ operationId: operation_id }).map(({ seq: _seq, ...e }) => e),
+      };
     },
   };
 
@@ -88,9 +95,20 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
       const turns = fixes.store.turns(run_id, index).map((t) => {
         const response = JSON.parse(t.response_json) as { content?: string | null };
         const results = JSON.parse(t.tool_results_json) as { tool: string; arguments: unknown; result: string }[];
-        return { turn: t.turn_idx, content: response.content ?? null, tokens: t.tokens, tool_calls: results.map((r) => ({ tool: r.tool, arguments: r.arguments, result: r.result })) };
+        return {
+          turn: t.turn_idx,
+          content: response.content ?? null,
+          tokens: t.tokens,
+          tool_calls: results.map((r) => ({ tool: r.tool, arguments: r.arguments, result: r.result })),
+        };
       });
-      return { run: snap.run, attempt, verdict: row.verdict_json ? JSON.parse(row.verdict_json) : null, turns, cells: snap.cells.filter((cell) => cell.attempt_index === index) };
+      return {
+        run: snap.run,
+        attempt,
+        verdict: row.verdict_json ? JSON.parse(row.verdict_json) : null,
+        turns,
+        cells: snap.cells.filter((cell) => cell.attempt_index === index),
+      };
     },
     'cells/log': async ({ run_id, cell_id }) => {
       const row = fixes.store.cell(run_id, cell_id);
@@ -119,7 +137,12 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
   return {
     dispatch: async (method, params) => {
       const route = routes.get(method);
-      return route ? route(params) : new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${method}; see schemas/rpc-fix.schema.json and schemas/rpc-instances.schema.json`);
+      return route
+        ? route(params)
+        : new ResponseError(
+            ErrorCodes.MethodNotFound,
+            `unknown method ${method}; see schemas/rpc-fix.schema.json and schemas/rpc-instances.schema.json`,
+          );
     },
     close: async () => {
       await fixes.close();
@@ -128,7 +151,12 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
   };
 }
 
-function register<T extends MethodTable>(routes: Map<string, (raw: unknown) => Promise<unknown>>, table: T, handlers: Handlers<T>, log: (line: string) => void): void {
+function register<T extends MethodTable>(
+  routes: Map<string, (raw: unknown) => Promise<unknown>>,
+  table: T,
+  handlers: Handlers<T>,
+  log: (line: string) => void,
+): void {
   for (const method of Object.keys(table) as (keyof T & string)[]) {
     const schema = table[method]!.params;
     routes.set(method, async (raw: unknown) => {

@@ -5,7 +5,11 @@ import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js
 /** Store rows -> protocol snapshots. Everything a view shows comes from here, so a restarted runner shows the same. */
 /** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted. */
 export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = () => true): RunSummary {
-  const firstLine = run.issue.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  const firstLine =
+    run.issue
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? '';
   let error: string | null = null;
   if ((run.status === 'failed' || run.status === 'interrupted') && run.report_json) {
     try {
@@ -69,7 +73,12 @@ export function cellSnapshot(c: CellRow): CellSnapshot {
 }
 
 /** The run as stored, plus the cells running right now (they reach the store when they return). */
-export function runSnapshot(store: RunStore, runId: string, running: CellSnapshot[] = [], runnerAlive?: (pid: number) => boolean): RunSnapshot | null {
+export function runSnapshot(
+  store: RunStore,
+  runId: string,
+  running: CellSnapshot[] = [],
+  runnerAlive?: (pid: number) => boolean,
+): RunSnapshot | null {
   const run = store.getRun(runId);
   if (!run) return null;
   const turns = store.turnCounts(runId);

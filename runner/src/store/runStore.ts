@@ -71,16 +71,23 @@ const now = () => new Date().toISOString();
 export class RunStore {
   constructor(private readonly db: Db) {}
 
-  createRun(run: Omit<RunRow, 'created_at' | 'updated_at' | 'status' | 'winner_attempt' | 'baseline_json' | 'report_json' | 'review'>, temperatures: number[]): void {
-    this.db.transaction(() => {
-      const t = now();
-      this.db
-        .prepare(`INSERT INTO runs (id, created_at, updated_at, repo, base_commit, issue, test_cmd, provider, image, model, attempts, status, runner_pid, install_cmd)
-                  VALUES (@id, @t, @t, @repo, @base_commit, @issue, @test_cmd, @provider, @image, @model, @attempts, 'running', @runner_pid, @install_cmd)`)
-        .run({ ...run, t });
-      const insert = this.db.prepare(`INSERT INTO attempts (run_id, idx, attempt_id, temperature, status) VALUES (?, ?, ?, ?, 'queued')`);
-      temperatures.forEach((temp, i) => insert.run(run.id, i, `${run.id}-a${i}`, temp));
-    }).immediate();
+  createRun(
+    run: Omit<RunRow, 'created_at' | 'updated_at' | 'status' | 'winner_attempt' | 'baseline_json' | 'report_json' | 'review'>,
+    temperatures: number[],
+  ): void {
+    this.db
+      .transaction(() => {
+        const t = now();
+        this.db
+          .prepare(
+            `INSERT INTO runs (id, created_at, updated_at, repo, base_commit, issue, test_cmd, provider, image, model, attempts, status, runner_pid, install_cmd)
+                  VALUES (@id, @t, @t, @repo, @base_commit, @issue, @test_cmd, @provider, @image, @model, @attempts, 'running', @runner_pid, @install_cmd)`,
+          )
+          .run({ ...run, t });
+        const insert = this.db.prepare(`INSERT INTO attempts (run_id, idx, attempt_id, temperature, status) VALUES (?, ?, ?, ?, 'queued')`);
+        temperatures.forEach((temp, i) => insert.run(run.id, i, `${run.id}-a${i}`, temp));
+      })
+      .immediate();
   }
 
   getRun(id: string): RunRow | undefined {
@@ -100,34 +107,77 @@ export class RunStore {
   }
 
   startAttempt(runId: string, idx: number): void {
-    this.db.prepare(`UPDATE attempts SET status = 'running', started_at = ?, error = NULL WHERE run_id = ? AND idx = ?`).run(now(), runId, idx);
+    this.db
+      .prepare(`UPDATE attempts SET status = 'running', started_at = ?, error = NULL WHERE run_id = ? AND idx = ?`)
+      .run(now(), runId, idx);
   }
 
-  finishAttempt(runId: string, idx: number, result: { verdict: unknown; patch: Buffer; turns: number; tokens: number } | { error: string; turns: number; tokens: number }): void {
+  finishAttempt(
+    runId: string,
+    idx: number,
+    result: { verdict: unknown; patch: Buffer; turns: number; tokens: number } | { error: string; turns: number; tokens: number },
+  ): void {
     if ('error' in result) {
-      this.db.prepare(`UPDATE attempts SET status = 'failed', error = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`)
+      this.db
+        .prepare(`UPDATE attempts SET status = 'failed', error = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`)
         .run(result.error, result.turns, result.tokens, now(), runId, idx);
     } else {
-      this.db.prepare(`UPDATE attempts SET status = 'finished', verdict_json = ?, patch = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`)
+      this.db
+        .prepare(
+          `UPDATE attempts SET status = 'finished', verdict_json = ?, patch = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`,
+        )
         .run(JSON.stringify(result.verdict), result.patch, result.turns, result.tokens, now(), runId, idx);
     }
   }
 
   recordTurn(runId: string, attemptIdx: number, turnIdx: number, response: unknown, toolResults: unknown, tokens: number): void {
-    this.db.prepare(`INSERT OR REPLACE INTO model_turns VALUES (?, ?, ?, ?, ?, ?, ?)`)
+    this.db
+      .prepare(`INSERT OR REPLACE INTO model_turns VALUES (?, ?, ?, ?, ?, ?, ?)`)
       .run(runId, attemptIdx, turnIdx, JSON.stringify(response), JSON.stringify(toolResults), tokens, now());
   }
 
-  recordCell(runId: string, attemptIdx: number | null, purpose: string, cell: { cell_id: string; provider: string; image: string; exit_code: number; killed_by: string | null; duration_ms: number; output?: string }, command: string): void {
-    this.db.prepare(`INSERT INTO cell_executions (run_id, attempt_idx, purpose, cell_id, provider, image, command, exit_code, killed_by, duration_ms, created_at, log)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run(runId, attemptIdx, purpose, cell.cell_id, cell.provider, cell.image, command, cell.exit_code, cell.killed_by, cell.duration_ms, now(), cell.output ?? null);
+  recordCell(
+    runId: string,
+    attemptIdx: number | null,
+    purpose: string,
+    cell: {
+      cell_id: string;
+      provider: string;
+      image: string;
+      exit_code: number;
+      killed_by: string | null;
+      duration_ms: number;
+      output?: string;
+    },
+    command: string,
+  ): void {
+    this.db
+      .prepare(
+        `INSERT INTO cell_executions (run_id, attempt_idx, purpose, cell_id, provider, image, command, exit_code, killed_by, duration_ms, created_at, log)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        runId,
+        attemptIdx,
+        purpose,
+        cell.cell_id,
+        cell.provider,
+        cell.image,
+        command,
+        cell.exit_code,
+        cell.killed_by,
+        cell.duration_ms,
+        now(),
+        cell.output ?? null,
+      );
   }
 
   cells(runId: string, attemptIdx?: number): CellRow[] {
     return attemptIdx === undefined
       ? (this.db.prepare('SELECT * FROM cell_executions WHERE run_id = ? ORDER BY created_at, rowid').all(runId) as CellRow[])
-      : (this.db.prepare('SELECT * FROM cell_executions WHERE run_id = ? AND attempt_idx = ? ORDER BY created_at, rowid').all(runId, attemptIdx) as CellRow[]);
+      : (this.db
+          .prepare('SELECT * FROM cell_executions WHERE run_id = ? AND attempt_idx = ? ORDER BY created_at, rowid')
+          .all(runId, attemptIdx) as CellRow[]);
   }
 
   cell(runId: string, cellId: string): CellRow | undefined {
@@ -135,12 +185,17 @@ export class RunStore {
   }
 
   turns(runId: string, attemptIdx: number): TurnRow[] {
-    return this.db.prepare('SELECT * FROM model_turns WHERE run_id = ? AND attempt_idx = ? ORDER BY turn_idx').all(runId, attemptIdx) as TurnRow[];
+    return this.db
+      .prepare('SELECT * FROM model_turns WHERE run_id = ? AND attempt_idx = ? ORDER BY turn_idx')
+      .all(runId, attemptIdx) as TurnRow[];
   }
 
   /** Turns recorded so far per attempt (an attempt in progress has not written its total yet). */
   turnCounts(runId: string): Map<number, number> {
-    const rows = this.db.prepare('SELECT attempt_idx, count(*) AS n FROM model_turns WHERE run_id = ? GROUP BY attempt_idx').all(runId) as { attempt_idx: number; n: number }[];
+    const rows = this.db.prepare('SELECT attempt_idx, count(*) AS n FROM model_turns WHERE run_id = ? GROUP BY attempt_idx').all(runId) as {
+      attempt_idx: number;
+      n: number;
+    }[];
     return new Map(rows.map((r) => [r.attempt_idx, r.n]));
   }
 
@@ -153,7 +208,8 @@ export class RunStore {
   }
 
   finishRun(runId: string, status: RunStatus, winner: number | null, report: unknown): void {
-    this.db.prepare('UPDATE runs SET status = ?, winner_attempt = ?, report_json = ?, updated_at = ? WHERE id = ?')
+    this.db
+      .prepare('UPDATE runs SET status = ?, winner_attempt = ?, report_json = ?, updated_at = ? WHERE id = ?')
       .run(status, winner, JSON.stringify(report), now(), runId);
   }
 

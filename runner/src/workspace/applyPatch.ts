@@ -23,7 +23,12 @@ type ViewGit = (args: string[]) => Promise<GitOutput>;
  * through a view (no filters, merge drivers or attributes from the tree: the patch's bytes
  * land as they are). `head` defaults to the tree's HEAD.
  */
-export async function applyPatchFile<T>(loc: RepoLocation, patch: PatchBytes, work: (git: ViewGit, file: string) => Promise<T>, head?: string): Promise<T> {
+export async function applyPatchFile<T>(
+  loc: RepoLocation,
+  patch: PatchBytes,
+  work: (git: ViewGit, file: string) => Promise<T>,
+  head?: string,
+): Promise<T> {
   const base = head ?? (await resolveCommit(loc, 'HEAD'));
   if (!base) throw new Error(`${loc.top} has no commit to apply a patch on`);
   const scratch = mkdtempSync(join(tmpdir(), 'forge-apply-'));
@@ -47,25 +52,30 @@ export async function applyPatchFile<T>(loc: RepoLocation, patch: PatchBytes, wo
 export async function applyPatch(wt: { location: RepoLocation; baseCommit: string }, patch: PatchBytes): Promise<ApplyOutcome> {
   if (isEmptyPatch(patch)) return { applied: true, files: [], conflicts: [], mode: 'clean' };
   try {
-    return await applyPatchFile(wt.location, patch, async (git, file) => {
-      const files = nulRecords((await git(['apply', '--numstat', '-z', file])).text)
-        .map((entry) => entry.split('\t').pop() ?? '')
-        .filter(Boolean);
-      try {
-        await git(['apply', '--check', '--whitespace=nowarn', file]);
-        await git(['apply', '--whitespace=nowarn', file]);
-        return { applied: true, files, conflicts: [], mode: 'clean' as const };
-      } catch {
-        // Preimage differs: fall through to a 3-way merge.
-      }
-      try {
-        await git(['apply', '--3way', '--whitespace=nowarn', file]);
-        return { applied: true, files, conflicts: [], mode: 'three-way' as const };
-      } catch {
-        const unmerged = nulRecords((await git(['diff', '--name-only', '--diff-filter=U', '-z'])).text);
-        return { applied: false, files, conflicts: unmerged.length > 0 ? unmerged : files, mode: 'conflicts' as const };
-      }
-    }, wt.baseCommit);
+    return await applyPatchFile(
+      wt.location,
+      patch,
+      async (git, file) => {
+        const files = nulRecords((await git(['apply', '--numstat', '-z', file])).text)
+          .map((entry) => entry.split('\t').pop() ?? '')
+          .filter(Boolean);
+        try {
+          await git(['apply', '--check', '--whitespace=nowarn', file]);
+          await git(['apply', '--whitespace=nowarn', file]);
+          return { applied: true, files, conflicts: [], mode: 'clean' as const };
+        } catch {
+          // Preimage differs: fall through to a 3-way merge.
+        }
+        try {
+          await git(['apply', '--3way', '--whitespace=nowarn', file]);
+          return { applied: true, files, conflicts: [], mode: 'three-way' as const };
+        } catch {
+          const unmerged = nulRecords((await git(['diff', '--name-only', '--diff-filter=U', '-z'])).text);
+          return { applied: false, files, conflicts: unmerged.length > 0 ? unmerged : files, mode: 'conflicts' as const };
+        }
+      },
+      wt.baseCommit,
+    );
   } finally {
     handOverToCellUser(wt.location.top);
   }

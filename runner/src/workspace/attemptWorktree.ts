@@ -1,5 +1,15 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { handOverToCellUser } from '../cells/cellUser.js';
@@ -87,7 +97,18 @@ export async function createAttemptWorktree(repo: string, baseRef: string, attem
   }
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   assertRealDirectory(dir);
-  await runGit(repoTarget(loc), ['worktree', 'add', '--quiet', '--lock', '--reason', `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`, '-b', branch, path, baseCommit]);
+  await runGit(repoTarget(loc), [
+    'worktree',
+    'add',
+    '--quiet',
+    '--lock',
+    '--reason',
+    `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`,
+    '-b',
+    branch,
+    path,
+    baseCommit,
+  ]);
   const location = await discoverRepository(path);
   if (!location || location.top !== path) throw new Error(`git worktree add did not create a work tree at ${path}`);
   const included = await copyForgeIncludes(loc, path);
@@ -104,10 +125,14 @@ export async function createAttemptWorktree(repo: string, baseRef: string, attem
  * reads the tree's `.git` file and refuses when a cell or tool broke it: a hostile tree must
  * not be able to make cleanup fail.
  */
-export async function destroyAttemptWorktree(wt: Pick<AttemptWorktree, 'repo' | 'path' | 'branch'>, opts: { keepBranch?: boolean } = {}): Promise<void> {
+export async function destroyAttemptWorktree(
+  wt: Pick<AttemptWorktree, 'repo' | 'path' | 'branch'>,
+  opts: { keepBranch?: boolean } = {},
+): Promise<void> {
   const loc = await locateRepository(wt.repo);
   const cells = attemptsDir(loc);
-  if (!isInside(resolve(wt.path), cells) || resolve(wt.path) === cells) throw new Error(`refusing to remove ${wt.path}: attempt worktrees live under ${cells}`);
+  if (!isInside(resolve(wt.path), cells) || resolve(wt.path) === cells)
+    throw new Error(`refusing to remove ${wt.path}: attempt worktrees live under ${cells}`);
   assertRealDirectory(cells);
   await runGit(repoTarget(loc), ['worktree', 'unlock', wt.path]).catch(() => undefined);
   removeTree(wt.path);
@@ -139,7 +164,9 @@ function removeTree(path: string): void {
 export function assertRealDirectory(dir: string): void {
   const st = lstatOrNull(dir);
   if (st && !st.isDirectory()) {
-    throw new InputError(`${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}: forge writes there only when it is a real directory; remove it`);
+    throw new InputError(
+      `${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}: forge writes there only when it is a real directory; remove it`,
+    );
   }
 }
 
@@ -155,7 +182,10 @@ function lstatOrNull(path: string) {
  * Records the attempt's work as one commit on its branch: exactly the change set its diff
  * shows, taken through the runner's own git view of the tree. Returns the commit.
  */
-export async function commitAttempt(wt: Pick<AttemptWorktree, 'repo' | 'branch' | 'baseCommit' | 'location'>, message: string): Promise<string> {
+export async function commitAttempt(
+  wt: Pick<AttemptWorktree, 'repo' | 'branch' | 'baseCommit' | 'location'>,
+  message: string,
+): Promise<string> {
   const { commit, incomplete } = await commitWorktreeChanges({ location: wt.location, base: wt.baseCommit }, message);
   if (incomplete) throw new Error(`the attempt's change could not be recorded completely: ${incomplete}`);
   const loc = await locateRepository(wt.repo);
@@ -208,7 +238,9 @@ async function copyForgeIncludes(loc: RepoLocation, worktree: string): Promise<s
   const specs = parseForgeInclude(readFileSync(listFile, 'utf8'));
   if (specs.length === 0) return [];
   // The user's own list on the user's own checkout: its glob magic is meant.
-  const out = await runGit(repoTarget(loc), ['ls-files', '-z', '--others', '--', ...specs, `:(exclude)${FORGE_DIR}/`], { env: { GIT_LITERAL_PATHSPECS: '0' } });
+  const out = await runGit(repoTarget(loc), ['ls-files', '-z', '--others', '--', ...specs, `:(exclude)${FORGE_DIR}/`], {
+    env: { GIT_LITERAL_PATHSPECS: '0' },
+  });
   const files = nulRecords(out.text);
   for (const rel of files) {
     const src = join(loc.top, rel);

@@ -57,7 +57,12 @@ export interface WorktreeSource {
 const NOT_UTF8_NAME = 'its name is not valid UTF-8: it cannot be reviewed by name, so it is neither shown nor applied';
 
 const STATUS: Record<string, WorktreeDiff['files'][number]['status']> = {
-  A: 'added', M: 'modified', D: 'deleted', R: 'renamed', C: 'added', T: 'type-changed',
+  A: 'added',
+  M: 'modified',
+  D: 'deleted',
+  R: 'renamed',
+  C: 'added',
+  T: 'type-changed',
 };
 
 /** Options every diff of the tree shares: literal, no external programs, no submodules. */
@@ -78,14 +83,26 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
       const opts = { deadline: c.deadline, lowPriority: true };
       // No core.bigFileThreshold: a large text file is shown as text (the patch is capped),
       // never named as binary while its content is applied unseen.
-      const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
+      const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], {
+        ...opts,
+        maxBytes: 32 * 1024 * 1024,
+      });
       const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', c.base, '--'], { ...opts, maxBytes: caps.patchBytes });
       const detailed = parseRawNumstatWithModes(meta.text);
       const all = detailed.map(({ mode: _mode, ...f }) => f);
       const files = all.slice(0, caps.maxFiles);
       let incomplete = c.incomplete;
       if (meta.truncated) incomplete ??= 'the list of changed files is larger than 32 MiB';
-      return { patch: displayText(patch.stdout), truncated: patch.truncated, bytes: patch.bytes, files, files_total: all.length, omitted: c.omitted, warnings: reviewWarnings(detailed, startsWithShebang(src.location.top)), incomplete };
+      return {
+        patch: displayText(patch.stdout),
+        truncated: patch.truncated,
+        bytes: patch.bytes,
+        files,
+        files_total: all.length,
+        omitted: c.omitted,
+        warnings: reviewWarnings(detailed, startsWithShebang(src.location.top)),
+        incomplete,
+      };
     });
   } catch (e) {
     return failedCapture(e);
@@ -96,13 +113,27 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
  * The full-fidelity patch of a tree against its base (binary contents included, untracked
  * files included) for applying to another tree, with what it leaves out.
  */
-export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<{ patch: PatchBytes; omitted: WorktreeDiff['omitted']; warnings: string[]; incomplete: string | null }> {
+export async function captureApplicablePatch(
+  src: WorktreeSource,
+  caps: DiffCaps = DEFAULT_DIFF_CAPS,
+): Promise<{ patch: PatchBytes; omitted: WorktreeDiff['omitted']; warnings: string[]; incomplete: string | null }> {
   return withPreparedChanges(src, caps, async (c) => {
     const opts = { deadline: c.deadline, lowPriority: true };
-    const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], { ...opts, maxBytes: MAX_APPLY_PATCH_BYTES });
-    const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], { ...opts, maxBytes: 32 * 1024 * 1024 });
+    const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], {
+      ...opts,
+      maxBytes: MAX_APPLY_PATCH_BYTES,
+    });
+    const meta = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '-M', '--raw', '--numstat', '-z', c.base, '--'], {
+      ...opts,
+      maxBytes: 32 * 1024 * 1024,
+    });
     const incomplete = patch.truncated ? `the patch is larger than ${MAX_APPLY_PATCH_BYTES} bytes` : c.incomplete;
-    return { patch: patch.stdout, omitted: c.omitted, warnings: reviewWarnings(parseRawNumstatWithModes(meta.text), startsWithShebang(src.location.top)), incomplete };
+    return {
+      patch: patch.stdout,
+      omitted: c.omitted,
+      warnings: reviewWarnings(parseRawNumstatWithModes(meta.text), startsWithShebang(src.location.top)),
+      incomplete,
+    };
   });
 }
 
@@ -111,13 +142,25 @@ export async function captureApplicablePatch(src: WorktreeSource, caps: DiffCaps
  * commit on top of the base, written to the repository's objects. The work tree and the
  * repository's refs are not touched; the caller points a branch at the commit.
  */
-export async function commitWorktreeChanges(src: WorktreeSource, message: string, caps: DiffCaps = DEFAULT_DIFF_CAPS): Promise<{ commit: string; incomplete: string | null }> {
+export async function commitWorktreeChanges(
+  src: WorktreeSource,
+  message: string,
+  caps: DiffCaps = DEFAULT_DIFF_CAPS,
+): Promise<{ commit: string; incomplete: string | null }> {
   return withPreparedChanges(src, caps, async (c) => {
     const opts = { deadline: c.deadline, lowPriority: true };
-    const changed = nulRecordBytes((await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--no-renames', '--name-only', '-z', c.base, '--'], opts)).stdout);
-    if (changed.length > 0) await runGit(c.view, ['update-index', '--add', '--remove', '-z', '--stdin'], { ...opts, input: nulJoin(changed) });
+    const changed = nulRecordBytes(
+      (await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--no-renames', '--name-only', '-z', c.base, '--'], opts)).stdout,
+    );
+    if (changed.length > 0)
+      await runGit(c.view, ['update-index', '--add', '--remove', '-z', '--stdin'], { ...opts, input: nulJoin(changed) });
     const tree = (await runGit(c.view, ['write-tree'], opts)).text.trim();
-    const identity = { GIT_AUTHOR_NAME: 'Forge', GIT_AUTHOR_EMAIL: 'forge@localhost', GIT_COMMITTER_NAME: 'Forge', GIT_COMMITTER_EMAIL: 'forge@localhost' };
+    const identity = {
+      GIT_AUTHOR_NAME: 'Forge',
+      GIT_AUTHOR_EMAIL: 'forge@localhost',
+      GIT_COMMITTER_NAME: 'Forge',
+      GIT_COMMITTER_EMAIL: 'forge@localhost',
+    };
     const commit = (await runGit(c.view, ['commit-tree', tree, '-p', c.base], { ...opts, input: message, env: identity })).text.trim();
     return { commit, incomplete: c.incomplete };
   });
@@ -133,7 +176,14 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
   const { top } = src.location;
   const exclude = await baseIgnoreRulesFor(src, deadline);
   return withGitView(
-    { objectsDir: src.location.objectsDir, head: src.base, workTree: top, indexFrom: src.location.indexFile, objectFormat: src.location.objectFormat, exclude },
+    {
+      objectsDir: src.location.objectsDir,
+      head: src.base,
+      workTree: top,
+      indexFrom: src.location.indexFile,
+      objectFormat: src.location.objectFormat,
+      exclude,
+    },
     async (view) => {
       const opts = { deadline, lowPriority: true };
       const omitted: WorktreeDiff['omitted'] = [];
@@ -155,7 +205,9 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
 
       // Tracked files whose stat changed (no content is read for this). Names are bytes: a
       // file name need not be UTF-8, and a decoded one would name another file.
-      const dirty = nulRecordBytes((await runGit(view, ['diff-files', '--name-only', '-z'], { ...opts, maxBytes: 64 * 1024 * 1024 })).stdout);
+      const dirty = nulRecordBytes(
+        (await runGit(view, ['diff-files', '--name-only', '-z'], { ...opts, maxBytes: 64 * 1024 * 1024 })).stdout,
+      );
       const skip: Buffer[] = [];
       const nowDirectories: Buffer[] = [];
       for (const path of dirty) {
@@ -173,10 +225,15 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
         if (st?.isDirectory()) nowDirectories.push(path);
       }
       if (skip.length > 0) await runGit(view, ['update-index', '--assume-unchanged', '-z', '--stdin'], { ...opts, input: nulJoin(skip) });
-      if (nowDirectories.length > 0) await runGit(view, ['update-index', '--force-remove', '-z', '--stdin'], { ...opts, input: nulJoin(nowDirectories) });
+      if (nowDirectories.length > 0)
+        await runGit(view, ['update-index', '--force-remove', '-z', '--stdin'], { ...opts, input: nulJoin(nowDirectories) });
 
       // Untracked files, listed with the base's ignore rules only.
-      const listing = await runGit(view, ['ls-files', '-z', '--others', `--exclude-from=${view.excludeFile}`], { ...opts, maxRecords: caps.maxUntracked + 1, maxBytes: 256 * 1024 * 1024 });
+      const listing = await runGit(view, ['ls-files', '-z', '--others', `--exclude-from=${view.excludeFile}`], {
+        ...opts,
+        maxRecords: caps.maxUntracked + 1,
+        maxBytes: 256 * 1024 * 1024,
+      });
       let untracked = nulRecordBytes(listing.stdout);
       if (listing.truncated) {
         untracked = untracked.slice(0, caps.maxUntracked);
@@ -201,7 +258,10 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
         else if (budget(shown, st.size, caps.untrackedFileBytes, 'untracked file')) include.push(path);
       }
       if (include.length > 0) {
-        await runGit(view, ['add', '--intent-to-add', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { ...opts, input: nulJoin(include) });
+        await runGit(view, ['add', '--intent-to-add', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+          ...opts,
+          input: nulJoin(include),
+        });
       }
       // Records the stat of unchanged files once, so the diffs below hash only real changes.
       await runGit(view, ['update-index', '-q', '--refresh'], { ...opts, okExitCodes: [1] });
@@ -211,7 +271,8 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
 }
 
 function failedCapture(e: unknown): WorktreeDiff {
-  const why = e instanceof GitDeadlineError ? 'diff capture stopped at its deadline' : `diff capture failed: ${(e as Error).message.split('\n')[0]}`;
+  const why =
+    e instanceof GitDeadlineError ? 'diff capture stopped at its deadline' : `diff capture failed: ${(e as Error).message.split('\n')[0]}`;
   return { patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], warnings: [], incomplete: why };
 }
 
@@ -262,9 +323,21 @@ async function baseIgnoreRulesFor(src: WorktreeSource, deadline: number): Promis
     const m = /^\d+ blob (\S+)\t(.*)$/s.exec(entry);
     if (!m) continue;
     const path = m[2]!;
-    if (path === '.gitignore' || path.endsWith('/.gitignore')) blobs.push({ dir: path.slice(0, -'.gitignore'.length).replace(/\/$/, ''), sha: m[1]! });
+    if (path === '.gitignore' || path.endsWith('/.gitignore'))
+      blobs.push({ dir: path.slice(0, -'.gitignore'.length).replace(/\/$/, ''), sha: m[1]! });
   }
-  const contents = blobs.length === 0 ? [] : parseCatFileBatch((await runGit(target, ['cat-file', '--batch'], { deadline, input: blobs.map((b) => b.sha).join('\n') + '\n', maxBytes: 64 * 1024 * 1024 })).stdout);
+  const contents =
+    blobs.length === 0
+      ? []
+      : parseCatFileBatch(
+          (
+            await runGit(target, ['cat-file', '--batch'], {
+              deadline,
+              input: blobs.map((b) => b.sha).join('\n') + '\n',
+              maxBytes: 64 * 1024 * 1024,
+            })
+          ).stdout,
+        );
   const files = blobs.map((b, i) => ({ dir: b.dir, text: (contents[i] ?? '').slice(0, 1024 * 1024) }));
   let infoExclude = '';
   try {
@@ -309,7 +382,7 @@ export function parseRawNumstatWithModes(text: string): (WorktreeDiff['files'][n
   const parts = text.split('\0');
   const files: (WorktreeDiff['files'][number] & { mode: string })[] = [];
   const binary = new Set<string>();
-  for (let i = 0; i < parts.length; ) {
+  for (let i = 0; i < parts.length;) {
     const head = parts[i++] ?? '';
     if (head === '') continue;
     if (head.startsWith(':')) {

@@ -2,7 +2,10 @@ import { closeSync, constants, lchownSync, lstatSync, openSync } from 'node:fs';
 
 const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
 
-interface Owner { uid: number; gid: number }
+interface Owner {
+  uid: number;
+  gid: number;
+}
 
 /**
  * Who owns each file a patch is about to touch and each missing directory above it, read

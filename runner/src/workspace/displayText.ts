@@ -13,7 +13,11 @@ export function displayText(bytes: Buffer): string {
     let end = bytes.indexOf(0x0a, start);
     if (end === -1) end = bytes.length;
     const line = bytes.subarray(start, end);
-    lines.push(isUtf8(line) ? line.toString('utf8') : [...line].map((b) => (b < 0x80 ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join(''));
+    lines.push(
+      isUtf8(line)
+        ? line.toString('utf8')
+        : [...line].map((b) => (b < 0x80 ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join(''),
+    );
     start = end + 1;
   }
   return lines.join('\n');

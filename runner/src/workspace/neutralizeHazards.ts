@@ -19,7 +19,8 @@ export const HOST_PATH_MAX = 4096;
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 /** An entry below an open directory: each step goes through a descriptor, never a long path. */
-const at = (fd: number, name: Buffer | string): Buffer => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), typeof name === 'string' ? Buffer.from(name) : name]);
+const at = (fd: number, name: Buffer | string): Buffer =>
+  Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), typeof name === 'string' ? Buffer.from(name) : name]);
 
 /**
  * After a cell, before anything else on the host reads the tree: clears setuid/setgid bits
@@ -66,7 +67,8 @@ export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?:
         continue;
       }
       if (++seen > limits.maxEntries || (seen % 1024 === 0 && Date.now() > deadline)) {
-        incomplete = seen > limits.maxEntries ? `more than ${limits.maxEntries} entries` : `past its ${limits.deadlineMs / 1000} s deadline`;
+        incomplete =
+          seen > limits.maxEntries ? `more than ${limits.maxEntries} entries` : `past its ${limits.deadlineMs / 1000} s deadline`;
         break;
       }
       const shown = displayText(e.name);
@@ -88,7 +90,9 @@ export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?:
         try {
           unlinkSync(at(dir.fd, e.name));
           record({ path: rel, found, action: 'removed' });
-        } catch { /* gone already */ }
+        } catch {
+          /* gone already */
+        }
       } else if (e.isFile()) clearSetId(dir.fd, e.name, rel, record);
     }
   } finally {
@@ -110,7 +114,9 @@ function clearSetId(dirFd: number, name: Buffer, rel: string, record: (e: Neutra
         chmodSync(at(dirFd, name), st.mode & 0o1777);
         record({ path: rel, found: 'setid', action: 'cleared' });
       }
-    } catch { /* cannot be opened at all: cannot be run by anyone but root either */ }
+    } catch {
+      /* cannot be opened at all: cannot be run by anyone but root either */
+    }
     return;
   }
   try {

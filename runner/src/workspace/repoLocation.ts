@@ -31,7 +31,15 @@ export async function discoverRepository(dir: string): Promise<RepoLocation | nu
   try {
     // safe.directory: the user named this directory; without it a root runner could not
     // read a repository a cell user owns. Nothing here reads file contents.
-    out = (await runGit({ cwd: dir, config: ['safe.directory=*'] }, ['rev-parse', '--show-toplevel', '--absolute-git-dir', '--git-common-dir', '--show-object-format'])).text;
+    out = (
+      await runGit({ cwd: dir, config: ['safe.directory=*'] }, [
+        'rev-parse',
+        '--show-toplevel',
+        '--absolute-git-dir',
+        '--git-common-dir',
+        '--show-object-format',
+      ])
+    ).text;
   } catch {
     return null;
   }
@@ -62,7 +70,9 @@ function refuseCellMadeGitData(paths: string[]): void {
   const cell = dedicatedCellUser(process.env).uid;
   for (const p of paths) {
     if (lstatSafe(p)?.uid === cell) {
-      throw new InputError(`${p} belongs to the cell user (uid ${cell}): a cell made this git data, so forge will not trust it as a repository; remove it or use the repository it came from`);
+      throw new InputError(
+        `${p} belongs to the cell user (uid ${cell}): a cell made this git data, so forge will not trust it as a repository; remove it or use the repository it came from`,
+      );
     }
   }
 }
@@ -75,11 +85,18 @@ function refuseCellMadeGitData(paths: string[]): void {
 export function assertGitDataOutsideTree(loc: RepoLocation): void {
   const entry = lstatSafe(loc.gitEntry);
   if (entry?.isSymbolicLink()) {
-    throw new InputError(`${loc.gitEntry} is a symbolic link; cells cannot protect git data behind a link: replace it with the directory or a "gitdir:" file`);
+    throw new InputError(
+      `${loc.gitEntry} is a symbolic link; cells cannot protect git data behind a link: replace it with the directory or a "gitdir:" file`,
+    );
   }
-  for (const [what, dir] of [['git directory', loc.gitDir], ['common git directory', loc.commonDir]] as const) {
+  for (const [what, dir] of [
+    ['git directory', loc.gitDir],
+    ['common git directory', loc.commonDir],
+  ] as const) {
     if (isInside(dir, loc.top) && !isInside(dir, loc.gitEntry)) {
-      throw new InputError(`the ${what} of ${loc.top} is ${dir}, inside the tree a cell writes: a cell could plant git config the host then runs; move it out (git init --separate-git-dir elsewhere) or to ${loc.gitEntry}`);
+      throw new InputError(
+        `the ${what} of ${loc.top} is ${dir}, inside the tree a cell writes: a cell could plant git config the host then runs; move it out (git init --separate-git-dir elsewhere) or to ${loc.gitEntry}`,
+      );
     }
   }
 }
@@ -91,8 +108,10 @@ export function repoTarget(loc: Pick<RepoLocation, 'gitDir' | 'top'>, config: st
 
 /** Resolves a commit, or null. */
 export async function resolveCommit(loc: Pick<RepoLocation, 'gitDir' | 'top'>, ref: string): Promise<string | null> {
-  return runGit(repoTarget(loc), ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`])
-    .then((r) => r.text.trim() || null, () => null);
+  return runGit(repoTarget(loc), ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`]).then(
+    (r) => r.text.trim() || null,
+    () => null,
+  );
 }
 
 /**
@@ -105,16 +124,19 @@ export function userExcludesFile(env: NodeJS.ProcessEnv = process.env): string |
   try {
     configured = execFileSync('git', ['config', '--global', '--get', 'core.excludesFile'], {
       encoding: 'utf8',
-      env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? homedir(), ...(env.XDG_CONFIG_HOME ? { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } : {}), GIT_CONFIG_NOSYSTEM: '1' },
+      env: {
+        PATH: env.PATH ?? '/usr/bin:/bin',
+        HOME: env.HOME ?? homedir(),
+        ...(env.XDG_CONFIG_HOME ? { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } : {}),
+        GIT_CONFIG_NOSYSTEM: '1',
+      },
       stdio: ['ignore', 'pipe', 'ignore'],
     }).trim();
   } catch {
     configured = '';
   }
   const home = env.HOME ?? homedir();
-  const path = configured
-    ? configured.replace(/^~(?=\/|$)/, home)
-    : join(env.XDG_CONFIG_HOME || join(home, '.config'), 'git', 'ignore');
+  const path = configured ? configured.replace(/^~(?=\/|$)/, home) : join(env.XDG_CONFIG_HOME || join(home, '.config'), 'git', 'ignore');
   return isAbsolute(path) && existsSync(path) ? path : null;
 }
 

@@ -36,8 +36,11 @@ async function branchExists(repo: string, branch: string): Promise<boolean> {
 
 /** The files the winner changes, base commit vs the winner branch (renames as delete + add). */
 export async function listReviewFiles(repo: string, base: string, branch: string): Promise<ReviewFile[]> {
-  if (!(await branchExists(repo, branch))) throw new InputError(`the winner branch ${branch} is gone (discarded or deleted); nothing to review`);
-  const out = (await userGit(repo, ['diff', '--no-ext-diff', '--no-textconv', '--name-status', '--no-renames', '-z', base, branch, '--'])).text.split('\0');
+  if (!(await branchExists(repo, branch)))
+    throw new InputError(`the winner branch ${branch} is gone (discarded or deleted); nothing to review`);
+  const out = (
+    await userGit(repo, ['diff', '--no-ext-diff', '--no-textconv', '--name-status', '--no-renames', '-z', base, branch, '--'])
+  ).text.split('\0');
   const files: ReviewFile[] = [];
   for (let i = 0; i + 1 < out.length; i += 2) {
     const code = out[i]!;
@@ -54,7 +57,10 @@ export async function listReviewFiles(repo: string, base: string, branch: string
  */
 export async function readReviewContent(repo: string, rev: string, path: string): Promise<{ content: string | null; note: string | null }> {
   const spec = `${rev}:${path}`;
-  const type = await userGit(repo, ['cat-file', '-t', spec]).then((r) => r.text.trim(), () => null);
+  const type = await userGit(repo, ['cat-file', '-t', spec]).then(
+    (r) => r.text.trim(),
+    () => null,
+  );
   if (type === null) return { content: null, note: 'not present on this side' };
   if (type !== 'blob') return { content: null, note: `a ${type}, not a file` };
   const size = Number((await userGit(repo, ['cat-file', '-s', spec])).text.trim());
@@ -76,8 +82,15 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
   if (isEmptyPatch(patch)) return { applied: true, files: [] };
   const loc = await locateRepository(repo);
   return applyPatchFile(loc, patch, async (git, file) => {
-    const paths = (await git(['apply', '--numstat', '-z', file])).text.split('\0').filter(Boolean).map((e) => e.split('\t').pop() ?? '').filter(Boolean);
-    const ok = await git(['apply', '--check', '--whitespace=nowarn', file]).then(() => true, () => false);
+    const paths = (await git(['apply', '--numstat', '-z', file])).text
+      .split('\0')
+      .filter(Boolean)
+      .map((e) => e.split('\t').pop() ?? '')
+      .filter(Boolean);
+    const ok = await git(['apply', '--check', '--whitespace=nowarn', file]).then(
+      () => true,
+      () => false,
+    );
     if (ok) {
       // A root runner writes new inodes as root: they go back to their owners afterwards.
       const restoreOwners = rememberCheckoutOwners(loc.top, paths);
@@ -87,7 +100,10 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
     }
     const files: ApplyFileOutcome[] = [];
     for (const path of paths) {
-      const err = await git(['apply', '--check', '--whitespace=nowarn', `--include=${path}`, file]).then(() => null, (e: Error) => e.message);
+      const err = await git(['apply', '--check', '--whitespace=nowarn', `--include=${path}`, file]).then(
+        () => null,
+        (e: Error) => e.message,
+      );
       files.push({ path, ok: err === null, reason: err === null ? null : conflictReason(err) });
     }
     return { applied: false, files };

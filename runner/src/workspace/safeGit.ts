@@ -47,7 +47,20 @@ export const SAFE_GIT_OVERRIDES: readonly string[] = [
 ];
 
 /** Attributes that run programs or change what content or its diff looks like. */
-const NEUTRAL_ATTRIBUTES = ['filter', 'diff', 'merge', 'text', 'eol', 'crlf', 'ident', 'working-tree-encoding', 'encoding', 'export-subst', 'whitespace', 'conflict-marker-size'];
+const NEUTRAL_ATTRIBUTES = [
+  'filter',
+  'diff',
+  'merge',
+  'text',
+  'eol',
+  'crlf',
+  'ident',
+  'working-tree-encoding',
+  'encoding',
+  'export-subst',
+  'whitespace',
+  'conflict-marker-size',
+];
 
 /** info/attributes has the highest precedence: this line wins over every in-tree file. */
 export const NEUTRAL_ATTRIBUTES_FILE = `* ${NEUTRAL_ATTRIBUTES.map((a) => `!${a}`).join(' ')}\n`;
@@ -152,15 +165,26 @@ export async function runGit(target: GitTarget, args: readonly string[], opts: G
   });
   child.stdin?.on('error', () => undefined);
   if (opts.lowPriority && child.pid !== undefined) {
-    try { setPriority(child.pid, 10); } catch { /* exited already */ }
+    try {
+      setPriority(child.pid, 10);
+    } catch {
+      /* exited already */
+    }
   }
   if (opts.input !== undefined) child.stdin?.end(opts.input);
   let timedOut = false;
   const killGroup = () => {
     if (child.pid === undefined) return;
-    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
   };
-  const onTimeout = () => { timedOut = true; killGroup(); };
+  const onTimeout = () => {
+    timedOut = true;
+    killGroup();
+  };
   const timer = setTimeout(onTimeout, Math.max(0, deadline - Date.now()));
   const onAbort = () => onTimeout();
   if (opts.signal?.aborted) onAbort();
@@ -180,7 +204,10 @@ export async function runGit(target: GitTarget, args: readonly string[], opts: G
       if (opts.maxRecords !== undefined) {
         let cut = -1;
         for (let i = 0; i < buf.length; i++) {
-          if (buf[i] === 0 && ++records >= opts.maxRecords) { cut = i + 1; break; }
+          if (buf[i] === 0 && ++records >= opts.maxRecords) {
+            cut = i + 1;
+            break;
+          }
         }
         if (cut !== -1) {
           buf = buf.subarray(0, cut);
@@ -200,10 +227,18 @@ export async function runGit(target: GitTarget, args: readonly string[], opts: G
       }
     }
     const result = await child;
-    if (timedOut) throw new GitDeadlineError(`git ${args[0] ?? ''} ${opts.signal?.aborted ? 'was cancelled' : 'ran past its deadline'} and was stopped`);
+    if (timedOut)
+      throw new GitDeadlineError(
+        `git ${args[0] ?? ''} ${opts.signal?.aborted ? 'was cancelled' : 'ran past its deadline'} and was stopped`,
+      );
     const exitCode = result.exitCode ?? -1;
     if (!truncated && exitCode !== 0 && !(opts.okExitCodes ?? []).includes(exitCode)) {
-      throw new Error(`git ${args.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ')} failed (${result.exitCode ?? result.signal}): ${firstLine(stderr)}`);
+      throw new Error(
+        `git ${args
+          .filter((a) => !a.startsWith('-'))
+          .slice(0, 2)
+          .join(' ')} failed (${result.exitCode ?? result.signal}): ${firstLine(stderr)}`,
+      );
     }
     const stdout = Buffer.concat(chunks);
     return { stdout, text: stdout.toString('utf8'), truncated, bytes: total, exitCode };

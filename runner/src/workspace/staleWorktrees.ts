@@ -12,9 +12,7 @@ export interface WorktreeEntry {
   prunable: boolean;
 }
 
-export type WorktreeVerdict =
-  | { action: 'remove'; reason: string }
-  | { action: 'leave'; reason: string };
+export type WorktreeVerdict = { action: 'remove'; reason: string } | { action: 'leave'; reason: string };
 
 /** Pure: `git worktree list --porcelain` -> entries. */
 export function parseWorktreeList(text: string): WorktreeEntry[] {
@@ -40,10 +38,13 @@ export function judgeWorktree(e: WorktreeEntry, host: string, isAlive: (pid: num
   if (e.prunable) return { action: 'remove', reason: 'its directory is gone' };
   if (e.locked === LOCK_KEEP) return { action: 'leave', reason: 'kept for review' };
   const owner = e.locked?.startsWith(LOCK_OWNER_PREFIX) ? /pid=(\d+)(?: host=(\S+))?/.exec(e.locked) : null;
-  if (!owner) return { action: 'remove', reason: e.locked === null ? 'not locked by any runner' : `locked by something else (${e.locked})` };
+  if (!owner)
+    return { action: 'remove', reason: e.locked === null ? 'not locked by any runner' : `locked by something else (${e.locked})` };
   const pid = Number(owner[1]);
   if (owner[2] && owner[2] !== host) return { action: 'leave', reason: `owned by a runner on another host (${owner[2]})` };
-  return isAlive(pid) ? { action: 'leave', reason: `in use by runner pid ${pid}` } : { action: 'remove', reason: `its runner (pid ${pid}) is gone` };
+  return isAlive(pid)
+    ? { action: 'leave', reason: `in use by runner pid ${pid}` }
+    : { action: 'remove', reason: `its runner (pid ${pid}) is gone` };
 }
 
 export interface GcItem {

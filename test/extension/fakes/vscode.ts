@@ -31,16 +31,34 @@ export class Disposable {
   }
 }
 
-export enum TreeItemCollapsibleState { None = 0, Collapsed = 1, Expanded = 2 }
-export enum StatusBarAlignment { Left = 1, Right = 2 }
-export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
-export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
+export enum TreeItemCollapsibleState {
+  None = 0,
+  Collapsed = 1,
+  Expanded = 2,
+}
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+}
 
 export class ThemeColor {
   constructor(readonly id: string) {}
 }
 export class ThemeIcon {
-  constructor(readonly id: string, readonly color?: ThemeColor) {}
+  constructor(
+    readonly id: string,
+    readonly color?: ThemeColor,
+  ) {}
 }
 export class TreeItem {
   id?: string;
@@ -49,11 +67,18 @@ export class TreeItem {
   iconPath?: ThemeIcon;
   contextValue?: string;
   command?: { command: string; title: string; arguments?: unknown[] };
-  constructor(readonly label: string, readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None) {}
+  constructor(
+    readonly label: string,
+    readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
+  ) {}
 }
 
 export class Uri {
-  private constructor(readonly scheme: string, readonly path: string, readonly query: string) {}
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+    readonly query: string,
+  ) {}
   static file(path: string): Uri {
     return new Uri('file', path, '');
   }
@@ -72,20 +97,33 @@ export class Uri {
 }
 
 export class RelativePattern {
-  constructor(readonly base: unknown, readonly pattern: string) {}
+  constructor(
+    readonly base: unknown,
+    readonly pattern: string,
+  ) {}
 }
 
 export class LanguageModelTextPart {
   constructor(readonly value: string) {}
 }
 export class LanguageModelToolCallPart {
-  constructor(readonly callId: string, readonly name: string, readonly input: object) {}
+  constructor(
+    readonly callId: string,
+    readonly name: string,
+    readonly input: object,
+  ) {}
 }
 export class LanguageModelToolResultPart {
-  constructor(readonly callId: string, readonly content: unknown[]) {}
+  constructor(
+    readonly callId: string,
+    readonly content: unknown[],
+  ) {}
 }
 export class LanguageModelChatMessage {
-  constructor(readonly role: 'user' | 'assistant', readonly content: unknown) {}
+  constructor(
+    readonly role: 'user' | 'assistant',
+    readonly content: unknown,
+  ) {}
   static User(content: unknown): LanguageModelChatMessage {
     return new LanguageModelChatMessage('user', content);
   }
@@ -141,16 +179,27 @@ export const fake = {
   },
 };
 
-const message = (level: ShownMessage['level']) => async (text: string, ...rest: unknown[]) => {
-  const items = rest.filter((r): r is string => typeof r === 'string');
-  fake.messages.push({ level, text, items });
-  return fake.messageAnswers.shift();
-};
+const message =
+  (level: ShownMessage['level']) =>
+  async (text: string, ...rest: unknown[]) => {
+    const items = rest.filter((r): r is string => typeof r === 'string');
+    fake.messages.push({ level, text, items });
+    return fake.messageAnswers.shift();
+  };
 
 export const window = {
   createOutputChannel: () => ({ info() {}, warn() {}, error() {}, trace() {}, debug() {}, appendLine() {}, show() {}, dispose() {} }),
   createStatusBarItem: () => {
-    const item = { text: '', tooltip: undefined as unknown, backgroundColor: undefined as ThemeColor | undefined, command: undefined as unknown, name: '', show() {}, hide() {}, dispose() {} };
+    const item = {
+      text: '',
+      tooltip: undefined as unknown,
+      backgroundColor: undefined as ThemeColor | undefined,
+      command: undefined as unknown,
+      name: '',
+      show() {},
+      hide() {},
+      dispose() {},
+    };
     fake.statusItems.push(item);
     return item;
   },
@@ -170,8 +219,14 @@ export const window = {
   showWorkspaceFolderPick: async () => fake.workspaceFolders[0],
   showTextDocument: async (doc: unknown) => doc,
   /** Progress lines are recorded; fake.cancelProgress() presses the notification's Cancel. */
-  withProgress: async <T>(_o: unknown, task: (p: { report(v: { message?: string }): void }, t: { onCancellationRequested(l: () => void): void }) => Promise<T>) =>
-    task({ report: (v) => void (v.message && fake.progress.push(v.message)) }, { onCancellationRequested: (l) => void fake.cancelListeners.push(l) }),
+  withProgress: async <T>(
+    _o: unknown,
+    task: (p: { report(v: { message?: string }): void }, t: { onCancellationRequested(l: () => void): void }) => Promise<T>,
+  ) =>
+    task(
+      { report: (v) => void (v.message && fake.progress.push(v.message)) },
+      { onCancellationRequested: (l) => void fake.cancelListeners.push(l) },
+    ),
   createWebviewPanel: (_type: string, title: string) => {
     const received = new EventEmitter<unknown>();
     const record = { title, html: '', posted: [] as unknown[], receive: (m: unknown) => received.fire(m) };
@@ -211,7 +266,8 @@ export const commands = {
 
 export const workspace = {
   getConfiguration: (section: string) => ({
-    get: <T>(key: string, fallback: T): T => (fake.config.has(`${section}.${key}`) ? (fake.config.get(`${section}.${key}`) as T) : fallback),
+    get: <T>(key: string, fallback: T): T =>
+      fake.config.has(`${section}.${key}`) ? (fake.config.get(`${section}.${key}`) as T) : fallback,
   }),
   registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): unknown }) => {
     fake.contentProviders.set(scheme, provider);

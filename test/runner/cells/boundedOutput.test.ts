@@ -42,32 +42,37 @@ describe('BoundedOutputCollector', () => {
 
   it('keeps head and tail with a marker, for display and for the log (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 4096, max: 20000 }), fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 1, max: 9000 }), (logBytes, total, chunk) => {
-        const path = join(tmp.dir, `log-${logBytes}-${total}`);
-        const data = Buffer.alloc(total);
-        for (let i = 0; i < total; i++) data[i] = 97 + (i % 26);
-        const c = new BoundedOutputCollector(path, logBytes);
-        for (let i = 0; i < total; i += chunk) c.push(data.subarray(i, i + chunk));
-        const s = c.finish();
-        assert.equal(s.totalBytes, total);
-        const shownLimit = DISPLAY_HEAD_BYTES + DISPLAY_TAIL_BYTES;
-        assert.equal(s.truncated, total > shownLimit);
-        if (!s.truncated) assert.equal(s.output, data.toString());
-        else {
-          assert.ok(s.output.startsWith(data.subarray(0, DISPLAY_HEAD_BYTES).toString()));
-          assert.ok(s.output.endsWith(data.subarray(total - DISPLAY_TAIL_BYTES).toString()));
-          assert.ok(s.output.includes(`[... forge: ${total - shownLimit} bytes of output omitted ...]`));
-        }
-        const log = readFileSync(path);
-        if (total <= logBytes) assert.deepEqual(log, data);
-        else {
-          const head = Math.floor(logBytes / 2);
-          const tail = logBytes - head;
-          assert.deepEqual(log.subarray(0, head), data.subarray(0, head));
-          assert.deepEqual(log.subarray(log.length - tail), data.subarray(total - tail));
-          assert.ok(log.length < logBytes + 100);
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 4096, max: 20000 }),
+        fc.integer({ min: 0, max: 200_000 }),
+        fc.integer({ min: 1, max: 9000 }),
+        (logBytes, total, chunk) => {
+          const path = join(tmp.dir, `log-${logBytes}-${total}`);
+          const data = Buffer.alloc(total);
+          for (let i = 0; i < total; i++) data[i] = 97 + (i % 26);
+          const c = new BoundedOutputCollector(path, logBytes);
+          for (let i = 0; i < total; i += chunk) c.push(data.subarray(i, i + chunk));
+          const s = c.finish();
+          assert.equal(s.totalBytes, total);
+          const shownLimit = DISPLAY_HEAD_BYTES + DISPLAY_TAIL_BYTES;
+          assert.equal(s.truncated, total > shownLimit);
+          if (!s.truncated) assert.equal(s.output, data.toString());
+          else {
+            assert.ok(s.output.startsWith(data.subarray(0, DISPLAY_HEAD_BYTES).toString()));
+            assert.ok(s.output.endsWith(data.subarray(total - DISPLAY_TAIL_BYTES).toString()));
+            assert.ok(s.output.includes(`[... forge: ${total - shownLimit} bytes of output omitted ...]`));
+          }
+          const log = readFileSync(path);
+          if (total <= logBytes) assert.deepEqual(log, data);
+          else {
+            const head = Math.floor(logBytes / 2);
+            const tail = logBytes - head;
+            assert.deepEqual(log.subarray(0, head), data.subarray(0, head));
+            assert.deepEqual(log.subarray(log.length - tail), data.subarray(total - tail));
+            assert.ok(log.length < logBytes + 100);
+          }
+        },
+      ),
       { numRuns: 60 },
     );
   });

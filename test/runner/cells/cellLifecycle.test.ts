@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type CellDriver, type CellStartContext, grantEgress, proxyEnv, runCellLifecycle } from '../../../runner/src/cells/cellLifecycle.js';
+import {
+  type CellDriver,
+  type CellStartContext,
+  grantEgress,
+  proxyEnv,
+  runCellLifecycle,
+} from '../../../runner/src/cells/cellLifecycle.js';
 import { EgressProxy } from '../../../runner/src/cells/egressProxy.js';
 import { parseCellSpec } from '../../../runner/src/cells/provider.js';
 import type { IsolationReport } from '../../../runner/src/protocol/isolation.js';
@@ -41,7 +47,13 @@ function fakeDriver(script: (ctx: CellStartContext, exit: (code: number | null, 
 
 function isolation(): IsolationReport {
   return {
-    mechanism: 'fake', degraded: false, namespaces: [], net: 'none', filesystem: '', user: '', masked_paths: [],
+    mechanism: 'fake',
+    degraded: false,
+    namespaces: [],
+    net: 'none',
+    filesystem: '',
+    user: '',
+    masked_paths: [],
     rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
     cgroup: { version: null, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: null },
     warnings: [],
@@ -54,8 +66,14 @@ describe('runCellLifecycle (the lifecycle every cell provider shares)', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const facts = (input: Record<string, unknown>, extra: { signal?: AbortSignal } = {}) => ({
-    cellId: 'c1', provider: 'host' as const, spec: parseCellSpec({ cmd: 'x', ...input }), options: extra,
-    logPath: join(dir, 'c1.log'), worktree: null, isolation: isolation(), egress: null,
+    cellId: 'c1',
+    provider: 'host' as const,
+    spec: parseCellSpec({ cmd: 'x', ...input }),
+    options: extra,
+    logPath: join(dir, 'c1.log'),
+    worktree: null,
+    isolation: isolation(),
+    egress: null,
   });
 
   it('runs start, launch, settle, cleanup in order and reports the exit', async () => {
@@ -99,11 +117,18 @@ describe('runCellLifecycle (the lifecycle every cell provider shares)', () => {
     assert.match(proxyEnv(grant, '10.0.0.1', 3128).HTTPS_PROXY!, /^http:\/\/c1:[^@]+@10\.0\.0\.1:3128$/);
     const calls: string[] = [];
     const driver = {
-      start: async () => { throw new Error('no start'); },
-      launch: () => undefined, wait: async () => undefined,
+      start: async () => {
+        throw new Error('no start');
+      },
+      launch: () => undefined,
+      wait: async () => undefined,
       settle: async () => ({ code: 0, signal: null, oomKills: 0, pidsLimitHits: 0 }),
-      kill: () => { calls.push('kill'); },
-      cleanup: (h: unknown) => { calls.push(h === null ? 'cleanup(null)' : 'cleanup'); },
+      kill: () => {
+        calls.push('kill');
+      },
+      cleanup: (h: unknown) => {
+        calls.push(h === null ? 'cleanup(null)' : 'cleanup');
+      },
     };
     await assert.rejects(runCellLifecycle({ ...facts({}), egress: grant }, driver), /no start/);
     assert.deepEqual(calls, ['cleanup(null)']);

@@ -15,7 +15,7 @@ import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { requireFeature } from '../../helpers/requirement.js';
 
 describe('cell safety decisions (pure)', () => {
-  it('chooses the cell user: the runner\'s own, or for a root runner always the dedicated user', () => {
+  it("chooses the cell user: the runner's own, or for a root runner always the dedicated user", () => {
     const base = { runnerGid: 0, worktree: '/w', env: {} };
     assert.deepEqual(
       [chooseCellUser({ ...base, runnerUid: 1000, runnerGid: 1000, worktreeOwner: { uid: 0, gid: 0 } })].map((u) => [u.uid, u.gid]),
@@ -32,12 +32,32 @@ describe('cell safety decisions (pure)', () => {
     const scratch = chooseCellUser({ ...base, runnerUid: 0, worktreeOwner: null, worktree: null });
     assert.deepEqual([scratch.uid, scratch.warning], [65532, null]);
     assert.deepEqual(dedicatedCellUser({ FORGE_CELL_UID: '4000', FORGE_CELL_GID: '4001' }), { uid: 4000, gid: 4001 });
-    for (const bad of ['0', '-1', 'root', '1.5', '99999999999']) assert.throws(() => dedicatedCellUser({ FORGE_CELL_UID: bad }), InputError, bad);
+    for (const bad of ['0', '-1', 'root', '1.5', '99999999999'])
+      assert.throws(() => dedicatedCellUser({ FORGE_CELL_UID: bad }), InputError, bad);
   });
 
   it('refuses worktrees over /, system trees, the runner home and state, and anything containing a mask', () => {
-    const facts = { masked: ['/tmp', '/root', '/home', '/run', '/etc/shadow'], runnerHome: '/root', stateDir: '/root/.local/state/forge-cells' };
-    for (const p of ['/', '/etc', '/etc/ssh', '/usr', '/usr/lib/x', '/proc/1', '/run/user', '/tmp', '/home', '/root', '/root/.local', '/root/.local/state/forge-cells/cells', '/var', '/var/lib/docker']) {
+    const facts = {
+      masked: ['/tmp', '/root', '/home', '/run', '/etc/shadow'],
+      runnerHome: '/root',
+      stateDir: '/root/.local/state/forge-cells',
+    };
+    for (const p of [
+      '/',
+      '/etc',
+      '/etc/ssh',
+      '/usr',
+      '/usr/lib/x',
+      '/proc/1',
+      '/run/user',
+      '/tmp',
+      '/home',
+      '/root',
+      '/root/.local',
+      '/root/.local/state/forge-cells/cells',
+      '/var',
+      '/var/lib/docker',
+    ]) {
       assert.ok(refuseWorktreeLocation(p, facts), p);
     }
     for (const p of ['/tmp/repo', '/home/alice/src/app', '/root/src/app', '/srv/ci/work', '/var/lib/jenkins/workspace/x', '/opt/app']) {
@@ -45,15 +65,38 @@ describe('cell safety decisions (pure)', () => {
     }
   });
 
-  it('a root runner\'s bwrap makes no user namespace and switches to the cell user with setpriv, last', () => {
+  it("a root runner's bwrap makes no user namespace and switches to the cell user with setpriv, last", () => {
     const layout = { tmpfsMasks: ['/tmp', '/root'], nullMasks: [], reexposed: [] };
-    const args = buildBubblewrapArgs({ layout, worktree: '/w', gitMetadata: '/w/.git', shareNet: false, env: { PATH: '/bin' }, argv: ['make'], dropTo: { uid: 65532, gid: 65533, setpriv: '/usr/bin/setpriv' } });
+    const args = buildBubblewrapArgs({
+      layout,
+      worktree: '/w',
+      gitMetadata: '/w/.git',
+      shareNet: false,
+      env: { PATH: '/bin' },
+      argv: ['make'],
+      dropTo: { uid: 65532, gid: 65533, setpriv: '/usr/bin/setpriv' },
+    });
     assert.ok(!args.includes('--unshare-all') && !args.includes('--unshare-user'));
     for (const f of ['--unshare-pid', '--unshare-net', '--unshare-ipc']) assert.ok(args.includes(f), f);
     const dd = args.indexOf('--');
     // The command's environment only after the switch: setpriv (root) sees PATH alone.
-    assert.deepEqual(args.slice(dd + 1), ['/usr/bin/setpriv', '--reuid=65532', '--regid=65533', '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--',
-      '/usr/bin/env', '-i', 'PATH=/bin', '/bin/sh', '-c', 'exec "$@"', 'forge-cell', 'make']);
+    assert.deepEqual(args.slice(dd + 1), [
+      '/usr/bin/setpriv',
+      '--reuid=65532',
+      '--regid=65533',
+      '--clear-groups',
+      '--no-new-privs',
+      '--inh-caps=-all',
+      '--',
+      '/usr/bin/env',
+      '-i',
+      'PATH=/bin',
+      '/bin/sh',
+      '-c',
+      'exec "$@"',
+      'forge-cell',
+      'make',
+    ]);
     const setenvs = args.flatMap((a, i) => (a === '--setenv' ? [args[i + 1]] : []));
     assert.deepEqual(setenvs, ['PATH']);
     // The last mount puts the host's own setpriv back, whatever a mount above covered.
@@ -68,7 +111,11 @@ describe('cell safety decisions (pure)', () => {
   });
 
   it('makes the parents of a worktree below a mask traversable (bwrap would make them 0700)', () => {
-    assert.deepEqual(ancestorsBelowMasks('/tmp/repo/.git/forge-cells/x', ['/tmp', '/root']), ['/tmp/repo', '/tmp/repo/.git', '/tmp/repo/.git/forge-cells']);
+    assert.deepEqual(ancestorsBelowMasks('/tmp/repo/.git/forge-cells/x', ['/tmp', '/root']), [
+      '/tmp/repo',
+      '/tmp/repo/.git',
+      '/tmp/repo/.git/forge-cells',
+    ]);
     assert.deepEqual(ancestorsBelowMasks('/tmp/repo', ['/tmp']), []);
     assert.deepEqual(ancestorsBelowMasks('/srv/repo/x', ['/tmp']), []);
     assert.deepEqual(ancestorsBelowMasks('/home/alice/src/app', ['/home', '/home/alice']), ['/home/alice/src']);
@@ -84,15 +131,30 @@ describe('cell safety decisions (pure)', () => {
     requireFeature(this, busybox !== '', 'no busybox on PATH (Debian busybox-static; .ci/run installs it)');
     const dir = mkdtempSync(join(tmpdir(), 'forge-script-'));
     try {
-      const word = fc.string({ unit: fc.oneof(fc.constantFrom("'", '"', '\\', '$', '`', '\n', ' ', '*', '=', '-', '!', ';'), fc.string({ minLength: 1, maxLength: 1 })), maxLength: 12 }).filter((s) => !s.includes('\0'));
+      const word = fc
+        .string({
+          unit: fc.oneof(
+            fc.constantFrom("'", '"', '\\', '$', '`', '\n', ' ', '*', '=', '-', '!', ';'),
+            fc.string({ minLength: 1, maxLength: 1 }),
+          ),
+          maxLength: 12,
+        })
+        .filter((s) => !s.includes('\0'));
       fc.assert(
-        fc.property(fc.array(word, { maxLength: 5 }), fc.dictionary(fc.constantFrom('A', 'B_2', 'weird'), word, { maxKeys: 3 }), (args, env) => {
-          const show = 'process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), env: process.env }))';
-          writeFileSync(join(dir, 'cmd'), guestCommandScript([process.execPath, '-e', show, '--', ...args], env, dir));
-          const out = JSON.parse(execFileSync('env', ['-i', busybox, 'sh', join(dir, 'cmd')], { encoding: 'utf8' })) as { argv: string[]; env: Record<string, string> };
-          assert.deepEqual(out.argv, args);
-          assert.deepEqual(out.env, { ...env });
-        }),
+        fc.property(
+          fc.array(word, { maxLength: 5 }),
+          fc.dictionary(fc.constantFrom('A', 'B_2', 'weird'), word, { maxKeys: 3 }),
+          (args, env) => {
+            const show = 'process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), env: process.env }))';
+            writeFileSync(join(dir, 'cmd'), guestCommandScript([process.execPath, '-e', show, '--', ...args], env, dir));
+            const out = JSON.parse(execFileSync('env', ['-i', busybox, 'sh', join(dir, 'cmd')], { encoding: 'utf8' })) as {
+              argv: string[];
+              env: Record<string, string>;
+            };
+            assert.deepEqual(out.argv, args);
+            assert.deepEqual(out.env, { ...env });
+          },
+        ),
         { numRuns: 60 },
       );
       // A first word with "=" is a program name, not an assignment.

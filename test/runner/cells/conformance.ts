@@ -37,7 +37,8 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
     before(async function () {
       const made = await target.make();
       if ('unavailable' in made) {
-        if (process.env.CI === 'true' && target.requireInCi !== false) throw new Error(`CI requires provider ${target.title}: ${made.unavailable}`);
+        if (process.env.CI === 'true' && target.requireInCi !== false)
+          throw new Error(`CI requires provider ${target.title}: ${made.unavailable}`);
         console.log(`      skipped: ${made.unavailable}`);
         this.skip();
       }
@@ -90,7 +91,10 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
 
     it('bounds the output: head and tail shown, total counted, log capped', async () => {
       // 40000 numbered lines (~ 500 KB): far more than the display, less than the log cap.
-      const r = await run({ cmd: `awk 'BEGIN { for (i = 1; i <= 40000; i++) printf "line %06d\\n", i }'`, limits: { log_bytes: 64 * 1024 } });
+      const r = await run({
+        cmd: `awk 'BEGIN { for (i = 1; i <= 40000; i++) printf "line %06d\\n", i }'`,
+        limits: { log_bytes: 64 * 1024 },
+      });
       assert.equal(r.exit_code, 0);
       assert.equal(r.output_truncated, true);
       assert.equal(r.output_bytes, 40000 * 12);
@@ -115,7 +119,12 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
       process.env.FORGE_CONFORMANCE_CANARY = 'canary-value-7f3a';
       try {
         const r = await run({ cmd: ['env'], env: { EXTRA_FLAG: 'yes' } });
-        const vars = new Map(r.output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+        const vars = new Map(
+          r.output
+            .trim()
+            .split('\n')
+            .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+        );
         assert.ok(!r.output.includes('canary-value-7f3a'));
         assert.equal(vars.get('CI'), 'true');
         assert.equal(vars.get('PYTHONDONTWRITEBYTECODE'), '1');
@@ -125,8 +134,25 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         // HOSTNAME: set by container runtimes to the (random) container name; not a secret.
         // The host's CA bundle (a file of public certificates) for clients behind TLS inspection.
         const ca = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'GIT_SSL_CAINFO'];
-        const allowed = new Set(['PATH', 'LANG', 'TERM', 'CI', 'PYTHONDONTWRITEBYTECODE', 'HOME', 'TMPDIR', 'EXTRA_FLAG', 'PWD', 'SHLVL', '_', 'OLDPWD', 'HOSTNAME', ...ca]);
-        for (const name of ca) if (vars.has(name)) assert.ok(existsSync(vars.get(name)!) || vars.get(name) === '/etc/forge/ca.pem', `${name} names a file the cell cannot see`);
+        const allowed = new Set([
+          'PATH',
+          'LANG',
+          'TERM',
+          'CI',
+          'PYTHONDONTWRITEBYTECODE',
+          'HOME',
+          'TMPDIR',
+          'EXTRA_FLAG',
+          'PWD',
+          'SHLVL',
+          '_',
+          'OLDPWD',
+          'HOSTNAME',
+          ...ca,
+        ]);
+        for (const name of ca)
+          if (vars.has(name))
+            assert.ok(existsSync(vars.get(name)!) || vars.get(name) === '/etc/forge/ca.pem', `${name} names a file the cell cannot see`);
         for (const name of vars.keys()) assert.ok(allowed.has(name), `unexpected variable ${name} in the cell`);
       } finally {
         delete process.env.FORGE_CONFORMANCE_CANARY;
@@ -169,7 +195,10 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         });
         assert.equal(r.exit_code, 0, r.output);
         assert.ok(r.diff);
-        assert.ok(r.diff.omitted.some((o) => o.path === 'huge.dat'), JSON.stringify(r.diff.omitted));
+        assert.ok(
+          r.diff.omitted.some((o) => o.path === 'huge.dat'),
+          JSON.stringify(r.diff.omitted),
+        );
         assert.equal(r.diff.truncated, true);
         assert.ok(Buffer.byteLength(r.diff.patch) <= 1024 * 1024);
       } finally {
@@ -199,11 +228,18 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
       const repo = makeRepo({ 'a.txt': 'a\n' });
       const at = join(tmpdir(), `forge-mount-at-${process.pid}-${Date.now()}`);
       try {
-        const r = await run({ worktree: repo.dir, mount_at: at, cmd: 'pwd; cat a.txt; echo b > b.txt; echo x 2>/dev/null >> .git/config && echo wrote-git || echo git-ro' });
+        const r = await run({
+          worktree: repo.dir,
+          mount_at: at,
+          cmd: 'pwd; cat a.txt; echo b > b.txt; echo x 2>/dev/null >> .git/config && echo wrote-git || echo git-ro',
+        });
         assert.equal(r.exit_code, 0, r.output);
         if (target.mountAt === false) assert.match(r.isolation.warnings.join('\n'), /mount_at and shared dependencies need bubblewrap/);
         else assert.equal(r.output, `${at}\na\ngit-ro\n`);
-        assert.deepEqual(r.diff?.files.map((f) => f.path), ['b.txt']);
+        assert.deepEqual(
+          r.diff?.files.map((f) => f.path),
+          ['b.txt'],
+        );
         assert.equal(existsSync(at), false, 'the mount point must not appear on the host');
         await assert.rejects(run({ worktree: repo.dir, mount_at: '/proc/x', cmd: 'true' }), InputError);
         await assert.rejects(run({ worktree: repo.dir, mount_at: '/usr/lib/x', cmd: 'true' }), InputError);
@@ -224,7 +260,9 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         writeFileSync(join(deps, 'left-pad', 'index.js'), 'module.exports = 1;\n');
         const target = join(repo.dir, 'node_modules');
         const r = await run({
-          worktree: repo.dir, mount_at: repo.dir, shared_deps: [{ source: deps, target }],
+          worktree: repo.dir,
+          mount_at: repo.dir,
+          shared_deps: [{ source: deps, target }],
           cmd: 'cat node_modules/left-pad/index.js; echo x > node_modules/left-pad/index.js 2>/dev/null && echo wrote-pkg; mkdir -p node_modules/.cache/tool && echo c > node_modules/.cache/tool/f && echo cache-ok; true',
         });
         if (targetInfo.sharedDeps === false || targetInfo.mountAt === false) {
@@ -240,7 +278,10 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
         assert.equal(readFileSync(join(deps, 'left-pad', 'index.js'), 'utf8'), 'module.exports = 1;\n');
         assert.deepEqual(r.diff?.files, []);
         await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: '/etc', target }], cmd: 'true' }), InputError);
-        await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: join(deps, 'missing'), target }], cmd: 'true' }), InputError);
+        await assert.rejects(
+          run({ worktree: repo.dir, shared_deps: [{ source: join(deps, 'missing'), target }], cmd: 'true' }),
+          InputError,
+        );
         await assert.rejects(run({ worktree: repo.dir, shared_deps: [{ source: deps, target: '/proc/x' }], cmd: 'true' }), InputError);
       } finally {
         repo.cleanup();

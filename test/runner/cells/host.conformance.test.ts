@@ -36,8 +36,11 @@ describe('host provider lifecycle', function () {
         const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8');
         const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
         // ppid is field 4: only launchers of this test process count.
-        if (cmd.includes('forge-cell') && cmd.includes('mapfile') && Number(stat.split(') ')[1]!.split(' ')[1]) === process.pid) found.push(Number(e));
-      } catch { /* gone */ }
+        if (cmd.includes('forge-cell') && cmd.includes('mapfile') && Number(stat.split(') ')[1]!.split(' ')[1]) === process.pid)
+          found.push(Number(e));
+      } catch {
+        /* gone */
+      }
     }
     return found;
   }
@@ -54,7 +57,9 @@ describe('host provider lifecycle', function () {
     const support = detectCgroupSupport();
     if (support.version) {
       const own = readFileSync('/proc/self/cgroup', 'utf8');
-      const leftovers = execFileSync('sh', ['-c', `find /sys/fs/cgroup -maxdepth 6 -type d -name '${process.pid}-*' 2>/dev/null || true`], { encoding: 'utf8' }).trim();
+      const leftovers = execFileSync('sh', ['-c', `find /sys/fs/cgroup -maxdepth 6 -type d -name '${process.pid}-*' 2>/dev/null || true`], {
+        encoding: 'utf8',
+      }).trim();
       assert.equal(leftovers, '', `cgroups left behind (runner cgroup ${own.trim()}):\n${leftovers}`);
     }
   });

@@ -27,12 +27,19 @@ describe('planRlimits / ulimitPairs', () => {
   });
 
   it('never asks for more than the runner’s own hard limits', () => {
-    const r = planRlimits(spec, { cores: 2, cgroupMemory: true, cgroupPids: true, uidProcessCount: 0, hardLimits: { ...unlimited, nofile: 20000 } });
+    const r = planRlimits(spec, {
+      cores: 2,
+      cgroupMemory: true,
+      cgroupPids: true,
+      uidProcessCount: 0,
+      hardLimits: { ...unlimited, nofile: 20000 },
+    });
     assert.equal(r.nofile, 20000);
   });
 
   it('parses /proc/self/limits', () => {
-    const text = 'Limit                     Soft Limit           Hard Limit           Units\nMax cpu time              unlimited            unlimited            seconds\nMax processes             96365                96365                processes\nMax open files            1024                 20000                files\n';
+    const text =
+      'Limit                     Soft Limit           Hard Limit           Units\nMax cpu time              unlimited            unlimited            seconds\nMax processes             96365                96365                processes\nMax open files            1024                 20000                files\n';
     assert.deepEqual(parseProcLimits(text), { ...unlimited, nproc: 96365, nofile: 20000 });
   });
 });

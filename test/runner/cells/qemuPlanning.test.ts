@@ -24,7 +24,16 @@ describe('qemu cell planning (pure)', () => {
   });
 
   it('the request travels as a script of quoted words: environment, then the exact argv', () => {
-    const a = requestArchive({ mode: 'run', nonce: 'n1', env: { A: 'x y', B: "$(z)'" }, argv: ['/bin/sh', '-c', 'echo "a b"; exit 3'], cwd: '/w', worktree: '/w', net: false, user: { uid: 65532, gid: 65532 } }).toString('latin1');
+    const a = requestArchive({
+      mode: 'run',
+      nonce: 'n1',
+      env: { A: 'x y', B: "$(z)'" },
+      argv: ['/bin/sh', '-c', 'echo "a b"; exit 3'],
+      cwd: '/w',
+      worktree: '/w',
+      net: false,
+      user: { uid: 65532, gid: 65532 },
+    }).toString('latin1');
     const script = [
       "cd -- '/w' || exit 126",
       'unset PWD OLDPWD SHLVL PATH',
@@ -46,7 +55,18 @@ describe('qemu cell planning (pure)', () => {
   });
 
   it('a network device exists only with allow_net, and then reaches only the forwarded proxy', () => {
-    const base = { accel: 'tcg' as const, kernel: '/k', initrd: '/i', memoryMib: 256, cpus: 1, tscKhz: 2100000, consoleLog: '/c', statusFile: '/s', outputSocket: '/o', shares: [{ tag: 'forge-root', socket: '/r.sock' }] };
+    const base = {
+      accel: 'tcg' as const,
+      kernel: '/k',
+      initrd: '/i',
+      memoryMib: 256,
+      cpus: 1,
+      tscKhz: 2100000,
+      consoleLog: '/c',
+      statusFile: '/s',
+      outputSocket: '/o',
+      shares: [{ tag: 'forge-root', socket: '/r.sock' }],
+    };
     const plain = buildQemuArgs(base).join(' ');
     assert.doesNotMatch(plain, /netdev|virtio-net/);
     assert.match(plain, /-nodefaults/);

@@ -14,7 +14,19 @@ describe('planSandboxLayout', () => {
       runnerHome: '/root',
       pathEntries: ['/root/.pyenv/shims', '/root/.cargo/bin', '/usr/bin', 'relative/bin'],
       sshHostKeys: ['/etc/ssh/ssh_host_ed25519_key'],
-      ...host(['/tmp', '/run', '/var/run', '/root/.pyenv/shims', '/root/.cargo/bin', '/root/.cargo/credentials.toml', '/root/.rustup', '/usr/bin', '/etc/shadow', '/etc/ssh/ssh_host_ed25519_key', '/home/u']),
+      ...host([
+        '/tmp',
+        '/run',
+        '/var/run',
+        '/root/.pyenv/shims',
+        '/root/.cargo/bin',
+        '/root/.cargo/credentials.toml',
+        '/root/.rustup',
+        '/usr/bin',
+        '/etc/shadow',
+        '/etc/ssh/ssh_host_ed25519_key',
+        '/home/u',
+      ]),
     });
     assert.deepEqual(layout.tmpfsMasks, ['/tmp', '/run', '/root', '/home']);
     assert.deepEqual(layout.reexposed, ['/root/.cargo', '/root/.pyenv', '/root/.rustup']);
@@ -33,7 +45,14 @@ describe('buildBubblewrapArgs', () => {
   const layout = { tmpfsMasks: ['/tmp', '/root'], nullMasks: ['/root/.cargo/credentials'], reexposed: ['/root/.cargo'] };
 
   it('mounts in an order where later mounts win: root, masks, toolchains, secrets, worktree, .git', () => {
-    const args = buildBubblewrapArgs({ layout, worktree: '/root/proj', gitMetadata: '/root/proj/.git', shareNet: false, env: { PATH: '/bin', CI: 'true' }, argv: ['make', 'test'] });
+    const args = buildBubblewrapArgs({
+      layout,
+      worktree: '/root/proj',
+      gitMetadata: '/root/proj/.git',
+      shareNet: false,
+      env: { PATH: '/bin', CI: 'true' },
+      argv: ['make', 'test'],
+    });
     const at = (...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
     assert.equal(at('--ro-bind', '/', '/'), 0);
     assert.ok(at('--tmpfs', '/root') < at('--ro-bind', '/root/.cargo', '/root/.cargo'));
@@ -61,7 +80,21 @@ describe('buildBubblewrapArgs', () => {
 
 describe('buildCellEnvironment', () => {
   it('passes only the allowlist, the private paths and the additions', () => {
-    const env = buildCellEnvironment({ PATH: '/bin', OPENAI_API_KEY: 'sk', SSH_AUTH_SOCK: '/x', LANG: 'de_DE.UTF-8', TERM: 'xterm' }, '/h', '/t', { FOO: '1' });
-    assert.deepEqual(env, { PATH: '/bin', LANG: 'de_DE.UTF-8', TERM: 'xterm', CI: 'true', PYTHONDONTWRITEBYTECODE: '1', HOME: '/h', TMPDIR: '/t', FOO: '1' });
+    const env = buildCellEnvironment(
+      { PATH: '/bin', OPENAI_API_KEY: 'sk', SSH_AUTH_SOCK: '/x', LANG: 'de_DE.UTF-8', TERM: 'xterm' },
+      '/h',
+      '/t',
+      { FOO: '1' },
+    );
+    assert.deepEqual(env, {
+      PATH: '/bin',
+      LANG: 'de_DE.UTF-8',
+      TERM: 'xterm',
+      CI: 'true',
+      PYTHONDONTWRITEBYTECODE: '1',
+      HOME: '/h',
+      TMPDIR: '/t',
+      FOO: '1',
+    });
   });
 });

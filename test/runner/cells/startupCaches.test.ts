@@ -14,7 +14,9 @@ describe('start-up work done once, not per cell', () => {
 
   it('cell logs are swept at most once per interval, and again once it has passed', async () => {
     const policy = { maxFiles: 2, maxAgeMs: 1e12 };
-    const write = (n: number) => { for (let i = 0; i < n; i++) writeFileSync(join(dir, `cell-${i}.log`), ''); };
+    const write = (n: number) => {
+      for (let i = 0; i < n; i++) writeFileSync(join(dir, `cell-${i}.log`), '');
+    };
     const logs = () => readdirSync(dir).filter((n) => n.endsWith('.log')).length;
     write(70);
     assert.equal(await pruneCellLogs(dir, policy), 68);

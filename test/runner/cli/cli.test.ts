@@ -31,7 +31,9 @@ describe('forge-runner CLI', function () {
   it('cell run prints a human summary with the diff of a worktree', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      const r = cli(['cell', 'run', '--worktree', '.', '--env', 'GREETING=hi', '--', 'echo $GREETING >> a.txt; cat a.txt'], { cwd: repo.dir });
+      const r = cli(['cell', 'run', '--worktree', '.', '--env', 'GREETING=hi', '--', 'echo $GREETING >> a.txt; cat a.txt'], {
+        cwd: repo.dir,
+      });
       assert.equal(r.status, 0, r.stderr);
       assert.match(r.stdout, /exit 0/);
       assert.match(r.stdout, /a\nhi\n/);
@@ -85,7 +87,10 @@ describe('forge-runner CLI', function () {
     const r = cli(['health', '--json']);
     assert.equal(r.status, 0, r.stderr);
     const report = HealthReportSchema.parse(JSON.parse(r.stdout));
-    assert.deepEqual(report.providers.map((p) => p.provider), ['host', 'docker', 'qemu']);
+    assert.deepEqual(
+      report.providers.map((p) => p.provider),
+      ['host', 'docker', 'qemu'],
+    );
     const qemu = report.providers[2]!;
     if (qemu.available) {
       assert.match(String(qemu.details.accelerator), /^(kvm|tcg)$/, 'health names the accelerator');
@@ -112,13 +117,30 @@ describe('forge-runner CLI', function () {
     requireFeature(this, why === null, why ?? '');
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
-      const r = cli(['cell', 'run', '--json', '--provider', 'docker', '--image', TEST_IMAGES.busybox, '--worktree', repo.dir, '--memory', '128', '--', 'echo b >> a.txt; pwd']);
+      const r = cli([
+        'cell',
+        'run',
+        '--json',
+        '--provider',
+        'docker',
+        '--image',
+        TEST_IMAGES.busybox,
+        '--worktree',
+        repo.dir,
+        '--memory',
+        '128',
+        '--',
+        'echo b >> a.txt; pwd',
+      ]);
       assert.equal(r.status, 0, r.stderr);
       const result = CellResultSchema.parse(JSON.parse(r.stdout));
       assert.equal(result.provider, 'docker');
       assert.equal(result.output, '/work\n');
       assert.equal(result.isolation.cgroup.memory_max_bytes, 128 * 1024 * 1024);
-      assert.deepEqual(result.diff?.files.map((f) => f.path), ['a.txt']);
+      assert.deepEqual(
+        result.diff?.files.map((f) => f.path),
+        ['a.txt'],
+      );
       const missing = cli(['cell', 'run', '--provider', 'docker', '--image', 'forge-test/absent:0', '--', 'true']);
       assert.equal(missing.status, 2);
       assert.match(missing.stderr, /not in the local Docker engine/);
@@ -152,7 +174,10 @@ describe('cellSpecFromFlags', () => {
     assert.equal(cellSpecFromFlags({ ...flags, worktree: 'repo' }, ['x'], '/home/u').worktree, '/home/u/repo');
   });
   it('splits --allow-net and rejects empty lists', () => {
-    assert.deepEqual(cellSpecFromFlags({ ...flags, allowNet: 'a.example.org, b.example.org' }, ['x'], '/').allow_net, ['a.example.org', 'b.example.org']);
+    assert.deepEqual(cellSpecFromFlags({ ...flags, allowNet: 'a.example.org, b.example.org' }, ['x'], '/').allow_net, [
+      'a.example.org',
+      'b.example.org',
+    ]);
     assert.throws(() => cellSpecFromFlags({ ...flags, allowNet: ',' }, ['x'], '/'), InputError);
   });
 });

@@ -28,7 +28,12 @@ describe('forge-runner gc', function () {
     const docker = new Docker({ socketPath: '/var/run/docker.sock' });
     const repo = makeRepo({ 'a.txt': 'a\n' });
     const dead = deadPid();
-    const labels = (pid: number, cell: string) => ({ [LABEL_CELL]: cell, [LABEL_RUN]: 'gc-test', [LABEL_RUNNER_PID]: String(pid), [LABEL_RUNNER_HOST]: hostname() });
+    const labels = (pid: number, cell: string) => ({
+      [LABEL_CELL]: cell,
+      [LABEL_RUN]: 'gc-test',
+      [LABEL_RUNNER_PID]: String(pid),
+      [LABEL_RUNNER_HOST]: hostname(),
+    });
     const orphan = await docker.createContainer({ Image: TEST_IMAGES.busybox, Cmd: ['true'], Labels: labels(dead, 'gc-orphan') });
     const live = await docker.createContainer({ Image: TEST_IMAGES.busybox, Cmd: ['true'], Labels: labels(process.pid, 'gc-live') });
     try {
@@ -42,7 +47,9 @@ describe('forge-runner gc', function () {
       const kept = await createAttemptWorktree(repo.dir, 'HEAD', 'kept');
       await keepAttemptWorktree(kept);
 
-      const dry = JSON.parse(execFileSync(process.execPath, [RUNNER, 'gc', '--repo', repo.dir, '--dry-run', '--json'], { encoding: 'utf8' }));
+      const dry = JSON.parse(
+        execFileSync(process.execPath, [RUNNER, 'gc', '--repo', repo.dir, '--dry-run', '--json'], { encoding: 'utf8' }),
+      );
       const act = (items: { id: string; action: string }[], id: string) => items.find((i) => i.id === id || i.id.endsWith(id))?.action;
       assert.equal(act(dry.items, crashed.path), 'would remove');
       assert.equal(act(dry.items, vanished.path), 'would remove');
@@ -73,7 +80,8 @@ describe('forge-runner gc', function () {
 
 describe('gc decisions', () => {
   it('parses git worktree list --porcelain', () => {
-    const text = 'worktree /r\nHEAD abc\nbranch refs/heads/main\n\nworktree /r/.forge/cells/a\nHEAD abc\nbranch refs/heads/forge/attempt/a\nlocked forge-runner pid=12 host=h\n\nworktree /r/.forge/cells/b\nHEAD abc\ndetached\nprunable gitdir file points to non-existent location\n';
+    const text =
+      'worktree /r\nHEAD abc\nbranch refs/heads/main\n\nworktree /r/.forge/cells/a\nHEAD abc\nbranch refs/heads/forge/attempt/a\nlocked forge-runner pid=12 host=h\n\nworktree /r/.forge/cells/b\nHEAD abc\ndetached\nprunable gitdir file points to non-existent location\n';
     assert.deepEqual(parseWorktreeList(text), [
       { path: '/r', branch: 'main', locked: null, prunable: false },
       { path: '/r/.forge/cells/a', branch: 'forge/attempt/a', locked: 'forge-runner pid=12 host=h', prunable: false },

@@ -12,7 +12,10 @@ describe('forge-runner instance / ledger / qualify CLI', function () {
   this.timeout(120_000);
   let state: string;
   const cli = (args: string[], env: Record<string, string> = {}) =>
-    spawnSync(process.execPath, [RUNNER, ...args], { encoding: 'utf8', env: { ...process.env, FORGE_STATE_DIR: state, FORGE_CELLD_ENABLED: '', ...env } });
+    spawnSync(process.execPath, [RUNNER, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, FORGE_STATE_DIR: state, FORGE_CELLD_ENABLED: '', ...env },
+    });
   const lifecycle = (action: string, op: string, gen: number, extra: string[] = []) =>
     cli(['instance', action, '--instance', 'web', '--op-id', op, '--generation', String(gen), ...extra]);
 
@@ -78,7 +81,10 @@ describe('forge-runner instance / ledger / qualify CLI', function () {
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /FORGE_CELLD_ENABLED/);
     for (const op of ['b1', 'b2', 'b3', 'b4', 'b5', 'b6']) assert.equal(cli(['ledger', 'show', op]).status, 2, `${op} was recorded`);
-    assert.deepEqual(JSON.parse(cli(['instance', 'list', '--json']).stdout).map((r: { instance_id: string }) => r.instance_id), ['web']);
+    assert.deepEqual(
+      JSON.parse(cli(['instance', 'list', '--json']).stdout).map((r: { instance_id: string }) => r.instance_id),
+      ['web'],
+    );
   });
 
   it('status, history and ledger show tell the whole story', () => {
@@ -117,7 +123,10 @@ describe('forge-runner instance / ledger / qualify CLI', function () {
   });
 
   it('capabilities lists exclusions for the worker runtime', () => {
-    const caps = JSON.parse(cli(['instance', 'capabilities', '--json']).stdout) as Array<{ runtime: string; capabilities: Record<string, string> }>;
+    const caps = JSON.parse(cli(['instance', 'capabilities', '--json']).stdout) as Array<{
+      runtime: string;
+      capabilities: Record<string, string>;
+    }>;
     const worker = caps.find((c) => c.runtime === 'worker-celld')!;
     for (const c of ['task.exec', 'session.pty', 'workspace.bind']) assert.equal(worker.capabilities[c], 'no');
   });
@@ -145,7 +154,12 @@ describe('forge-runner instance with Celld enabled (InstanceCell worker in worke
   before(async () => {
     state = mkdtempSync(join(tmpdir(), 'forge-cli-celld-'));
     wdDir = mkdtempSync(join(tmpdir(), 'forge-cli-workerd-'));
-    wd = await startWorkerd({ bundle: join(process.cwd(), 'dist', 'instance-cell-worker.js'), storageDir: wdDir, secret: SECRET, celldVersion: 'workerd-reference' });
+    wd = await startWorkerd({
+      bundle: join(process.cwd(), 'dist', 'instance-cell-worker.js'),
+      storageDir: wdDir,
+      secret: SECRET,
+      celldVersion: 'workerd-reference',
+    });
   });
   after(async () => {
     cli(['instance', 'destroy', '--instance', 'cw', '--op-id', 'cw-cleanup', '--generation', '1'], { FORGE_CELLD_ENABLED: '' });

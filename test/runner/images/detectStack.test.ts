@@ -8,7 +8,11 @@ const first = (...files: string[]) => detectStacks(repo(...files))[0];
 describe('detectStacks', () => {
   it('node: picks the package manager from the lockfile', () => {
     assert.deepEqual(first('package.json', 'package-lock.json'), {
-      stack: 'node', detail: 'npm (package-lock.json)', install: 'npm ci --no-audit --no-fund', test: 'npm test', lockfiles: ['package.json', 'package-lock.json'],
+      stack: 'node',
+      detail: 'npm (package-lock.json)',
+      install: 'npm ci --no-audit --no-fund',
+      test: 'npm test',
+      lockfiles: ['package.json', 'package-lock.json'],
     });
     assert.equal(first('package.json', 'pnpm-lock.yaml')?.install, 'pnpm install --frozen-lockfile');
     assert.equal(first('package.json', 'yarn.lock')?.test, 'yarn test');
@@ -35,7 +39,10 @@ describe('detectStacks', () => {
   });
 
   it('reports every stack of a polyglot repo, and none for an empty one', () => {
-    assert.deepEqual(detectStacks(repo('package.json', 'requirements.txt', 'Makefile')).map((s) => s.stack), ['node', 'python', 'make']);
+    assert.deepEqual(
+      detectStacks(repo('package.json', 'requirements.txt', 'Makefile')).map((s) => s.stack),
+      ['node', 'python', 'make'],
+    );
     assert.deepEqual(detectStacks(repo('README.md')), []);
   });
 });
@@ -63,13 +70,25 @@ describe('bake identity and Dockerfile', () => {
 describe('bake failure message', () => {
   it('names the step, its exit code, its last lines (escapes stripped) and the way out', async () => {
     const { describeBakeFailure } = await import('../../../runner/src/images/bakeImage.js');
-    const tail = ['Step 5/7 : RUN ["/bin/sh","-c","npm ci"]\n', ' ---> Running in 4b13747a7499\n', '\x1b[91mnpm ERR! code SELF_SIGNED_CERT_IN_CHAIN\n\x1b[0m', 'npm ERR! A complete log of this run can be found in:\n', 'Removing intermediate container 4b13747a7499\n'];
+    const tail = [
+      'Step 5/7 : RUN ["/bin/sh","-c","npm ci"]\n',
+      ' ---> Running in 4b13747a7499\n',
+      '\x1b[91mnpm ERR! code SELF_SIGNED_CERT_IN_CHAIN\n\x1b[0m',
+      'npm ERR! A complete log of this run can be found in:\n',
+      'Removing intermediate container 4b13747a7499\n',
+    ];
     const m = describeBakeFailure('npm ci', "The command '/bin/sh -c npm ci' returned a non-zero code: 1", tail);
-    assert.match(m, /^bake: the install step "npm ci" failed \(exit 1\): npm ERR! code SELF_SIGNED_CERT_IN_CHAIN; the package registry was not reachable/);
+    assert.match(
+      m,
+      /^bake: the install step "npm ci" failed \(exit 1\): npm ERR! code SELF_SIGNED_CERT_IN_CHAIN; the package registry was not reachable/,
+    );
     assert.match(m, /--no-install/);
     // eslint-disable-next-line no-control-regex -- the test looks for control characters
     assert.doesNotMatch(m, /\x1b|\n|Removing|complete log/);
-    const own = describeBakeFailure('make deps', "returned a non-zero code: 2", ['Step 3/4 : ENV NODE_EXTRA_CA_CERTS=/etc/forge/ca.pem SSL_CERT_FILE=/etc/forge/ca.pem\n', 'make: *** No rule to make target deps.  Stop.\n']);
+    const own = describeBakeFailure('make deps', 'returned a non-zero code: 2', [
+      'Step 3/4 : ENV NODE_EXTRA_CA_CERTS=/etc/forge/ca.pem SSL_CERT_FILE=/etc/forge/ca.pem\n',
+      'make: *** No rule to make target deps.  Stop.\n',
+    ]);
     assert.match(own, /\(exit 2\): make: \*\*\* No rule/);
     assert.doesNotMatch(own, /not reachable/);
   });

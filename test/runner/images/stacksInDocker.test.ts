@@ -13,19 +13,27 @@ const PROJECTS: Record<string, Record<string, string>> = {
   python: {
     'pytest.ini': '[pytest]\naddopts = -p no:cacheprovider\n',
     'calc.py': 'def add(a, b):\n    return a + b\n',
-    'test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_add_negative():\n    assert add(-1, 1) == 0\n',
+    'test_calc.py':
+      'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_add_negative():\n    assert add(-1, 1) == 0\n',
   },
   node: {
     'package.json': JSON.stringify({ name: 'sample', version: '1.0.0', private: true, scripts: { test: 'node --test' } }, null, 2) + '\n',
-    'package-lock.json': JSON.stringify({ name: 'sample', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'sample', version: '1.0.0' } } }, null, 2) + '\n',
+    'package-lock.json':
+      JSON.stringify(
+        { name: 'sample', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'sample', version: '1.0.0' } } },
+        null,
+        2,
+      ) + '\n',
     'sum.js': 'module.exports = (a, b) => a + b;\n',
-    'sum.test.js': "const test = require('node:test');\nconst assert = require('node:assert');\nconst sum = require('./sum');\ntest('adds', () => assert.strictEqual(sum(2, 3), 5));\n",
+    'sum.test.js':
+      "const test = require('node:test');\nconst assert = require('node:assert');\nconst sum = require('./sum');\ntest('adds', () => assert.strictEqual(sum(2, 3), 5));\n",
   },
   c: {
     '.gitignore': 'check\n',
-    'Makefile': 'test: check\n\t./check\n\ncheck: check.c mul.c\n\tcc -Wall -o check check.c mul.c\n\n.PHONY: test\n',
+    Makefile: 'test: check\n\t./check\n\ncheck: check.c mul.c\n\tcc -Wall -o check check.c mul.c\n\n.PHONY: test\n',
     'mul.c': 'int mul(int a, int b) { return a * b; }\n',
-    'check.c': '#include <stdio.h>\nint mul(int, int);\nint main(void) { if (mul(6, 7) != 42) { puts("FAIL mul"); return 1; } puts("ok mul"); return 0; }\n',
+    'check.c':
+      '#include <stdio.h>\nint mul(int, int);\nint main(void) { if (mul(6, 7) != 42) { puts("FAIL mul"); return 1; } puts("ok mul"); return 0; }\n',
   },
 };
 
@@ -65,7 +73,10 @@ describe('stacks in docker cells from a baked image', function () {
         writeFileSync(join(repo.dir, BREAK[name]![0]), BREAK[name]![1]);
         const red = await provider.run({ image: baked.image, worktree: repo.dir, cmd: baked.test!, timeout_s: 120 });
         assert.notEqual(red.exit_code, 0, `a broken ${name} project still passed:\n${red.output}`);
-        assert.deepEqual(red.diff?.files.map((f) => f.path), [BREAK[name]![0]]);
+        assert.deepEqual(
+          red.diff?.files.map((f) => f.path),
+          [BREAK[name]![0]],
+        );
       } finally {
         repo.cleanup();
       }
@@ -86,13 +97,19 @@ describe('stacks in docker cells from a baked image', function () {
       const changed = await bakeImage(docker, { repo: repo.dir, base: TEST_IMAGES.bookworm });
       assert.equal(changed.reused, false);
       assert.notEqual(changed.image, first.image);
-      await docker.getImage(changed.image).remove().catch(() => undefined);
+      await docker
+        .getImage(changed.image)
+        .remove()
+        .catch(() => undefined);
       const custom = await bakeImage(docker, { repo: repo.dir, base: TEST_IMAGES.bookworm, install: 'echo custom > /custom-step' });
       assert.notEqual(custom.image, changed.image);
       const r = await provider.run({ image: custom.image, cmd: 'cat /custom-step' });
       assert.equal(r.output, 'custom\n');
       await provider.drain();
-      await docker.getImage(custom.image).remove().catch(() => undefined);
+      await docker
+        .getImage(custom.image)
+        .remove()
+        .catch(() => undefined);
     } finally {
       repo.cleanup();
     }
@@ -101,8 +118,20 @@ describe('stacks in docker cells from a baked image', function () {
   it('forge-runner bake whose install step fails: exit 2, one line with the exit code, the last lines and the way out', () => {
     const repo = makeRepo(PROJECTS.node!);
     try {
-      const r = spawnSync(process.execPath, [join(process.cwd(), 'dist', 'runner.js'), 'bake', '--repo', repo.dir, '--base', TEST_IMAGES.bookworm,
-        '--install', 'echo fetching; echo "gyp ERR! missing python3-dev" >&2; exit 7'], { encoding: 'utf8' });
+      const r = spawnSync(
+        process.execPath,
+        [
+          join(process.cwd(), 'dist', 'runner.js'),
+          'bake',
+          '--repo',
+          repo.dir,
+          '--base',
+          TEST_IMAGES.bookworm,
+          '--install',
+          'echo fetching; echo "gyp ERR! missing python3-dev" >&2; exit 7',
+        ],
+        { encoding: 'utf8' },
+      );
       assert.equal(r.status, 2, r.stderr);
       const errors = r.stderr.split('\n').filter((l) => l.startsWith('forge-runner:'));
       assert.equal(errors.length, 1, r.stderr);
@@ -116,7 +145,11 @@ describe('stacks in docker cells from a baked image', function () {
 
   it('bake --from-container commits a configured scratch container', async () => {
     const repo = makeRepo({ 'README.md': 'x\n' });
-    const scratch = await docker.createContainer({ Image: TEST_IMAGES.busybox, Cmd: ['sh', '-c', 'echo configured > /marker'], Labels: { 'forge.test': 'scratch' } });
+    const scratch = await docker.createContainer({
+      Image: TEST_IMAGES.busybox,
+      Cmd: ['sh', '-c', 'echo configured > /marker'],
+      Labels: { 'forge.test': 'scratch' },
+    });
     try {
       await scratch.start();
       await scratch.wait();
@@ -125,7 +158,10 @@ describe('stacks in docker cells from a baked image', function () {
       const r = await provider.run({ image: baked.image, cmd: 'cat /marker' });
       assert.equal(r.output, 'configured\n');
       await provider.drain();
-      await docker.getImage(baked.image).remove().catch(() => undefined);
+      await docker
+        .getImage(baked.image)
+        .remove()
+        .catch(() => undefined);
     } finally {
       await scratch.remove({ force: true });
       repo.cleanup();

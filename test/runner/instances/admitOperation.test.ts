@@ -4,12 +4,27 @@ import { admitOperation, type OperationRecord, TERMINAL } from '../../../runner/
 import { type OperationRequest, OperationRequestSchema, requestHash } from '../../../runner/src/instances/operationRequest.js';
 
 const req = (over: Partial<OperationRequest> = {}): OperationRequest =>
-  OperationRequestSchema.parse({ operation_id: 'op-1', instance_id: 'i-1', generation: 1, action: 'provision', payload: { image: 'x', cpus: 2 }, ...over });
+  OperationRequestSchema.parse({
+    operation_id: 'op-1',
+    instance_id: 'i-1',
+    generation: 1,
+    action: 'provision',
+    payload: { image: 'x', cpus: 2 },
+    ...over,
+  });
 
 describe('operation request hash (RFC 8785)', () => {
   it('is independent of key order and stable', () => {
     const a = requestHash(req({ payload: { image: 'x', cpus: 2 } }));
-    const b = requestHash(OperationRequestSchema.parse({ payload: { cpus: 2, image: 'x' }, action: 'provision', generation: 1, instance_id: 'i-1', operation_id: 'op-1' }));
+    const b = requestHash(
+      OperationRequestSchema.parse({
+        payload: { cpus: 2, image: 'x' },
+        action: 'provision',
+        generation: 1,
+        instance_id: 'i-1',
+        operation_id: 'op-1',
+      }),
+    );
     assert.equal(a, b);
     assert.match(a, /^[0-9a-f]{64}$/);
     assert.notEqual(requestHash(req({ payload: { image: 'y', cpus: 2 } })), a);
@@ -17,18 +32,31 @@ describe('operation request hash (RFC 8785)', () => {
   });
 
   it('rejects malformed requests', () => {
-    for (const bad of [{ operation_id: '' }, { operation_id: 'x'.repeat(256) }, { generation: 0 }, { generation: 1.5 }, { action: 'reboot' }, { extra: 1 }]) {
+    for (const bad of [
+      { operation_id: '' },
+      { operation_id: 'x'.repeat(256) },
+      { generation: 0 },
+      { generation: 1.5 },
+      { action: 'reboot' },
+      { extra: 1 },
+    ]) {
       assert.equal(OperationRequestSchema.safeParse({ ...req(), ...bad }).success, false, JSON.stringify(bad));
     }
   });
 });
 
 describe('admitOperation', () => {
-  const rec = (status: OperationRecord['status'], hash = requestHash(req())): OperationRecord => ({ operation_id: 'op-1', request_hash: hash, status });
+  const rec = (status: OperationRecord['status'], hash = requestHash(req())): OperationRecord => ({
+    operation_id: 'op-1',
+    request_hash: hash,
+    status,
+  });
 
   it('same id + same hash: the recorded outcome when terminal, in flight otherwise; never a new effect', () => {
-    for (const s of ['succeeded', 'failed', 'rejected'] as const) assert.equal(admitOperation(req(), requestHash(req()), rec(s), 1).kind, 'replay');
-    for (const s of ['pending', 'dispatched', 'unknown'] as const) assert.equal(admitOperation(req(), requestHash(req()), rec(s), 1).kind, 'in_flight');
+    for (const s of ['succeeded', 'failed', 'rejected'] as const)
+      assert.equal(admitOperation(req(), requestHash(req()), rec(s), 1).kind, 'replay');
+    for (const s of ['pending', 'dispatched', 'unknown'] as const)
+      assert.equal(admitOperation(req(), requestHash(req()), rec(s), 1).kind, 'in_flight');
   });
 
   it('same id + another request: idempotency_mismatch', () => {
@@ -39,7 +67,11 @@ describe('admitOperation', () => {
 
   it('stale generations are rejected; future ones too unless a provision creates the next incarnation', () => {
     const stop = req({ operation_id: 'op-2', action: 'stop', generation: 1 });
-    assert.deepEqual(admitOperation(stop, requestHash(stop), null, 2), { kind: 'reject', reason: 'stale_generation', detail: 'generation 1 is older than the observed generation 2' });
+    assert.deepEqual(admitOperation(stop, requestHash(stop), null, 2), {
+      kind: 'reject',
+      reason: 'stale_generation',
+      detail: 'generation 1 is older than the observed generation 2',
+    });
     const future = req({ operation_id: 'op-3', action: 'start', generation: 3 });
     assert.equal((admitOperation(future, requestHash(future), null, 2) as { reason: string }).reason, 'future_generation');
     const next = req({ operation_id: 'op-4', action: 'provision', generation: 3 });
@@ -63,7 +95,12 @@ describe('admitOperation', () => {
         const ledger = new Map<string, OperationRecord>();
         const admitted = new Map<string, number>();
         for (const d of deliveries) {
-          const r = req({ operation_id: d.op, payload: { v: d.payload }, generation: d.generation, action: d.action as OperationRequest['action'] });
+          const r = req({
+            operation_id: d.op,
+            payload: { v: d.payload },
+            generation: d.generation,
+            action: d.action as OperationRequest['action'],
+          });
           const hash = requestHash(r);
           const existing = ledger.get(d.op) ?? null;
           const a = admitOperation(r, hash, existing, gen === 0 ? null : gen);

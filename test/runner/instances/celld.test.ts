@@ -50,7 +50,10 @@ describe('InstanceCell worker in workerd, through the Celld adapter', function (
     assert.equal(h.providers.effectsPerOperation().get(`${id}-p1`), 1);
     const cellEvidence = await c.cells.evidence(id);
     assert.ok(cellEvidence.some((e) => e.event === 'enrolled' && e.actor.startsWith('celld-cell:')));
-    assert.ok(h.store.evidence({ instanceId: id }).every((e) => e.source === 'management'), 'management keeps its own evidence apart');
+    assert.ok(
+      h.store.evidence({ instanceId: id }).every((e) => e.source === 'management'),
+      'management keeps its own evidence apart',
+    );
     const host = c.cells as CelldCellHost;
     assert.deepEqual(host.versions, { adapter_version: '1.0.0', celld_version: 'workerd-reference', protocol_version: 'instance-cell/v1' });
   });
@@ -61,7 +64,10 @@ describe('InstanceCell worker in workerd, through the Celld adapter', function (
     const request = { operation_id: `${id}-p1`, instance_id: id, generation: 1, action: 'provision' as const, payload: { spec } };
     await cells.step(id, { kind: 'command', request, hash: requestHash(request), spec });
     // The answer is lost: the cell records unknown and arms a lookup alarm in its own storage.
-    await cells.step(id, { kind: 'effect_result', result: { operation_id: request.operation_id, outcome: 'unknown', reason: 'lost', observation: null } });
+    await cells.step(id, {
+      kind: 'effect_result',
+      result: { operation_id: request.operation_id, outcome: 'unknown', reason: 'lost', observation: null },
+    });
     assert.equal((await cells.read(id))!.state, 'unknown');
     assert.ok((await cells.nextAlarmAt(id))! > 0);
     await wd.stop();
@@ -81,10 +87,14 @@ describe('InstanceCell worker in workerd, through the Celld adapter', function (
     const path = '/v1/cells/x/state';
     assert.equal((await fetch(wd.url + path)).status, 401);
     const ts = String(Date.now());
-    const forged = await fetch(wd.url + path, { headers: { [HEADER_TIMESTAMP]: ts, [HEADER_SIGNATURE]: await signRequest('another-secret'.padEnd(40, 'y'), ts, 'GET', path, '') } });
+    const forged = await fetch(wd.url + path, {
+      headers: { [HEADER_TIMESTAMP]: ts, [HEADER_SIGNATURE]: await signRequest('another-secret'.padEnd(40, 'y'), ts, 'GET', path, '') },
+    });
     assert.equal(forged.status, 401);
     const old = String(Date.now() - 10 * 60_000);
-    const stale = await fetch(wd.url + path, { headers: { [HEADER_TIMESTAMP]: old, [HEADER_SIGNATURE]: await signRequest(SECRET, old, 'GET', path, '') } });
+    const stale = await fetch(wd.url + path, {
+      headers: { [HEADER_TIMESTAMP]: old, [HEADER_SIGNATURE]: await signRequest(SECRET, old, 'GET', path, '') },
+    });
     assert.equal(stale.status, 401);
     assert.match(await stale.text(), /stale_timestamp/);
     // A signed request for one path cannot be replayed onto another.
@@ -122,7 +132,13 @@ describe('Celld settings', () => {
   it('enabled needs a URL and a secret of at least 32 characters, with one-line errors', () => {
     assert.throws(() => celldSettingsFromEnv({ FORGE_CELLD_ENABLED: 'maybe' }), /expected 1\/true\/on/);
     assert.throws(() => celldSettingsFromEnv({ FORGE_CELLD_ENABLED: '1' }), /FORGE_CELLD_URL/);
-    assert.throws(() => celldSettingsFromEnv({ FORGE_CELLD_ENABLED: '1', FORGE_CELLD_URL: 'http://127.0.0.1:1', FORGE_CELLD_SECRET: 'short' }), /at least 32/);
-    assert.deepEqual(celldSettingsFromEnv({ FORGE_CELLD_ENABLED: 'on', FORGE_CELLD_URL: 'http://h:1/', FORGE_CELLD_SECRET: 's'.repeat(32) }), { url: 'http://h:1', secret: 's'.repeat(32), timeoutMs: 10_000 });
+    assert.throws(
+      () => celldSettingsFromEnv({ FORGE_CELLD_ENABLED: '1', FORGE_CELLD_URL: 'http://127.0.0.1:1', FORGE_CELLD_SECRET: 'short' }),
+      /at least 32/,
+    );
+    assert.deepEqual(
+      celldSettingsFromEnv({ FORGE_CELLD_ENABLED: 'on', FORGE_CELLD_URL: 'http://h:1/', FORGE_CELLD_SECRET: 's'.repeat(32) }),
+      { url: 'http://h:1', secret: 's'.repeat(32), timeoutMs: 10_000 },
+    );
   });
 });

@@ -4,7 +4,29 @@ import { dirname, join, resolve } from 'node:path';
 import { COMPATIBLE_CELLD_VERSIONS } from '../../../runner/src/instances/celld/celldCellHost.js';
 
 // Celld refuses unknown config keys; this is the allowlist of its v0.2.1 deploy command.
-const CELLD_KEYS = new Set(['$schema', 'name', 'main', 'compatibility_date', 'compatibility_flags', 'durable_objects', 'migrations', 'assets', 'services', 'triggers', 'vars', 'd1_databases', 'kv_namespaces', 'queues', 'workflows', 'r2_buckets', 'worker_loaders', 'containers', 'no_bundle', 'define', 'rules']);
+const CELLD_KEYS = new Set([
+  '$schema',
+  'name',
+  'main',
+  'compatibility_date',
+  'compatibility_flags',
+  'durable_objects',
+  'migrations',
+  'assets',
+  'services',
+  'triggers',
+  'vars',
+  'd1_databases',
+  'kv_namespaces',
+  'queues',
+  'workflows',
+  'r2_buckets',
+  'worker_loaders',
+  'containers',
+  'no_bundle',
+  'define',
+  'rules',
+]);
 
 describe('celld/wrangler.jsonc (deployment to a Celld fleet)', () => {
   const file = join(process.cwd(), 'celld', 'wrangler.jsonc');
@@ -21,6 +43,9 @@ describe('celld/wrangler.jsonc (deployment to a Celld fleet)', () => {
     assert.ok(existsSync(resolve(dirname(file), String(config.main))), 'npm run build makes it');
     assert.deepEqual(config.durable_objects, { bindings: [{ name: 'INSTANCE_CELL', class_name: 'InstanceCell' }] });
     assert.deepEqual((config.migrations as Array<{ new_sqlite_classes: string[] }>)[0]!.new_sqlite_classes, ['InstanceCell']);
-    assert.ok(COMPATIBLE_CELLD_VERSIONS.has(String((config.vars as Record<string, string>).CELLD_VERSION)), 'the pinned version is one the adapter accepts');
+    assert.ok(
+      COMPATIBLE_CELLD_VERSIONS.has(String((config.vars as Record<string, string>).CELLD_VERSION)),
+      'the pinned version is one the adapter accepts',
+    );
   });
 });

@@ -6,7 +6,11 @@ import { InstanceSpecSchema } from '../../../runner/src/protocol/instanceCell.js
 import { HostInstanceProvider } from '../../../runner/src/instances/providers/hostInstanceProvider.js';
 import { describeInstanceProviderConformance } from './instanceProviderConformance.js';
 
-describeInstanceProviderConformance({ name: 'host', make: (stateDir) => new HostInstanceProvider({ stateDir }), spec: { provider: 'host' } });
+describeInstanceProviderConformance({
+  name: 'host',
+  make: (stateDir) => new HostInstanceProvider({ stateDir }),
+  spec: { provider: 'host' },
+});
 
 describe('host instance provider', () => {
   it('the instance process outlives the call that started it, and destroy leaves no process behind', async () => {
@@ -21,7 +25,11 @@ describe('host instance provider', () => {
       assert.match(cmdline, /forge-instance/);
       await p.destroy(ref);
       assert.ok(!existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '), 'supervisor gone');
-      assert.deepEqual(p.journal('h1', 1).map((l) => l.split(' ')[0]), ['start', 'stop'], 'the journal is the record of effects');
+      assert.deepEqual(
+        p.journal('h1', 1).map((l) => l.split(' ')[0]),
+        ['start', 'stop'],
+        'the journal is the record of effects',
+      );
     } finally {
       await p.destroy(ref).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });

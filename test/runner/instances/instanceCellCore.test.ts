@@ -1,12 +1,27 @@
 import assert from 'node:assert/strict';
 import { InstanceSpecSchema, type InstanceCellState, type OperationRequest } from '../../../runner/src/protocol/instanceCell.js';
-import { type CellInput, DEFAULT_CORE_SETTINGS, emptyCell, owedEffects, step } from '../../../runner/src/instances/core/instanceCellCore.js';
+import {
+  type CellInput,
+  DEFAULT_CORE_SETTINGS,
+  emptyCell,
+  owedEffects,
+  step,
+} from '../../../runner/src/instances/core/instanceCellCore.js';
 import { requestHash } from '../../../runner/src/instances/operationRequest.js';
 
 const spec = InstanceSpecSchema.parse({ provider: 'host', enroll_timeout_s: 5, probe_interval_ms: 100 });
-const obs = (generation: number, runtime_state: 'absent' | 'running' | 'exited' | 'removed' = 'running') => ({ generation, runtime_state, runtime_id: null });
+const obs = (generation: number, runtime_state: 'absent' | 'running' | 'exited' | 'removed' = 'running') => ({
+  generation,
+  runtime_state,
+  runtime_id: null,
+});
 
-function req(op: string, action: OperationRequest['action'], generation = 1, payload: Record<string, unknown> = action === 'provision' ? { spec } : {}): OperationRequest {
+function req(
+  op: string,
+  action: OperationRequest['action'],
+  generation = 1,
+  payload: Record<string, unknown> = action === 'provision' ? { spec } : {},
+): OperationRequest {
   return { operation_id: op, instance_id: 'i1', generation, action, payload };
 }
 
@@ -27,7 +42,12 @@ class Cell {
   command(r: OperationRequest) {
     return this.send({ kind: 'command', request: r, hash: requestHash(r), spec: r.action === 'provision' ? spec : null }).reply!;
   }
-  result(op: string, outcome: 'succeeded' | 'failed' | 'rejected' | 'unknown' | 'not_found', observation = obs(1), reason: string | null = null) {
+  result(
+    op: string,
+    outcome: 'succeeded' | 'failed' | 'rejected' | 'unknown' | 'not_found',
+    observation = obs(1),
+    reason: string | null = null,
+  ) {
     return this.send({ kind: 'effect_result', result: { operation_id: op, outcome, reason, observation } });
   }
   probe(ready: boolean) {
@@ -44,11 +64,17 @@ describe('InstanceCell core (pure)', () => {
     const c = new Cell();
     assert.equal(c.command(req('p1', 'provision')).status, 'dispatched');
     assert.equal(c.state.state, 'provisioning');
-    assert.deepEqual(owedEffects(c.state).map((e) => e.kind), ['apply']);
+    assert.deepEqual(
+      owedEffects(c.state).map((e) => e.kind),
+      ['apply'],
+    );
     c.result('p1', 'succeeded');
     assert.equal(c.state.state, 'enrolling');
     assert.equal(c.state.generation, 1);
-    assert.deepEqual(owedEffects(c.state).map((e) => e.kind), ['probe']);
+    assert.deepEqual(
+      owedEffects(c.state).map((e) => e.kind),
+      ['probe'],
+    );
     assert.ok(c.alarms.has('enroll_deadline'));
     c.probe(true);
     assert.equal(c.state.state, 'ready');
@@ -116,9 +142,16 @@ describe('InstanceCell core (pure)', () => {
     c.command(req('p1', 'provision'));
     assert.equal(c.command(req('s1', 'stop')).status, 'pending');
     assert.equal(c.command(req('d1', 'destroy')).status, 'pending');
-    assert.deepEqual(owedEffects(c.state).map((e) => e.kind === 'apply' && e.operation_id), ['p1']);
+    assert.deepEqual(
+      owedEffects(c.state).map((e) => e.kind === 'apply' && e.operation_id),
+      ['p1'],
+    );
     c.result('p1', 'succeeded');
-    assert.deepEqual(owedEffects(c.state).map((e) => (e.kind === 'apply' ? e.operation_id : e.kind)), ['s1'], 'the stop goes before any probe');
+    assert.deepEqual(
+      owedEffects(c.state).map((e) => (e.kind === 'apply' ? e.operation_id : e.kind)),
+      ['s1'],
+      'the stop goes before any probe',
+    );
     c.result('s1', 'succeeded', obs(1, 'exited'));
     c.result('d1', 'succeeded', obs(1, 'removed'));
     assert.equal(c.state.state, 'destroyed');
@@ -235,6 +268,9 @@ describe('InstanceCell core (pure)', () => {
       send({ kind: 'command', request: r, hash: requestHash(r), spec: null });
     }
     assert.equal(s.operations.filter((o) => o.status === 'rejected').length, 3);
-    assert.ok(s.operations.some((o) => o.operation_id === 'p1'), 'the open provision is kept');
+    assert.ok(
+      s.operations.some((o) => o.operation_id === 'p1'),
+      'the open provision is kept',
+    );
   });
 });

@@ -34,14 +34,18 @@ const TERMINAL = new Set(['succeeded', 'failed', 'rejected']);
 function checkInvariants(m: Model, r: Real): void {
   for (const [op, n] of r.h.providers.effectsPerOperation()) assert.ok(n <= 1, `operation ${op} made ${n} provider effects`);
   for (const [op, status] of m.terminal) assert.equal(r.h.store.operation(op)?.status, status, `terminal outcome of ${op} changed`);
-  for (const row of r.h.db.prepare("SELECT operation_id, status FROM operations WHERE status IN ('succeeded','failed','rejected')").all() as Array<{ operation_id: string; status: OperationStatus }>) {
+  for (const row of r.h.db
+    .prepare("SELECT operation_id, status FROM operations WHERE status IN ('succeeded','failed','rejected')")
+    .all() as Array<{ operation_id: string; status: OperationStatus }>) {
     m.terminal.set(row.operation_id, row.status);
   }
   // Ground truth: every process start an instance journal records is one create/start effect.
   const host = new HostInstanceProvider({ stateDir: r.h.stateDir });
   for (const inst of r.h.store.instances()) {
     for (let g = 1; g <= inst.generation; g++) {
-      const effects = r.h.providers.calls.filter((c) => c.instance_id === inst.instance_id && c.generation === g && (c.method === 'create' || c.method === 'start') && c.changed);
+      const effects = r.h.providers.calls.filter(
+        (c) => c.instance_id === inst.instance_id && c.generation === g && (c.method === 'create' || c.method === 'start') && c.changed,
+      );
       const starts = host.journal(inst.instance_id, g).filter((l) => l.startsWith('start')).length;
       assert.equal(starts, effects.length, `${inst.instance_id} g${g}: ${starts} process starts for ${effects.length} start effects`);
     }
@@ -70,7 +74,13 @@ class Submit implements fc.AsyncCommand<Model, Real> {
       }
     } else {
       const gen = Math.max(1, (m.maxGen[this.instance] ?? 0) + this.genDelta + (this.action === 'provision' ? 1 : 0));
-      request = { operation_id: `op-${m.nextOp++}`, instance_id: this.instance, generation: gen, action: this.action, payload: this.action === 'provision' ? { spec } : {} };
+      request = {
+        operation_id: `op-${m.nextOp++}`,
+        instance_id: this.instance,
+        generation: gen,
+        action: this.action,
+        payload: this.action === 'provision' ? { spec } : {},
+      };
       m.sent.set(request.operation_id, request);
     }
     const callsBefore = r.h.providers.calls.length;
@@ -84,11 +94,16 @@ class Submit implements fc.AsyncCommand<Model, Real> {
       return;
     }
     if (known) {
-      assert.equal(reply.status, TERMINAL.has(known.status) ? known.status : 'pending', 'a repeat answers the recorded outcome, or pending while in flight');
+      assert.equal(
+        reply.status,
+        TERMINAL.has(known.status) ? known.status : 'pending',
+        'a repeat answers the recorded outcome, or pending while in flight',
+      );
       return;
     }
     const maxGen = m.maxGen[request.instance_id] ?? 0;
-    if (request.generation < maxGen) assert.deepEqual([reply.status, reply.reason], ['rejected', 'stale_generation'], `gen ${request.generation} < ${maxGen}`);
+    if (request.generation < maxGen)
+      assert.deepEqual([reply.status, reply.reason], ['rejected', 'stale_generation'], `gen ${request.generation} < ${maxGen}`);
     if (request.action !== 'provision' && request.generation > maxGen) assert.equal(reply.status, 'rejected');
     if (request.action === 'provision' && reply.status !== 'rejected') m.maxGen[request.instance_id] = Math.max(maxGen, request.generation);
     checkInvariants(m, r);
@@ -146,7 +161,12 @@ class Drive implements fc.AsyncCommand<Model, Real> {
       const obs = await r.h.management.refresh(this.instance);
       assert.equal(out.state.generation, inv.generation, 'the cell is bound to the generation management observed');
       const rt = obs!.runtime_state;
-      const consistent: Record<string, string[]> = { ready: ['running'], stopped: ['exited', 'created'], destroyed: ['removed', 'absent'], failed: ['absent', 'exited', 'running', 'removed', 'created'] };
+      const consistent: Record<string, string[]> = {
+        ready: ['running'],
+        stopped: ['exited', 'created'],
+        destroyed: ['removed', 'absent'],
+        failed: ['absent', 'exited', 'running', 'removed', 'created'],
+      };
       assert.ok(consistent[out.state.state]?.includes(rt), `cell ${out.state.state} but runtime ${rt}`);
     }
     checkInvariants(m, r);
@@ -162,9 +182,15 @@ describe('instance lifecycle, model-based (fast-check; real core, ledger, SQLite
 
   it('random commands with duplicates, reordering and lost responses keep every ledger invariant', async () => {
     const inst = fc.constantFrom(...INSTANCES);
-    const submit = fc.tuple(inst, fc.constantFrom(...ACTIONS), fc.integer({ min: -1, max: 1 }), fc.constantFrom('new', 'new', 'new', 'same', 'other') as fc.Arbitrary<'new' | 'same' | 'other'>, fc.nat(50)).map(
-        ([i, a, d, reuse, pick]) => new Submit(i, a, d, reuse, pick),
-      );
+    const submit = fc
+      .tuple(
+        inst,
+        fc.constantFrom(...ACTIONS),
+        fc.integer({ min: -1, max: 1 }),
+        fc.constantFrom('new', 'new', 'new', 'same', 'other') as fc.Arbitrary<'new' | 'same' | 'other'>,
+        fc.nat(50),
+      )
+      .map(([i, a, d, reuse, pick]) => new Submit(i, a, d, reuse, pick));
     const provisionFirst = inst.map((i) => new Submit(i, 'provision', 0, 'new', 0));
     const commands = [
       submit,
@@ -193,7 +219,9 @@ describe('instance lifecycle, model-based (fast-check; real core, ledger, SQLite
           // Finally everything settles, and each host runtime's journal shows no duplicate effect.
           for (const i of INSTANCES) await new Drive(i).run(model, { h, dropManagementAnswer: drop });
           for (const [op, n] of h.providers.effectsPerOperation()) assert.ok(n <= 1, `${op}: ${n} effects`);
-          stats.runs++; stats.effects += h.providers.calls.filter((c) => c.changed).length; stats.commands += [...cmds].length;
+          stats.runs++;
+          stats.effects += h.providers.calls.filter((c) => c.changed).length;
+          stats.commands += [...cmds].length;
         } finally {
           await h.cleanup();
         }

@@ -22,7 +22,12 @@ export function describeInstanceProviderConformance(t: ConformanceTarget): void 
     let provider: InstanceProvider;
     const made: InstanceRef[] = [];
     const ref = (instance: string, generation = 1, spec: Partial<InstanceSpec> = {}): InstanceRef => {
-      const r = { instance_id: instance, generation, operation_id: `op-${instance}-${generation}`, spec: InstanceSpecSchema.parse({ ...t.spec, ...spec }) };
+      const r = {
+        instance_id: instance,
+        generation,
+        operation_id: `op-${instance}-${generation}`,
+        spec: InstanceSpecSchema.parse({ ...t.spec, ...spec }),
+      };
       made.push(r);
       return r;
     };
@@ -99,7 +104,10 @@ export function describeInstanceProviderConformance(t: ConformanceTarget): void 
     it('the runner environment does not reach the instance; spec.env does', async () => {
       process.env.FORGE_TEST_RUNNER_SECRET = 'sk-should-not-leak';
       try {
-        const r = ref('c6', 1, { env: { GREETING: 'hi' }, readiness: ['sh', '-c', 'test -z "$FORGE_TEST_RUNNER_SECRET" && test "$GREETING" = hi'] });
+        const r = ref('c6', 1, {
+          env: { GREETING: 'hi' },
+          readiness: ['sh', '-c', 'test -z "$FORGE_TEST_RUNNER_SECRET" && test "$GREETING" = hi'],
+        });
         await provider.create(r);
         assert.equal(await eventuallyReady(r), true);
       } finally {

@@ -71,18 +71,35 @@ describe('management: operation ledger and effect service (SQLite on disk, host 
     await apply(req('p1', 'provision'));
     await apply(req('s1', 'stop', 5));
     const ev = h.store.evidence({ operationId: 'p1' });
-    assert.deepEqual(ev.map((e) => e.event), ['incarnation_created', 'dispatched', 'succeeded']);
+    assert.deepEqual(
+      ev.map((e) => e.event),
+      ['incarnation_created', 'dispatched', 'succeeded'],
+    );
     for (const e of ev) {
       assert.equal(e.generation, 1);
       assert.match(e.actor, /^management@/);
       assert.ok(e.at > 0);
     }
-    assert.deepEqual(h.store.evidence({ operationId: 's1' }).map((e) => e.event), ['rejected']);
+    assert.deepEqual(
+      h.store.evidence({ operationId: 's1' }).map((e) => e.event),
+      ['rejected'],
+    );
     // Atomicity: a failing write inside the transaction leaves neither the row nor its evidence.
     assert.throws(() =>
       h.store.tx(() => {
         h.store.updateOperation('p1', { status: 'failed' }, Date.now());
-        h.store.addEvidence({ at: 1, source: 'management', actor: 'x', instance_id: 'm1', operation_id: 'p1', generation: 1, event: 'bogus', from_state: null, to_state: null, detail: null });
+        h.store.addEvidence({
+          at: 1,
+          source: 'management',
+          actor: 'x',
+          instance_id: 'm1',
+          operation_id: 'p1',
+          generation: 1,
+          event: 'bogus',
+          from_state: null,
+          to_state: null,
+          detail: null,
+        });
         throw new Error('crash mid-transaction');
       }),
     );
@@ -106,14 +123,41 @@ describe('management: operation ledger and effect service (SQLite on disk, host 
     assert.equal(resolved.outcome, 'succeeded');
     assert.equal(resolved.observation?.runtime_state, 'running');
     assert.equal(h.providers.effectsPerOperation().get('p9'), 1, 'the re-drive found the effect made');
-    assert.deepEqual(h.store.evidence({ operationId: 'p9' }).map((e) => e.event), ['incarnation_created', 'dispatched', 'redriven', 'succeeded']);
+    assert.deepEqual(
+      h.store.evidence({ operationId: 'p9' }).map((e) => e.event),
+      ['incarnation_created', 'dispatched', 'redriven', 'succeeded'],
+    );
   });
 
   it('an operation in flight in a live runner is reported unknown, not re-driven', async () => {
     const r = req('p1', 'provision');
     h.store.tx(() => {
-      h.store.upsertInstance({ instance_id: 'm1', provider: 'host', generation: 1, runtime_state: 'absent', runtime_id: null, spec_json: JSON.stringify(spec), created_at: 1, updated_at: 1 });
-      h.store.insertOperation({ operation_id: 'p1', instance_id: 'm1', generation: 1, action: 'provision', request_hash: requestHash(r), request_json: JSON.stringify(r), status: 'dispatched', reason: null, owner_host: hostname(), owner_pid: 1, changed: null, created_at: 1, updated_at: 1, finished_at: null });
+      h.store.upsertInstance({
+        instance_id: 'm1',
+        provider: 'host',
+        generation: 1,
+        runtime_state: 'absent',
+        runtime_id: null,
+        spec_json: JSON.stringify(spec),
+        created_at: 1,
+        updated_at: 1,
+      });
+      h.store.insertOperation({
+        operation_id: 'p1',
+        instance_id: 'm1',
+        generation: 1,
+        action: 'provision',
+        request_hash: requestHash(r),
+        request_json: JSON.stringify(r),
+        status: 'dispatched',
+        reason: null,
+        owner_host: hostname(),
+        owner_pid: 1,
+        changed: null,
+        created_at: 1,
+        updated_at: 1,
+        finished_at: null,
+      });
     });
     assert.equal((await h.management.lookup('p1')).outcome, 'unknown');
     assert.equal((await apply(r)).outcome, 'unknown');

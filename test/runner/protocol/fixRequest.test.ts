@@ -21,7 +21,8 @@ describe('FixRequest', () => {
     assert.equal(r.shared_deps, true);
     assert.deepEqual(r.allow_net, []);
     assert.equal(FixRequestSchema.parse({ ...minimal, attempts: 64 }).attempts, 64);
-    for (const attempts of [0, 65, 1.5]) assert.equal(FixRequestSchema.safeParse({ ...minimal, attempts }).success, false, String(attempts));
+    for (const attempts of [0, 65, 1.5])
+      assert.equal(FixRequestSchema.safeParse({ ...minimal, attempts }).success, false, String(attempts));
   });
 
   it('fix/start takes its params from it: same defaults, same bounds, no CLI-only field', () => {
@@ -32,9 +33,19 @@ describe('FixRequest', () => {
   });
 
   it("the extension's contributed settings and clamps agree with it", () => {
-    const props = (JSON.parse(readFileSync('package.json', 'utf8')) as { contributes: { configuration: { properties: Record<string, { default: number; minimum: number; maximum: number }> } } }).contributes.configuration.properties;
-    assert.deepEqual([props['forge.attempts']!.default, props['forge.attempts']!.minimum, props['forge.attempts']!.maximum], [FIX_LIMITS.attempts.default, FIX_LIMITS.attempts.min, FIX_LIMITS.attempts.max]);
-    assert.deepEqual([props['forge.maxTurns']!.default, props['forge.maxTurns']!.minimum, props['forge.maxTurns']!.maximum], [FIX_LIMITS.max_turns.default, FIX_LIMITS.max_turns.min, FIX_LIMITS.max_turns.max]);
+    const props = (
+      JSON.parse(readFileSync('package.json', 'utf8')) as {
+        contributes: { configuration: { properties: Record<string, { default: number; minimum: number; maximum: number }> } };
+      }
+    ).contributes.configuration.properties;
+    assert.deepEqual(
+      [props['forge.attempts']!.default, props['forge.attempts']!.minimum, props['forge.attempts']!.maximum],
+      [FIX_LIMITS.attempts.default, FIX_LIMITS.attempts.min, FIX_LIMITS.attempts.max],
+    );
+    assert.deepEqual(
+      [props['forge.maxTurns']!.default, props['forge.maxTurns']!.minimum, props['forge.maxTurns']!.maximum],
+      [FIX_LIMITS.max_turns.default, FIX_LIMITS.max_turns.min, FIX_LIMITS.max_turns.max],
+    );
     const settings = { attempts: 100, provider: 'host' as const, image: '', testCommand: '', model: 'replay:x', maxTurns: 0 };
     const p = fixStartParams(settings, '/tmp/r', 'x', 'replay:x');
     assert.equal(p.attempts, 64);
@@ -48,8 +59,16 @@ describe('FixRequest', () => {
     const fix = program.commands.find((c) => c.name() === 'fix')!;
     assert.equal(fix.options.find((o) => o.long === '--attempts')!.defaultValue, '3');
     const flags = {
-      repo: '.', issueText: 'x', model: `replay:${join(process.cwd(), 'samples', 'py-calc', 'replay.json')}`, provider: 'host',
-      attempts: '3', temperature: '0.7', maxTurns: '30', maxTokens: '200000', timeoutPerAttempt: '900', cellTimeout: '300',
+      repo: '.',
+      issueText: 'x',
+      model: `replay:${join(process.cwd(), 'samples', 'py-calc', 'replay.json')}`,
+      provider: 'host',
+      attempts: '3',
+      temperature: '0.7',
+      maxTurns: '30',
+      maxTokens: '200000',
+      timeoutPerAttempt: '900',
+      cellTimeout: '300',
     };
     for (const [over, said] of [
       [{ attempts: '65' }, '--attempts 65: expected a whole number from 1 to 64'],
@@ -58,7 +77,11 @@ describe('FixRequest', () => {
       [{ temperature: 'hot' }, '--temperature hot: expected a number from 0 to 2'],
       [{ maxTurns: '501' }, '--max-turns 501: expected a whole number from 1 to 500'],
     ] as const) {
-      await assert.rejects(fixFromFlags({ ...flags, ...over }, () => undefined), (e: Error) => e instanceof InputError && e.message === said, said);
+      await assert.rejects(
+        fixFromFlags({ ...flags, ...over }, () => undefined),
+        (e: Error) => e instanceof InputError && e.message === said,
+        said,
+      );
     }
   });
 });

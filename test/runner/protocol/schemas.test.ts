@@ -13,7 +13,9 @@ describe('protocol schemas', () => {
       const committed = readFileSync(join('schemas', file), 'utf8');
       assert.equal(committed, renderSchemaFile(schema), `schemas/${file} is stale: run npm run schemas`);
     }
-    const onDisk = readdirSync('schemas').filter((f) => f.endsWith('.json')).sort();
+    const onDisk = readdirSync('schemas')
+      .filter((f) => f.endsWith('.json'))
+      .sort();
     assert.deepEqual(onDisk, Object.keys(catalog).sort(), 'schemas/ holds a file no zod schema produces');
   });
 
@@ -40,7 +42,10 @@ describe('protocol schemas', () => {
       ['not an object', /CellSpec/],
     ];
     for (const [input, re] of cases) {
-      assert.throws(() => parseCellSpec(input), (e: unknown) => e instanceof InputError && re.test(e.message) && !e.message.includes('\n'));
+      assert.throws(
+        () => parseCellSpec(input),
+        (e: unknown) => e instanceof InputError && re.test(e.message) && !e.message.includes('\n'),
+      );
     }
   });
 });

@@ -22,8 +22,18 @@ describe('agent file tools', () => {
   });
 
   it('refuses paths that leave the worktree, with a message for the model', () => {
-    const refused = ['../../etc/passwd', '/etc/passwd', join(outside.dir, 'secret'), 'a/../../x', '', '.git/config', 'sub/.git/hooks/x', 'x\0y'];
-    for (const p of refused) assert.throws(() => new WorktreeFiles(wt.dir).resolve(p, { followFinal: true, createDirs: false }), ToolError, p);
+    const refused = [
+      '../../etc/passwd',
+      '/etc/passwd',
+      join(outside.dir, 'secret'),
+      'a/../../x',
+      '',
+      '.git/config',
+      'sub/.git/hooks/x',
+      'x\0y',
+    ];
+    for (const p of refused)
+      assert.throws(() => new WorktreeFiles(wt.dir).resolve(p, { followFinal: true, createDirs: false }), ToolError, p);
     assert.throws(() => readFile(wt.dir, { path: '../../etc/passwd' }), /outside the repository/);
     assert.throws(() => writeFile(wt.dir, { path: '/tmp/forge-evil', content: 'x' }), /outside the repository/);
     assert.throws(() => new WorktreeFiles(wt.dir).read(42, 10), /non-empty string/);
@@ -50,7 +60,10 @@ describe('agent file tools', () => {
   });
 
   it('read_file numbers lines and pages; list_files hides .git; search finds text', () => {
-    assert.equal(readFile(wt.dir, { path: 'calc.py', start_line: 2, end_line: 2 }), '2:     return a - b\n[... lines 3-6 not shown; pass start_line]');
+    assert.equal(
+      readFile(wt.dir, { path: 'calc.py', start_line: 2, end_line: 2 }),
+      '2:     return a - b\n[... lines 3-6 not shown; pass start_line]',
+    );
     assert.equal(listFiles(wt.dir, {}), 'calc.py');
     assert.equal(searchFiles(wt.dir, { pattern: 'def sub' }), 'calc.py:4: def sub(a, b):');
     writeFile(wt.dir, { path: 'pkg/new.py', content: 'x = 1\n' });

@@ -10,7 +10,13 @@ import type { ReplayScript } from '../../../runner/src/repair/models/replayScrip
 import { BrokenEnvironmentError, type FixDeps, runFix } from '../../../runner/src/repair/runFix.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
-import { type FakeCell, type FakeCellOutcome, FakeCellProvider, type FakeCellScript, pytestOutput } from '../../helpers/fakeCellProvider.js';
+import {
+  type FakeCell,
+  type FakeCellOutcome,
+  FakeCellProvider,
+  type FakeCellScript,
+  pytestOutput,
+} from '../../helpers/fakeCellProvider.js';
 import { git, makeRepo } from '../../helpers/gitRepo.js';
 
 /**
@@ -20,9 +26,19 @@ import { git, makeRepo } from '../../helpers/gitRepo.js';
  */
 
 const BUGGY = 'def average(values):\n    return sum(values) / (len(values) + 1)\n\n\ndef total(values):\n    return sum(values)\n';
-const FIX = { name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string: 'return sum(values) / len(values)' } } as const;
+const FIX = {
+  name: 'edit_file',
+  arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string: 'return sum(values) / len(values)' },
+} as const;
 /** Fixes average, and breaks total (which passed on the base): a regression. */
-const FIX_WITH_REGRESSION = { name: 'edit_file', arguments: { path: 'calc.py', old_string: '    return sum(values) / (len(values) + 1)\n\n\ndef total(values):\n    return sum(values)', new_string: '    return sum(values) / len(values)\n\n\ndef total(values):\n    return 0' } } as const;
+const FIX_WITH_REGRESSION = {
+  name: 'edit_file',
+  arguments: {
+    path: 'calc.py',
+    old_string: '    return sum(values) / (len(values) + 1)\n\n\ndef total(values):\n    return sum(values)',
+    new_string: '    return sum(values) / len(values)\n\n\ndef total(values):\n    return 0',
+  },
+} as const;
 const FINISH = { name: 'finish', arguments: { summary: 'done' } } as const;
 const TEST_CMD = 'python3 -m pytest -q';
 
@@ -36,7 +52,10 @@ const calcTests = (cell: FakeCell): FakeCellOutcome => {
 };
 const isTestRun = (cell: FakeCell) => cell.cmd === TEST_CMD;
 const ok: FakeCellOutcome = { exit_code: 0, output: '' };
-const script = (custom: (cell: FakeCell) => FakeCellOutcome | null = () => null): FakeCellScript => (cell) => custom(cell) ?? (isTestRun(cell) ? calcTests(cell) : ok);
+const script =
+  (custom: (cell: FakeCell) => FakeCellOutcome | null = () => null): FakeCellScript =>
+  (cell) =>
+    custom(cell) ?? (isTestRun(cell) ? calcTests(cell) : ok);
 
 describe('fix pipeline decisions (fake cells, replay model, in process)', function () {
   let stateDir: string;
@@ -55,17 +74,32 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     rmSync(stateDir, { recursive: true, force: true });
   });
 
-  const request = (over: Partial<FixRequestInput> = {}) => FixRequestSchema.parse({ repo: repo.dir, issue: 'average is wrong', model: 'replay:fake', test_cmd: TEST_CMD, attempts: 2, ...over });
+  const request = (over: Partial<FixRequestInput> = {}) =>
+    FixRequestSchema.parse({ repo: repo.dir, issue: 'average is wrong', model: 'replay:fake', test_cmd: TEST_CMD, attempts: 2, ...over });
   const deps = (provider: FakeCellProvider, attempts: ReplayScript['attempts'], signal?: AbortSignal): FixDeps => ({
-    store, provider, model: new ReplayModel('replay:fake', { version: 1, attempts }), progress: (l) => lines.push(l), ...(signal ? { signal } : {}),
+    store,
+    provider,
+    model: new ReplayModel('replay:fake', { version: 1, attempts }),
+    progress: (l) => lines.push(l),
+    ...(signal ? { signal } : {}),
   });
-  const forgeBranches = () => git(repo.dir, 'branch', '--list', 'forge/*').split('\n').map((b) => b.trim()).filter(Boolean);
+  const forgeBranches = () =>
+    git(repo.dir, 'branch', '--list', 'forge/*')
+      .split('\n')
+      .map((b) => b.trim())
+      .filter(Boolean);
   const worktrees = () => git(repo.dir, 'worktree', 'list').trim().split('\n').length;
   const purposes = (p: FakeCellProvider) => p.cells.map((c) => `${c.purpose}${c.attempt === null ? '' : `:${c.attempt}`}`);
 
   it('a regression-causing attempt loses to the correct one; ground truth passes; only the winner branch remains', async () => {
     const provider = new FakeCellProvider(script());
-    const { report, exitCode } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX_WITH_REGRESSION] }, { tool_calls: [FINISH] }], [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
+    const { report, exitCode } = await runFix(
+      request(),
+      deps(provider, [
+        [{ tool_calls: [FIX_WITH_REGRESSION] }, { tool_calls: [FINISH] }],
+        [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }],
+      ]),
+    );
     FixReportSchema.parse(report);
     assert.equal(exitCode, 0);
     assert.equal(report.status, 'fixed');
@@ -83,17 +117,31 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     assert.equal(store.getRun(report.run_id)!.status, 'fixed');
     assert.equal(store.getRun(report.run_id)!.winner_attempt, 1);
     assert.equal(store.cellCount(report.run_id), provider.cells.length);
-    assert.deepEqual(purposes(provider).filter((p) => !p.startsWith('verdict')), ['baseline', 'ground_truth']);
-    assert.deepEqual(purposes(provider).filter((p) => p.startsWith('verdict')).sort(), ['verdict:0', 'verdict:1']);
+    assert.deepEqual(
+      purposes(provider).filter((p) => !p.startsWith('verdict')),
+      ['baseline', 'ground_truth'],
+    );
+    assert.deepEqual(
+      purposes(provider)
+        .filter((p) => p.startsWith('verdict'))
+        .sort(),
+      ['verdict:0', 'verdict:1'],
+    );
   });
 
   it('a green baseline is refused before any attempt', async () => {
     const provider = new FakeCellProvider(script((c) => (isTestRun(c) ? pytestOutput({ 'test_calc.py::test_average': true }) : null)));
-    await assert.rejects(runFix(request(), deps(provider, [[{ tool_calls: [FIX] }]])), (e: Error) => e instanceof InputError && /already pass on the base commit/.test(e.message));
+    await assert.rejects(
+      runFix(request(), deps(provider, [[{ tool_calls: [FIX] }]])),
+      (e: Error) => e instanceof InputError && /already pass on the base commit/.test(e.message),
+    );
     assert.deepEqual(purposes(provider), ['baseline']);
     const [run] = store.listRuns(10);
     assert.equal(run!.status, 'failed');
-    assert.ok(store.attempts(run!.id).every((a) => a.status === 'queued'), 'no attempt started');
+    assert.ok(
+      store.attempts(run!.id).every((a) => a.status === 'queued'),
+      'no attempt started',
+    );
     assert.deepEqual(forgeBranches(), []);
   });
 
@@ -114,8 +162,13 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
   });
 
   it('a winner whose diff fails on a fresh checkout is not a fix', async () => {
-    const provider = new FakeCellProvider(script((c) => (c.purpose === 'ground_truth' ? pytestOutput({ 'test_calc.py::test_average': false }) : null)));
-    const { report, exitCode } = await runFix(request({ attempts: 1 }), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
+    const provider = new FakeCellProvider(
+      script((c) => (c.purpose === 'ground_truth' ? pytestOutput({ 'test_calc.py::test_average': false }) : null)),
+    );
+    const { report, exitCode } = await runFix(
+      request({ attempts: 1 }),
+      deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]),
+    );
     assert.equal(exitCode, 1);
     assert.equal(report.status, 'not_fixed');
     assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
@@ -129,7 +182,10 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
 
   it('all attempts failing: not fixed, and the report names the closest attempt', async () => {
     const provider = new FakeCellProvider(script());
-    const { report, exitCode } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX_WITH_REGRESSION] }], [{ content: 'I give up' }]]));
+    const { report, exitCode } = await runFix(
+      request(),
+      deps(provider, [[{ tool_calls: [FIX_WITH_REGRESSION] }], [{ content: 'I give up' }]]),
+    );
     assert.equal(exitCode, 1);
     assert.equal(report.winner, null);
     assert.equal(report.ground_truth, null, 'nothing to check on a fresh checkout');
@@ -139,7 +195,9 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
   });
 
   it('an attempt whose change could not be captured completely cannot win', async () => {
-    const provider = new FakeCellProvider(script((c) => (c.purpose === 'verdict' && c.attempt === 0 ? { ...calcTests(c), diff: { incomplete: 'deadline' } } : null)));
+    const provider = new FakeCellProvider(
+      script((c) => (c.purpose === 'verdict' && c.attempt === 0 ? { ...calcTests(c), diff: { incomplete: 'deadline' } } : null)),
+    );
     const { report } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
     assert.equal(report.status, 'fixed');
     assert.equal(report.attempts[0]!.status, 'failed');
@@ -149,8 +207,14 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
   });
 
   it('a failing --install-cmd stops the run with its last lines and leaves no worktree', async () => {
-    const provider = new FakeCellProvider(script((c) => (c.purpose === 'install' ? { exit_code: 7, output: 'fetching\nno such package\n' } : null)));
-    await assert.rejects(runFix(request({ install_cmd: 'pip install nothing' }), deps(provider, [[{ tool_calls: [FIX] }]])), (e: Error) => e instanceof InputError && /install command failed \(exit 7\): fetching \| no such package; fix --install-cmd/.test(e.message));
+    const provider = new FakeCellProvider(
+      script((c) => (c.purpose === 'install' ? { exit_code: 7, output: 'fetching\nno such package\n' } : null)),
+    );
+    await assert.rejects(
+      runFix(request({ install_cmd: 'pip install nothing' }), deps(provider, [[{ tool_calls: [FIX] }]])),
+      (e: Error) =>
+        e instanceof InputError && /install command failed \(exit 7\): fetching \| no such package; fix --install-cmd/.test(e.message),
+    );
     assert.deepEqual(purposes(provider), ['install']);
     assert.equal(worktrees(), 1, 'the install worktree was left behind');
     assert.equal(store.listRuns(10)[0]!.status, 'failed');
@@ -186,8 +250,14 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     assert.ok(lines.includes('attempt 0: finished before the interruption, kept'), lines.join('\n'));
     assert.ok(lines.includes('baseline: kept from the interrupted run'), lines.join('\n'));
     const resumedCells = provider.cells.slice(cellsBefore);
-    assert.ok(resumedCells.every((c) => c.attempt !== 0 && c.purpose !== 'baseline'), `attempt 0 or the baseline ran again: ${purposes(provider).slice(cellsBefore).join(', ')}`);
-    assert.ok(resumedCells.some((c) => c.purpose === 'verdict' && c.attempt === 1), 'attempt 1 was redone');
+    assert.ok(
+      resumedCells.every((c) => c.attempt !== 0 && c.purpose !== 'baseline'),
+      `attempt 0 or the baseline ran again: ${purposes(provider).slice(cellsBefore).join(', ')}`,
+    );
+    assert.ok(
+      resumedCells.some((c) => c.purpose === 'verdict' && c.attempt === 1),
+      'attempt 1 was redone',
+    );
     assert.deepEqual(forgeBranches(), [`forge/attempt/${runId}-a0`]);
     assert.equal(worktrees(), 1);
     await assert.rejects(runFix(request({ resume_run_id: runId }), deps(provider, attempts)), /already ended/);

@@ -15,13 +15,17 @@ import { requireQemu } from '../../helpers/qemu.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 function fix(repo: string, args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [RUNNER, 'fix', '--repo', repo, '--json', ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const r = spawnSync(process.execPath, [RUNNER, 'fix', '--repo', repo, '--json', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   return { status: r.status, stderr: r.stderr, report: r.stdout ? FixReportSchema.parse(JSON.parse(r.stdout)) : null };
 }
 
 const replay = (name: string) => `replay:${join(SAMPLES, name, 'replay.json')}`;
 const issue = (name: string) => join(SAMPLES, name, 'issue.md');
-const attemptsOf = (name: string) => String((JSON.parse(readFileSync(join(SAMPLES, name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length);
+const attemptsOf = (name: string) =>
+  String((JSON.parse(readFileSync(join(SAMPLES, name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length);
 
 describe('forge-runner fix (end to end, replay model, real cells)', function () {
   this.timeout(300_000);
@@ -32,19 +36,36 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       const out = mkdtempSync(join(tmpdir(), 'forge-out-'));
       try {
         const head = git(repo.dir, 'rev-parse', 'HEAD');
-        const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue(name), '--model', replay(name), '--attempts', attemptsOf(name), '--out', out]);
+        const r = fix(repo.dir, [
+          '--provider',
+          'host',
+          '--issue-file',
+          issue(name),
+          '--model',
+          replay(name),
+          '--attempts',
+          attemptsOf(name),
+          '--out',
+          out,
+        ]);
         assert.equal(r.status, 0, r.stderr);
         const report = r.report!;
         assert.equal(report.status, 'fixed');
         assert.equal(report.baseline.green, false);
         assert.ok(report.winner!.attempts[0]!.endsWith('-a0'));
-        assert.ok(report.attempts.some((a) => a.verdict && !a.verdict.green), 'the wrong candidate should be red');
+        assert.ok(
+          report.attempts.some((a) => a.verdict && !a.verdict.green),
+          'the wrong candidate should be red',
+        );
         assert.equal(report.ground_truth?.verdict?.green, true);
         for (const f of ['winner.diff', 'report.json', 'summary.md']) assert.ok(existsSync(join(out, f)), f);
         // The user's checkout is untouched; the winner lives on its branch.
         assert.equal(git(repo.dir, 'rev-parse', 'HEAD'), head);
         assert.equal(git(repo.dir, 'status', '--porcelain'), '');
-        const branches = git(repo.dir, 'branch', '--list', 'forge/*').trim().split('\n').map((b) => b.trim());
+        const branches = git(repo.dir, 'branch', '--list', 'forge/*')
+          .trim()
+          .split('\n')
+          .map((b) => b.trim());
         assert.deepEqual(branches, [report.winner!.branch]);
         assert.equal(existsSync(join(repo.dir, '.git', 'forge-cells')) ? readdirSync(join(repo.dir, '.git', 'forge-cells')).length : 0, 0);
         assert.ok(git(repo.dir, 'diff', 'main', report.winner!.branch!).includes('+'), 'the branch carries the fix');
@@ -98,13 +119,35 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
   it('--install-cmd runs once for the run, in its own cell; a failing one stops the run with its last lines', () => {
     const repo = sampleRepo('c-clamp');
     try {
-      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--attempts', '2', '--install-cmd', 'make test_clamp']);
+      const r = fix(repo.dir, [
+        '--provider',
+        'host',
+        '--issue-file',
+        issue('c-clamp'),
+        '--model',
+        replay('c-clamp'),
+        '--attempts',
+        '2',
+        '--install-cmd',
+        'make test_clamp',
+      ]);
       assert.equal(r.status, 0, r.stderr);
       const db = new Database(join(process.env.FORGE_STATE_DIR!, 'forge.db'), { readonly: true });
-      const installs = (db.prepare(`SELECT count(*) n FROM cell_executions WHERE run_id = ? AND purpose = 'install'`).get(r.report!.run_id) as { n: number }).n;
+      const installs = (
+        db.prepare(`SELECT count(*) n FROM cell_executions WHERE run_id = ? AND purpose = 'install'`).get(r.report!.run_id) as { n: number }
+      ).n;
       db.close();
       assert.equal(installs, 1, 'once for the run, not per worktree');
-      const bad = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--install-cmd', 'exit 7']);
+      const bad = fix(repo.dir, [
+        '--provider',
+        'host',
+        '--issue-file',
+        issue('c-clamp'),
+        '--model',
+        replay('c-clamp'),
+        '--install-cmd',
+        'exit 7',
+      ]);
       assert.equal(bad.status, 2);
       assert.match(bad.stderr, /install command failed \(exit 7\).*fix --install-cmd/);
       assert.equal(git(repo.dir, 'worktree', 'list').trim().split('\n').length, 1, 'the install worktree was left behind');
@@ -117,7 +160,19 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     const repo = sampleRepo('c-clamp');
     try {
       const head = git(repo.dir, 'rev-parse', 'HEAD');
-      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', replay('c-clamp'), '--attempts', '2', '--apply', '--branch', 'fix/clamp']);
+      const r = fix(repo.dir, [
+        '--provider',
+        'host',
+        '--issue-file',
+        issue('c-clamp'),
+        '--model',
+        replay('c-clamp'),
+        '--attempts',
+        '2',
+        '--apply',
+        '--branch',
+        'fix/clamp',
+      ]);
       assert.equal(r.status, 0, r.stderr);
       assert.match(r.report!.applied_to ?? '', /working tree/);
       assert.match(readFileSync(join(repo.dir, 'clamp.c'), 'utf8'), /return high;/);
@@ -133,18 +188,39 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
   it('refuses a model that reaches outside the repository, and goes on', () => {
     const repo = sampleRepo('py-calc');
     const script = join(repo.dir, '..', `evil-${Date.now()}.json`);
-    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[
-      { tool_calls: [{ name: 'read_file', arguments: { path: '../../etc/passwd' } }] },
-      { tool_calls: [{ name: 'write_file', arguments: { path: '/tmp/forge-evil-write', content: 'x' } }] },
-      { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string: 'return sum(values) / len(values)' } }] },
-      { tool_calls: [{ name: 'finish', arguments: { summary: 'ok' } }] },
-    ]] }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          [
+            { tool_calls: [{ name: 'read_file', arguments: { path: '../../etc/passwd' } }] },
+            { tool_calls: [{ name: 'write_file', arguments: { path: '/tmp/forge-evil-write', content: 'x' } }] },
+            {
+              tool_calls: [
+                {
+                  name: 'edit_file',
+                  arguments: {
+                    path: 'calc.py',
+                    old_string: 'return sum(values) / (len(values) + 1)',
+                    new_string: 'return sum(values) / len(values)',
+                  },
+                },
+              ],
+            },
+            { tool_calls: [{ name: 'finish', arguments: { summary: 'ok' } }] },
+          ],
+        ],
+      }),
+    );
     try {
       const r = fix(repo.dir, ['--provider', 'host', '--issue-text', 'average is wrong', '--model', `replay:${script}`, '--attempts', '1']);
       assert.equal(r.status, 0, r.stderr);
       assert.equal(existsSync('/tmp/forge-evil-write'), false);
       const db = new Database(join(process.env.FORGE_STATE_DIR!, 'forge.db'), { readonly: true });
-      const turns = db.prepare('SELECT tool_results_json FROM model_turns WHERE run_id = ? ORDER BY turn_idx').all(r.report!.run_id) as { tool_results_json: string }[];
+      const turns = db.prepare('SELECT tool_results_json FROM model_turns WHERE run_id = ? ORDER BY turn_idx').all(r.report!.run_id) as {
+        tool_results_json: string;
+      }[];
       db.close();
       assert.match(turns[0]!.tool_results_json, /outside the repository/);
       assert.doesNotMatch(turns[0]!.tool_results_json, /root:x:0:0/);
@@ -172,9 +248,29 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
   it('all attempts failing: exit 1 and a report naming the closest attempt', () => {
     const repo = sampleRepo('c-clamp');
     const script = join(repo.dir, '..', `wrong-${Date.now()}.json`);
-    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[
-      { tool_calls: [{ name: 'edit_file', arguments: { path: 'clamp.c', old_string: 'return low;\n    return value;', new_string: 'return high - 1;\n    return value;' } }] },
-    ], [{ content: 'I give up' }]] }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          [
+            {
+              tool_calls: [
+                {
+                  name: 'edit_file',
+                  arguments: {
+                    path: 'clamp.c',
+                    old_string: 'return low;\n    return value;',
+                    new_string: 'return high - 1;\n    return value;',
+                  },
+                },
+              ],
+            },
+          ],
+          [{ content: 'I give up' }],
+        ],
+      }),
+    );
     try {
       const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('c-clamp'), '--model', `replay:${script}`, '--attempts', '2']);
       assert.equal(r.status, 1, r.stderr);
@@ -207,9 +303,23 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         ['tape test/*.js', 'command_not_found', /tape: command not found .*install the project's dependencies/],
         [`node -e "require('left-pad')"`, 'missing_module', /a module the tests import is missing: left-pad/],
       ] as const) {
-        const r = fix(repo.dir, ['--provider', 'host', '--issue-text', 'x', '--model', replay('js-slug'), '--test-cmd', testCmd, '--out', out]);
+        const r = fix(repo.dir, [
+          '--provider',
+          'host',
+          '--issue-text',
+          'x',
+          '--model',
+          replay('js-slug'),
+          '--test-cmd',
+          testCmd,
+          '--out',
+          out,
+        ]);
         assert.equal(r.status, 2, r.stderr);
-        const errors = r.stderr.trim().split('\n').filter((l) => l.startsWith('forge-runner:'));
+        const errors = r.stderr
+          .trim()
+          .split('\n')
+          .filter((l) => l.startsWith('forge-runner:'));
         assert.equal(errors.length, 1, r.stderr);
         assert.match(errors[0]!, said);
         assert.equal(r.report!.status, 'broken_environment');
@@ -226,12 +336,26 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     }
   });
 
-  it("model keys stay in the runner even when the test command prints the whole environment", () => {
+  it('model keys stay in the runner even when the test command prints the whole environment', () => {
     const repo = sampleRepo('py-calc');
     const canary = `sk-ant-canary-${Date.now()}`;
     try {
-      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', replay('py-calc'), '--attempts', '1', '--test-cmd', 'env; python3 -m pytest -q'],
-        { ANTHROPIC_API_KEY: canary, OPENAI_API_KEY: canary, FORGE_API_KEY: canary });
+      const r = fix(
+        repo.dir,
+        [
+          '--provider',
+          'host',
+          '--issue-file',
+          issue('py-calc'),
+          '--model',
+          replay('py-calc'),
+          '--attempts',
+          '1',
+          '--test-cmd',
+          'env; python3 -m pytest -q',
+        ],
+        { ANTHROPIC_API_KEY: canary, OPENAI_API_KEY: canary, FORGE_API_KEY: canary },
+      );
       assert.equal(r.status, 0, r.stderr);
       const logs = join(process.env.FORGE_STATE_DIR!, 'cells');
       let seen = 0;

@@ -9,7 +9,10 @@ import { closedToCellUser } from '../../../runner/src/repair/dependencies/detect
 
 const suite = (cls: string, cases: Record<string, 'pass' | 'fail' | 'skip'>) =>
   `<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="${cls}" tests="${Object.keys(cases).length}">\n${Object.entries(cases)
-    .map(([name, o]) => `  <testcase classname="${cls}" name="${name}">${o === 'fail' ? '<failure message="no"/>' : o === 'skip' ? '<skipped/>' : ''}</testcase>`)
+    .map(
+      ([name, o]) =>
+        `  <testcase classname="${cls}" name="${name}">${o === 'fail' ? '<failure message="no"/>' : o === 'skip' ? '<skipped/>' : ''}</testcase>`,
+    )
     .join('\n')}\n</testsuite>\n`;
 
 describe('JUnit XML reports a build tool wrote in the worktree', () => {
@@ -92,7 +95,8 @@ describe('JUnit XML reports a build tool wrote in the worktree', () => {
     assert.equal(readJunitReports(wt, none, limits), null, 'a file over the size bound');
     rmSync(join(wt, 'target/surefire-reports/TEST-big.xml'));
     assert.equal(readJunitReports(wt, none, { ...limits, maxFiles: 3 }), null, 'more files than the bound');
-    for (let i = 0; i < 30; i++) linkSync(join(wt, 'target/surefire-reports/TEST-0.xml'), join(wt, `target/surefire-reports/TEST-link${i}.xml`));
+    for (let i = 0; i < 30; i++)
+      linkSync(join(wt, 'target/surefire-reports/TEST-0.xml'), join(wt, `target/surefire-reports/TEST-link${i}.xml`));
     assert.equal(readJunitReports(wt, none, { ...limits, maxEntries: 20 }), null, 'more directory entries than the bound');
   });
 });

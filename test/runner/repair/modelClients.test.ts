@@ -20,9 +20,31 @@ function sampleRepo(): { dir: string; cleanup: () => void } {
 }
 
 /** Spawned asynchronously: the fake model server lives in this process and must keep answering. */
-function fix(repo: string, model: string, env: Record<string, string>): Promise<{ status: number | null; stderr: string; report: FixReport | null }> {
+function fix(
+  repo: string,
+  model: string,
+  env: Record<string, string>,
+): Promise<{ status: number | null; stderr: string; report: FixReport | null }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [RUNNER, 'fix', '--repo', repo, '--json', '--provider', 'host', '--issue-text', 'average() is wrong', '--model', model, '--attempts', '1'], { env: { ...process.env, ...env } });
+    const child = spawn(
+      process.execPath,
+      [
+        RUNNER,
+        'fix',
+        '--repo',
+        repo,
+        '--json',
+        '--provider',
+        'host',
+        '--issue-text',
+        'average() is wrong',
+        '--model',
+        model,
+        '--attempts',
+        '1',
+      ],
+      { env: { ...process.env, ...env } },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -31,7 +53,9 @@ function fix(repo: string, model: string, env: Record<string, string>): Promise<
   });
 }
 
-async function fakeServer(handle: (path: string, headers: IncomingMessage['headers'], body: Record<string, unknown>) => unknown): Promise<{ server: Server; url: string }> {
+async function fakeServer(
+  handle: (path: string, headers: IncomingMessage['headers'], body: Record<string, unknown>) => unknown,
+): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (d) => (raw += d));
@@ -57,9 +81,10 @@ describe('model clients against local stand-in endpoints (the model is the only 
       const messages = body.messages as { role: string; content: string }[];
       seen.toolMessages = messages.filter((m) => m.role === 'tool');
       const turn = seen.toolMessages.length;
-      const call = turn === 0
-        ? { id: 'c1', type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: 'calc.py', ...FIX }) } }
-        : { id: 'c2', type: 'function', function: { name: 'finish', arguments: '{"summary":"done"}' } };
+      const call =
+        turn === 0
+          ? { id: 'c1', type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: 'calc.py', ...FIX }) } }
+          : { id: 'c2', type: 'function', function: { name: 'finish', arguments: '{"summary":"done"}' } };
       return { choices: [{ message: { role: 'assistant', content: null, tool_calls: [call] } }], usage: { total_tokens: 42 } };
     });
     const repo = sampleRepo();
@@ -83,10 +108,13 @@ describe('model clients against local stand-in endpoints (the model is the only 
       assert.equal(path, '/v1/messages');
       key = String(headers['x-api-key']);
       const messages = body.messages as { role: string; content: unknown }[];
-      results = messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b) => (b as { type: string }).type === 'tool_result');
-      const block = results.length === 0
-        ? { type: 'tool_use', id: 'tu1', name: 'edit_file', input: { path: 'calc.py', ...FIX } }
-        : { type: 'tool_use', id: 'tu2', name: 'finish', input: { summary: 'done' } };
+      results = messages
+        .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+        .filter((b) => (b as { type: string }).type === 'tool_result');
+      const block =
+        results.length === 0
+          ? { type: 'tool_use', id: 'tu1', name: 'edit_file', input: { path: 'calc.py', ...FIX } }
+          : { type: 'tool_use', id: 'tu2', name: 'finish', input: { summary: 'done' } };
       return { content: [{ type: 'text', text: 'working' }, block], usage: { input_tokens: 10, output_tokens: 5 } };
     });
     const repo = sampleRepo();

@@ -28,7 +28,11 @@ describe('replay scripts', () => {
       [JSON.stringify({ version: 1, attempts: [[{ content: 'x', extra: 1 }]] }), /attempts\.0\.0/],
     ];
     for (const [text, re] of bad) {
-      assert.throws(() => parseReplayScript(text, 'r.json'), (e: unknown) => e instanceof InputError && re.test(e.message) && !e.message.includes('\n'), text);
+      assert.throws(
+        () => parseReplayScript(text, 'r.json'),
+        (e: unknown) => e instanceof InputError && re.test(e.message) && !e.message.includes('\n'),
+        text,
+      );
     }
   });
 });

@@ -20,27 +20,67 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
     git(repo, 'add', '-A');
     git(repo, 'commit', '-q', '-m', 'base');
     const script = join(repo, '..', `resume-${Date.now()}.json`);
-    writeFileSync(script, JSON.stringify({ version: 1, attempts: [
-      [
-        { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string: 'return sum(values) / len(values)' } }] },
-        { tool_calls: [{ name: 'finish', arguments: { summary: 'fixed' } }] },
-      ],
-      [
-        // Long enough to be killed in; the resumed run gives cells 3 s.
-        { tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 30' } }] },
-        { tool_calls: [{ name: 'finish', arguments: { summary: 'nothing' } }] },
-      ],
-    ] }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          [
+            {
+              tool_calls: [
+                {
+                  name: 'edit_file',
+                  arguments: {
+                    path: 'calc.py',
+                    old_string: 'return sum(values) / (len(values) + 1)',
+                    new_string: 'return sum(values) / len(values)',
+                  },
+                },
+              ],
+            },
+            { tool_calls: [{ name: 'finish', arguments: { summary: 'fixed' } }] },
+          ],
+          [
+            // Long enough to be killed in; the resumed run gives cells 3 s.
+            { tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 30' } }] },
+            { tool_calls: [{ name: 'finish', arguments: { summary: 'nothing' } }] },
+          ],
+        ],
+      }),
+    );
     const db = () => new Database(join(process.env.FORGE_STATE_DIR!, 'forge.db'), { readonly: true, fileMustExist: true });
     try {
-      const first = spawn(process.execPath, [RUNNER, 'fix', '--repo', repo, '--provider', 'host', '--issue-text', 'average is wrong', '--model', `replay:${script}`, '--attempts', '2', '--cell-timeout', '120'], { stdio: 'ignore' });
+      const first = spawn(
+        process.execPath,
+        [
+          RUNNER,
+          'fix',
+          '--repo',
+          repo,
+          '--provider',
+          'host',
+          '--issue-text',
+          'average is wrong',
+          '--model',
+          `replay:${script}`,
+          '--attempts',
+          '2',
+          '--cell-timeout',
+          '120',
+        ],
+        { stdio: 'ignore' },
+      );
       let runId = '';
       for (let i = 0; i < 600 && !runId; i++) {
         await sleep(100);
         if (!existsSync(join(process.env.FORGE_STATE_DIR!, 'forge.db'))) continue;
         const d = db();
-        const row = d.prepare(`SELECT r.id FROM runs r JOIN attempts a0 ON a0.run_id = r.id AND a0.idx = 0 JOIN attempts a1 ON a1.run_id = r.id AND a1.idx = 1
-                               WHERE r.repo = ? AND a0.status = 'finished' AND a1.status = 'running'`).get(repo) as { id: string } | undefined;
+        const row = d
+          .prepare(
+            `SELECT r.id FROM runs r JOIN attempts a0 ON a0.run_id = r.id AND a0.idx = 0 JOIN attempts a1 ON a1.run_id = r.id AND a1.idx = 1
+                               WHERE r.repo = ? AND a0.status = 'finished' AND a1.status = 'running'`,
+          )
+          .get(repo) as { id: string } | undefined;
         d.close();
         if (row) runId = row.id;
       }
@@ -49,12 +89,18 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       first.kill('SIGKILL');
       await new Promise((r) => first.once('exit', r));
       const before = db();
-      const a0Before = before.prepare('SELECT finished_at FROM attempts WHERE run_id = ? AND idx = 0').get(runId) as { finished_at: string };
-      const cellsA0Before = (before.prepare('SELECT count(*) n FROM cell_executions WHERE run_id = ? AND attempt_idx = 0').get(runId) as { n: number }).n;
+      const a0Before = before.prepare('SELECT finished_at FROM attempts WHERE run_id = ? AND idx = 0').get(runId) as {
+        finished_at: string;
+      };
+      const cellsA0Before = (
+        before.prepare('SELECT count(*) n FROM cell_executions WHERE run_id = ? AND attempt_idx = 0').get(runId) as { n: number }
+      ).n;
       before.close();
       assert.ok(existsSync(join(repo, '.git', 'forge-cells', `${runId}-a1`)), 'the killed runner should have left attempt 1 behind');
 
-      const resumed = spawnSync(process.execPath, [RUNNER, 'fix', '--resume', runId, '--json', '--cell-timeout', '3'], { encoding: 'utf8' });
+      const resumed = spawnSync(process.execPath, [RUNNER, 'fix', '--resume', runId, '--json', '--cell-timeout', '3'], {
+        encoding: 'utf8',
+      });
       assert.equal(resumed.status, 0, resumed.stderr);
       const report = FixReportSchema.parse(JSON.parse(resumed.stdout));
       assert.equal(report.run_id, runId);
@@ -63,7 +109,9 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       assert.match(resumed.stderr, /attempt 0: finished before the interruption, kept/);
       const after = db();
       const a0After = after.prepare('SELECT finished_at FROM attempts WHERE run_id = ? AND idx = 0').get(runId) as { finished_at: string };
-      const cellsA0After = (after.prepare('SELECT count(*) n FROM cell_executions WHERE run_id = ? AND attempt_idx = 0').get(runId) as { n: number }).n;
+      const cellsA0After = (
+        after.prepare('SELECT count(*) n FROM cell_executions WHERE run_id = ? AND attempt_idx = 0').get(runId) as { n: number }
+      ).n;
       after.close();
       assert.equal(a0After.finished_at, a0Before.finished_at, 'attempt 0 was redone');
       assert.equal(cellsA0After, cellsA0Before, 'attempt 0 ran new cells');

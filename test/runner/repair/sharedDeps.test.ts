@@ -30,11 +30,21 @@ describe('shared dependencies: detection', () => {
     try {
       const found = detectSharedDeps(c.dir, '/home/me/proj', { env: { HOME: '/nonexistent' }, config: null });
       const byTarget = Object.fromEntries(found.deps.map((d) => [d.target, d]));
-      assert.deepEqual(Object.keys(byTarget).sort(), ['/home/me/proj/.venv', '/home/me/proj/node_modules', '/home/me/proj/packages/core/node_modules']);
+      assert.deepEqual(Object.keys(byTarget).sort(), [
+        '/home/me/proj/.venv',
+        '/home/me/proj/node_modules',
+        '/home/me/proj/packages/core/node_modules',
+      ]);
       assert.equal(byTarget['/home/me/proj/node_modules']!.detail, '3 packages');
       assert.equal(byTarget['/home/me/proj/.venv']!.detail, 'python 3.11.2');
-      assert.equal(describeSharedDep(byTarget['/home/me/proj/node_modules']!, '/home/me/proj', 'overlay'), 'node_modules from the checkout, 3 packages, read-only + overlay');
-      assert.match(describeSharedDep(byTarget['/home/me/proj/.venv']!, '/home/me/proj', 'read-only'), /^\.venv from the checkout, python 3\.11\.2, read-only$/);
+      assert.equal(
+        describeSharedDep(byTarget['/home/me/proj/node_modules']!, '/home/me/proj', 'overlay'),
+        'node_modules from the checkout, 3 packages, read-only + overlay',
+      );
+      assert.match(
+        describeSharedDep(byTarget['/home/me/proj/.venv']!, '/home/me/proj', 'read-only'),
+        /^\.venv from the checkout, python 3\.11\.2, read-only$/,
+      );
     } finally {
       c.cleanup();
     }
@@ -44,7 +54,10 @@ describe('shared dependencies: detection', () => {
     const c = checkout({ 'go.mod': 'module x\n', 'cache/mod/example.com/m@v1.0.0/go.mod': 'module m\n' });
     try {
       const found = detectSharedDeps(c.dir, c.dir, { env: { GOMODCACHE: join(c.dir, 'cache', 'mod') }, config: null });
-      assert.deepEqual(found.deps.map((d) => [d.kind, d.source, d.target, d.layer]), [['go-module-cache', join(c.dir, 'cache', 'mod'), '/tmp/forge-deps/go-mod', 'read-only']]);
+      assert.deepEqual(
+        found.deps.map((d) => [d.kind, d.source, d.target, d.layer]),
+        [['go-module-cache', join(c.dir, 'cache', 'mod'), '/tmp/forge-deps/go-mod', 'read-only']],
+      );
       assert.deepEqual(found.env, { GOMODCACHE: '/tmp/forge-deps/go-mod', GOPROXY: 'off', GOTOOLCHAIN: 'local' });
     } finally {
       c.cleanup();
@@ -56,13 +69,25 @@ describe('shared dependencies: detection', () => {
     try {
       writeFileSync(join(c.dir, 'cfg.json'), '');
       mkdirSync(join(c.dir, '.forge'));
-      writeFileSync(join(c.dir, '.forge', 'config.json'), JSON.stringify({ dependencies: { share: ['vendor/bundle'], exclude: ['venv', 'node_modules'] } }));
+      writeFileSync(
+        join(c.dir, '.forge', 'config.json'),
+        JSON.stringify({ dependencies: { share: ['vendor/bundle'], exclude: ['venv', 'node_modules'] } }),
+      );
       const found = detectSharedDeps(c.dir, c.dir, { env: {}, config: readForgeConfig(c.dir) });
-      assert.deepEqual(found.deps.map((d) => [d.kind, d.target]), [['configured', join(c.dir, 'vendor', 'bundle')]]);
+      assert.deepEqual(
+        found.deps.map((d) => [d.kind, d.target]),
+        [['configured', join(c.dir, 'vendor', 'bundle')]],
+      );
       writeFileSync(join(c.dir, '.forge', 'config.json'), JSON.stringify({ dependencies: { shares: [] } }));
-      assert.throws(() => readForgeConfig(c.dir), (e: Error) => e instanceof InputError && /config\.json: dependencies: .*shares/.test(e.message));
+      assert.throws(
+        () => readForgeConfig(c.dir),
+        (e: Error) => e instanceof InputError && /config\.json: dependencies: .*shares/.test(e.message),
+      );
       writeFileSync(join(c.dir, '.forge', 'config.json'), '{ nope');
-      assert.throws(() => readForgeConfig(c.dir), (e: Error) => e instanceof InputError && /is not JSON/.test(e.message));
+      assert.throws(
+        () => readForgeConfig(c.dir),
+        (e: Error) => e instanceof InputError && /is not JSON/.test(e.message),
+      );
       writeFileSync(join(c.dir, '.forge', 'config.json'), JSON.stringify({ dependencies: { share: ['../../etc'] } }));
       assert.throws(() => detectSharedDeps(c.dir, c.dir, { env: {}, config: readForgeConfig(c.dir) }), /leaves the repository/);
     } finally {
@@ -75,17 +100,23 @@ describe('shared dependencies: mount planning (pure)', () => {
   const facts = { masked: ['/root', '/etc/shadow', '/tmp', '/home'], runnerHome: '/root', stateDir: '/root/.local/state/forge-cells' };
 
   it('never shares what the masks hide, a system tree or the runner state', () => {
-    for (const p of ['/', '/etc', '/usr/lib', '/root', '/home', '/root/.local/state/forge-cells/cells', '/var/lib/docker']) assert.ok(refuseSharedSource(p, facts), p);
+    for (const p of ['/', '/etc', '/usr/lib', '/root', '/home', '/root/.local/state/forge-cells/cells', '/var/lib/docker'])
+      assert.ok(refuseSharedSource(p, facts), p);
     for (const p of ['/root/go/pkg/mod', '/work/proj/node_modules', '/tmp/x/.venv']) assert.equal(refuseSharedSource(p, facts), null, p);
   });
 
   it('mounts go where the spec says; none covers the worktree, the kernel filesystems or another mount', () => {
     const wt = { top: '/repo/.git/forge-cells/a0', gitEntry: '/repo/.git/forge-cells/a0/.git' };
-    const plan = planCellMounts({ mount_at: '/repo', shared_deps: [{ source: '/repo/node_modules', target: '/repo/node_modules', layer: 'overlay' }] }, wt, (t) => t);
+    const plan = planCellMounts(
+      { mount_at: '/repo', shared_deps: [{ source: '/repo/node_modules', target: '/repo/node_modules', layer: 'overlay' }] },
+      wt,
+      (t) => t,
+    );
     assert.deepEqual(plan.worktree, { source: wt.top, target: '/repo' });
     assert.deepEqual(plan.gitMetadata, { source: wt.gitEntry, target: '/repo/.git' });
     assert.equal(refuseMountPlan(plan), null);
-    const bad = (mount_at: string, target: string) => refuseMountPlan(planCellMounts({ mount_at, shared_deps: [{ source: '/s', target, layer: 'overlay' }] }, wt, (t) => t));
+    const bad = (mount_at: string, target: string) =>
+      refuseMountPlan(planCellMounts({ mount_at, shared_deps: [{ source: '/s', target, layer: 'overlay' }] }, wt, (t) => t));
     assert.match(bad('/repo', '/')!, /cannot cover \//);
     assert.match(bad('/repo', '/proc/self')!, /inside \/proc/);
     assert.match(bad('/repo', '/repo')!, /two cell mounts|would cover the worktree/);
@@ -95,7 +126,7 @@ describe('shared dependencies: mount planning (pure)', () => {
 });
 
 describe('gc of writable dependency layers', () => {
-  it('removes the layers of a runner that is gone, leaves a live one\'s', async () => {
+  it("removes the layers of a runner that is gone, leaves a live one's", async () => {
     const { collectStaleDependencyLayers } = await import('../../../runner/src/cells/staleDependencyLayers.js');
     const state = mkdtempSync(join(tmpdir(), 'forge-gc-layers-'));
     try {
@@ -103,7 +134,10 @@ describe('gc of writable dependency layers', () => {
       mkdirSync(join(state, 'layers', `${process.pid}-cell-b-0-y`, 'merged'), { recursive: true });
       const alive = (pid: number) => pid === process.pid;
       const dry = await collectStaleDependencyLayers(state, true, alive);
-      assert.deepEqual(dry.map((i) => [i.id, i.action]).sort(), [[`${process.pid}-cell-b-0-y`, 'left'], ['999999-cell-a-0-x', 'would remove']]);
+      assert.deepEqual(dry.map((i) => [i.id, i.action]).sort(), [
+        [`${process.pid}-cell-b-0-y`, 'left'],
+        ['999999-cell-a-0-x', 'would remove'],
+      ]);
       await collectStaleDependencyLayers(state, false, alive);
       assert.deepEqual(readdirSync(join(state, 'layers')), [`${process.pid}-cell-b-0-y`]);
     } finally {

@@ -56,13 +56,15 @@ describe('judgeTestRun', () => {
   const baseline = parseTestOutput(fixture('cargo-test.txt'))!;
 
   it('green needs exit 0 and no regressions', () => {
-    const fixed = 'running 3 tests\ntest tests::adds ... ok\ntest tests::subs ... ok\ntest tests::later ... ignored\n\ntest result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s\n';
+    const fixed =
+      'running 3 tests\ntest tests::adds ... ok\ntest tests::subs ... ok\ntest tests::later ... ignored\n\ntest result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s\n';
     const v = judgeTestRun(0, fixed, baseline);
     assert.deepEqual([v.green, v.passed, v.failed, v.regressions, v.regressions_known], [true, 2, 0, [], true]);
   });
 
   it('names a baseline-passing test that now fails as a regression', () => {
-    const broke = 'running 2 tests\ntest tests::adds ... FAILED\ntest tests::subs ... ok\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n';
+    const broke =
+      'running 2 tests\ntest tests::adds ... FAILED\ntest tests::subs ... ok\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n';
     const v = judgeTestRun(101, broke, baseline);
     assert.deepEqual(v.regressions, ['tests::adds']);
     assert.deepEqual(v.failing, ['tests::adds']);
@@ -86,7 +88,15 @@ describe('test output parsers for frameworks added with real projects (captured 
     const r = parseTestOutput(fixture('tape.txt'))!;
     assert.equal(r.framework, 'tap');
     assert.deepEqual([r.passed, r.failed, r.skipped], [2, 1, 1]);
-    assert.deepEqual([...r.tests], [['adds › should be equal', 'pass'], ['adds › should be truthy', 'pass'], ['subs › should be equal', 'fail'], ['later', 'skip']]);
+    assert.deepEqual(
+      [...r.tests],
+      [
+        ['adds › should be equal', 'pass'],
+        ['adds › should be truthy', 'pass'],
+        ['subs › should be equal', 'fail'],
+        ['later', 'skip'],
+      ],
+    );
   });
 
   it('pytest 9 subtests: SUBFAILED lines are named, counts include them', () => {
@@ -107,7 +117,13 @@ describe('test output parsers for frameworks added with real projects (captured 
     const d = parseTestOutput(fixture('unittest-default.txt'))!;
     assert.deepEqual([d.framework, d.passed, d.failed, d.skipped], ['unittest', 1, 1, 1]);
     assert.deepEqual([...d.tests], [['test_calc_ut.TestCalc.test_subs', 'fail']]);
-    assert.deepEqual([parseTestOutput('....\n----------------------------------------------------------------------\nRan 4 tests in 0.002s\n\nOK\n')?.passed], [4]);
+    assert.deepEqual(
+      [
+        parseTestOutput('....\n----------------------------------------------------------------------\nRan 4 tests in 0.002s\n\nOK\n')
+          ?.passed,
+      ],
+      [4],
+    );
   });
 
   it('regressions are known only when the baseline named the tests it passed', () => {
@@ -137,23 +153,43 @@ describe('npm lifecycle hooks (real npm output)', () => {
   });
 
   it('a posttest that fails for a reason of its own stays red', () => {
-    const out = fixture('npm-posttest-network.txt').replace(/getaddrinfo EAI_AGAIN registry.npmjs.org/, 'found 3 high severity vulnerabilities');
+    const out = fixture('npm-posttest-network.txt').replace(
+      /getaddrinfo EAI_AGAIN registry.npmjs.org/,
+      'found 3 high severity vulnerabilities',
+    );
     assert.equal(judgeTestRun(1, out, null).green, false);
   });
 });
 
 describe('classifyBaseline: a broken environment is not a failing test', () => {
-  const facts = (output: string, exitCode = 1, more: Partial<Parameters<typeof classifyBaseline>[0]> = {}) =>
-    ({ exitCode, timedOut: false, output, report: parseTestOutput(output), testCmd: 'npm test', cellTimeoutS: 600, ...more });
+  const facts = (output: string, exitCode = 1, more: Partial<Parameters<typeof classifyBaseline>[0]> = {}) => ({
+    exitCode,
+    timedOut: false,
+    output,
+    report: parseTestOutput(output),
+    testCmd: 'npm test',
+    cellTimeoutS: 600,
+    ...more,
+  });
 
   it('names each cause with the way out', () => {
     const cases: [string, number, string, RegExp][] = [
       ['sh: 1: tape: not found\n', 127, 'command_not_found', /tape: command not found.*--install-cmd/],
-      ["bash: line 1: pytest: command not found\n", 127, 'command_not_found', /pytest: command not found/],
+      ['bash: line 1: pytest: command not found\n', 127, 'command_not_found', /pytest: command not found/],
       ["Error: Cannot find module 'left-pad'\nRequire stack:\n- /w/index.js\n", 1, 'missing_module', /left-pad/],
       ["E   ModuleNotFoundError: No module named 'requests'\n", 2, 'missing_module', /requests/],
-      ['npm error network request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n', 1, 'network', /--allow-net/],
-      ['\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n', 5, 'no_tests', /--test-cmd/],
+      [
+        'npm error network request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n',
+        1,
+        'network',
+        /--allow-net/,
+      ],
+      [
+        '\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n',
+        5,
+        'no_tests',
+        /--test-cmd/,
+      ],
     ];
     for (const [out, code, cause, fix] of cases) {
       const b = classifyBaseline(facts(out, code));
@@ -177,10 +213,18 @@ describe('classifyBaseline: a broken environment is not a failing test', () => {
 
 describe('plain TAP without totals (a C test program)', () => {
   it('counts and names from the plan and the ok / not ok lines', () => {
-    const out = 'cc -Wall -o tests/t tests/t.c\n1..3\nok 1 - fifo order\nnot ok 2 - wraps around\nok 3 - later # SKIP no clock\n2 passed, 1 failed\nmake: *** [Makefile:19: test] Error 1\n';
+    const out =
+      'cc -Wall -o tests/t tests/t.c\n1..3\nok 1 - fifo order\nnot ok 2 - wraps around\nok 3 - later # SKIP no clock\n2 passed, 1 failed\nmake: *** [Makefile:19: test] Error 1\n';
     const r = parseTestOutput(out)!;
     assert.equal(r.framework, 'tap');
     assert.deepEqual([r.passed, r.failed, r.skipped], [1, 1, 1]);
-    assert.deepEqual([...r.tests], [['fifo order', 'pass'], ['wraps around', 'fail'], ['later', 'skip']]);
+    assert.deepEqual(
+      [...r.tests],
+      [
+        ['fifo order', 'pass'],
+        ['wraps around', 'fail'],
+        ['later', 'skip'],
+      ],
+    );
   });
 });

@@ -11,7 +11,9 @@ import { waitFor } from '../../helpers/waitFor.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 const ISSUE = readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8');
-const REPLAY = JSON.parse(readFileSync(join(SAMPLES, 'py-calc', 'replay.json'), 'utf8')) as { attempts: { tool_calls?: { name: string; arguments: unknown }[] }[][] };
+const REPLAY = JSON.parse(readFileSync(join(SAMPLES, 'py-calc', 'replay.json'), 'utf8')) as {
+  attempts: { tool_calls?: { name: string; arguments: unknown }[] }[][];
+};
 
 type Finished = { run_id: string; status: string; error: string | null };
 
@@ -27,7 +29,9 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
   const finished: Finished[] = [];
   const repos: { cleanup: () => void }[] = [];
   const call = <M extends keyof typeof RPC_FIX_METHODS>(method: M, params: unknown) =>
-    rpc.sendRequest(method, params).then((r) => RPC_FIX_METHODS[method].result.parse(r) as ReturnType<(typeof RPC_FIX_METHODS)[M]['result']['parse']>);
+    rpc
+      .sendRequest(method, params)
+      .then((r) => RPC_FIX_METHODS[method].result.parse(r) as ReturnType<(typeof RPC_FIX_METHODS)[M]['result']['parse']>);
   const waitFinished = (runId: string) => waitFor(() => finished.find((f) => f.run_id === runId), 200_000);
   const repo = (name: string) => {
     const r = sampleRepo(name);
@@ -38,7 +42,9 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
   before(() => {
     if (!existsSync(RUNNER)) throw new Error('dist/runner.js missing: run npm run build first');
     state = mkdtempSync(join(tmpdir(), 'forge-rpcfix-'));
-    child = spawn(process.execPath, [RUNNER, 'serve', '--stdio'], { env: { ...process.env, FORGE_STATE_DIR: state, FORGE_CELLD_ENABLED: '' } });
+    child = spawn(process.execPath, [RUNNER, 'serve', '--stdio'], {
+      env: { ...process.env, FORGE_STATE_DIR: state, FORGE_CELLD_ENABLED: '' },
+    });
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     rpc = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
     rpc.onNotification('fix/progress', (p: unknown) => {
@@ -56,15 +62,23 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     // The client-side model (what VS Code's language model does in the extension): answers from the replay script.
     rpc.onRequest('model/reply', (raw: unknown): unknown => {
       const req = ModelReplyRequestSchema.parse(raw);
-      assert.ok(req.tools.some((t) => t.name === 'edit_file'), 'the client is told which tools exist');
+      assert.ok(
+        req.tools.some((t) => t.name === 'edit_file'),
+        'the client is told which tools exist',
+      );
       if (req.attempt_index === 1) {
         // Hostile model output: a path outside the worktree must be refused by the runner's tools.
-        if (req.turn_index === 0) return { content: null, tool_calls: [{ id: 'x', name: 'read_file', arguments: { path: '../../../../etc/passwd' } }], tokens: 3 };
+        if (req.turn_index === 0)
+          return { content: null, tool_calls: [{ id: 'x', name: 'read_file', arguments: { path: '../../../../etc/passwd' } }], tokens: 3 };
         return { content: 'giving up', tool_calls: [], tokens: 1 };
       }
       const turn = REPLAY.attempts[0]![req.turn_index];
       if (!turn?.tool_calls) return { content: 'done', tool_calls: [], tokens: 1 };
-      return { content: null, tool_calls: turn.tool_calls.map((c, i) => ({ id: `c${i}`, name: c.name, arguments: c.arguments })), tokens: 7 };
+      return {
+        content: null,
+        tool_calls: turn.tool_calls.map((c, i) => ({ id: `c${i}`, name: c.name, arguments: c.arguments })),
+        tokens: 7,
+      };
     });
     rpc.listen();
   });
@@ -77,9 +91,15 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
   });
 
   it('bad fix/start params are refused with one line and nothing is recorded', async () => {
-    await assert.rejects(rpc.sendRequest('fix/start', { repo: '/tmp', issue: 'x', model: 'replay:x', attempts: 0 }), (e: { code: number; message: string }) => e.code === -32602 && /attempts/.test(e.message));
+    await assert.rejects(
+      rpc.sendRequest('fix/start', { repo: '/tmp', issue: 'x', model: 'replay:x', attempts: 0 }),
+      (e: { code: number; message: string }) => e.code === -32602 && /attempts/.test(e.message),
+    );
     await assert.rejects(rpc.sendRequest('fix/start', { repo: '/tmp', model: 'replay:x' }), /issue/);
-    await assert.rejects(rpc.sendRequest('fix/start', { repo: state, issue: 'x', model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}` }), /not a git repository|git/i);
+    await assert.rejects(
+      rpc.sendRequest('fix/start', { repo: state, issue: 'x', model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}` }),
+      /not a git repository|git/i,
+    );
     await assert.rejects(rpc.sendRequest('fix/start', { repo: repo('py-calc'), issue: 'x', model: 'client:copilot' }), /client:vscode-lm/);
     await assert.rejects(rpc.sendRequest('review/content', { run_id: '../../x', path: 'a', side: 'base' }), /run_id/);
     assert.deepEqual(await call('runs/list', {}), []);
@@ -89,7 +109,13 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
   let dir = '';
   it('fix/start answers with the run id at once; progress, snapshots and running cells are pushed until it is fixed', async () => {
     dir = repo('py-calc');
-    const started = await call('fix/start', { repo: dir, issue: ISSUE, model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`, attempts: 4, provider: 'host' });
+    const started = await call('fix/start', {
+      repo: dir,
+      issue: ISSUE,
+      model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`,
+      attempts: 4,
+      provider: 'host',
+    });
     runId = started.run_id;
     const done = await waitFinished(runId);
     assert.equal(done.status, 'fixed', stderr);
@@ -97,8 +123,14 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.ok(Math.max(...runningSeen) >= 1, 'running cells were pushed');
     assert.equal(runningSeen.at(-1), 0, 'no cell is left running');
     const mine = snapshots.filter((s) => s.run.run_id === runId);
-    assert.ok(mine.some((s) => s.attempts.some((a) => a.status === 'running')), 'a snapshot showed an attempt running');
-    assert.ok(mine.some((s) => s.cells.some((c) => c.running)), 'a snapshot showed a running cell');
+    assert.ok(
+      mine.some((s) => s.attempts.some((a) => a.status === 'running')),
+      'a snapshot showed an attempt running',
+    );
+    assert.ok(
+      mine.some((s) => s.cells.some((c) => c.running)),
+      'a snapshot showed a running cell',
+    );
     const last = mine.at(-1)!;
     assert.equal(last.run.status, 'fixed');
     assert.equal(last.run.review, 'pending');
@@ -109,7 +141,10 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.equal(snap.attempts.length, 4);
     const winner = snap.attempts.find((a) => a.winner)!;
     assert.ok(winner.green && winner.diff_size > 0 && winner.turns > 0);
-    assert.ok(snap.attempts.some((a) => a.green === false), 'the wrong candidate is red');
+    assert.ok(
+      snap.attempts.some((a) => a.green === false),
+      'the wrong candidate is red',
+    );
     assert.deepEqual([...new Set(snap.cells.map((c) => c.purpose))].sort(), ['baseline', 'ground_truth', 'run_tests', 'verdict'].sort());
     assert.ok(snap.cells.every((c) => !c.running && c.provider === 'host' && c.exit_code !== null));
     const baseline = snap.cells.find((c) => c.purpose === 'baseline')!;
@@ -170,16 +205,25 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.equal(health.providers.find((p) => p.provider === 'host')?.available, true);
     const gc = await call('cells/gc', { repo: dir });
     assert.ok(Array.isArray(gc.items) && Array.isArray(gc.notes));
-    assert.ok(gc.items.every((i) => i.action === 'left' || i.action === 'removed'), JSON.stringify(gc.items));
+    assert.ok(
+      gc.items.every((i) => i.action === 'left' || i.action === 'removed'),
+      JSON.stringify(gc.items),
+    );
     await assert.rejects(call('cells/gc', { repo: state }), /not a git repository|git/i);
   });
 
   it('fix/cancel kills the run and its cells; the run is left interrupted', async () => {
     const d = repo('py-calc');
     const script = join(state, 'slow.json');
-    writeFileSync(script, JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }));
+    writeFileSync(
+      script,
+      JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }),
+    );
     const { run_id } = await call('fix/start', { repo: d, issue: ISSUE, model: `replay:${script}`, attempts: 1, provider: 'host' });
-    await waitFor(() => snapshots.find((s) => s.run.run_id === run_id && s.cells.some((c) => c.running && c.purpose === 'run_command')), 60_000);
+    await waitFor(
+      () => snapshots.find((s) => s.run.run_id === run_id && s.cells.some((c) => c.running && c.purpose === 'run_command')),
+      60_000,
+    );
     const t0 = Date.now();
     assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: true });
     const done = await waitFinished(run_id);

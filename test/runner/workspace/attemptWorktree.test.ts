@@ -3,9 +3,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { applyPatch } from '../../../runner/src/workspace/applyPatch.js';
-import {
-  createAttemptWorktree, destroyAttemptWorktree, parseForgeInclude,
-} from '../../../runner/src/workspace/attemptWorktree.js';
+import { createAttemptWorktree, destroyAttemptWorktree, parseForgeInclude } from '../../../runner/src/workspace/attemptWorktree.js';
 import { captureApplicablePatch, captureWorktreeDiff } from '../../../runner/src/workspace/captureWorktreeDiff.js';
 import { git, makeRepo } from '../../helpers/gitRepo.js';
 
@@ -27,7 +25,7 @@ describe('attempt worktrees', function () {
     gitignore: readFileSync(join(repo.dir, '.gitignore'), 'utf8'),
   });
 
-  it('creates a worktree on forge/attempt/<id> in the repository\'s git directory, without touching .gitignore', async () => {
+  it("creates a worktree on forge/attempt/<id> in the repository's git directory, without touching .gitignore", async () => {
     writeFileSync(join(repo.dir, 'a.txt'), 'user edit in progress\n');
     git(repo.dir, 'stash');
     writeFileSync(join(repo.dir, 'wip.txt'), 'untracked user file\n');

@@ -19,7 +19,11 @@ function compareWithGit(files: string[], ignores: Record<string, string>): { git
       mkdirSync(join(dir, d), { recursive: true });
       writeFileSync(join(dir, d, '.gitignore'), text);
     }
-    const ls = (args: string[]) => execFileSync('git', ['-c', 'core.excludesFile=/dev/null', 'ls-files', '-z', '--others', ...args], { cwd: dir, encoding: 'utf8' }).split('\0').filter(Boolean).sort();
+    const ls = (args: string[]) =>
+      execFileSync('git', ['-c', 'core.excludesFile=/dev/null', 'ls-files', '-z', '--others', ...args], { cwd: dir, encoding: 'utf8' })
+        .split('\0')
+        .filter(Boolean)
+        .sort();
     const git = ls(['--exclude-standard']);
     const rules = translateIgnoreRules(Object.entries(ignores).map(([d, text]) => ({ dir: d, text })));
     writeFileSync(join(dir, '.git', 'forge-exclude'), rules);
@@ -31,7 +35,7 @@ function compareWithGit(files: string[], ignores: Record<string, string>): { git
 }
 
 describe('base ignore rules (per-directory .gitignore files as one exclude file)', () => {
-  it('rebases patterns of a subdirectory with git\'s anchoring rules', () => {
+  it("rebases patterns of a subdirectory with git's anchoring rules", () => {
     assert.equal(rebase('*.o', 'a/b'), '/a/b/**/*.o');
     assert.equal(rebase('build/', 'a'), '/a/**/build/');
     assert.equal(rebase('/top.txt', 'a'), '/a/top.txt');
@@ -41,7 +45,14 @@ describe('base ignore rules (per-directory .gitignore files as one exclude file)
   });
 
   it('keeps info/exclude first (lowest precedence) and deeper files after shallower ones', () => {
-    const rules = translateIgnoreRules([{ dir: 'a/b', text: '!x\n' }, { dir: '', text: '# c\n\nx\n' }, { dir: 'a', text: 'y\n' }], '/.forge/\n');
+    const rules = translateIgnoreRules(
+      [
+        { dir: 'a/b', text: '!x\n' },
+        { dir: '', text: '# c\n\nx\n' },
+        { dir: 'a', text: 'y\n' },
+      ],
+      '/.forge/\n',
+    );
     assert.equal(rules, '/.forge/\nx\n/a/**/y\n!/a/b/**/x\n');
   });
 
@@ -62,16 +73,27 @@ describe('base ignore rules (per-directory .gitignore files as one exclude file)
   it('agrees with git on random trees and patterns', () => {
     const seg = fc.constantFrom('a', 'b', 'c', 'd.o', 'e.log');
     const path = fc.array(seg, { minLength: 1, maxLength: 4 }).map((p) => p.join('/'));
-    const pattern = fc.tuple(fc.boolean(), fc.boolean(), fc.constantFrom('*.o', 'a', 'b/', 'c', '*.log', 'a/c', '**/d.o', 'b/*', 'e.log', '*'))
+    const pattern = fc
+      .tuple(fc.boolean(), fc.boolean(), fc.constantFrom('*.o', 'a', 'b/', 'c', '*.log', 'a/c', '**/d.o', 'b/*', 'e.log', '*'))
       .map(([neg, anchored, p]) => `${neg ? '!' : ''}${anchored ? '/' : ''}${p}`);
     const dirs = fc.constantFrom('', 'a', 'b', 'a/b', 'c');
     fc.assert(
-      fc.property(fc.uniqueArray(path, { minLength: 1, maxLength: 12 }), fc.dictionary(dirs, fc.array(pattern, { minLength: 1, maxLength: 4 }).map((ps) => ps.join('\n') + '\n'), { maxKeys: 3 }), (files, ignores) => {
-        // A path cannot be both a file and a directory.
-        const clean = files.filter((f) => !files.some((g) => g.startsWith(f + '/')) && !Object.keys(ignores).some((d) => d === f || d.startsWith(f + '/')));
-        const { git, ours } = compareWithGit(clean, ignores);
-        assert.deepEqual(ours, git);
-      }),
+      fc.property(
+        fc.uniqueArray(path, { minLength: 1, maxLength: 12 }),
+        fc.dictionary(
+          dirs,
+          fc.array(pattern, { minLength: 1, maxLength: 4 }).map((ps) => ps.join('\n') + '\n'),
+          { maxKeys: 3 },
+        ),
+        (files, ignores) => {
+          // A path cannot be both a file and a directory.
+          const clean = files.filter(
+            (f) => !files.some((g) => g.startsWith(f + '/')) && !Object.keys(ignores).some((d) => d === f || d.startsWith(f + '/')),
+          );
+          const { git, ours } = compareWithGit(clean, ignores);
+          assert.deepEqual(ours, git);
+        },
+      ),
       { numRuns: process.env.CI === 'true' ? 40 : 100 },
     );
   });

@@ -3,9 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DockerCellProvider } from '../../../runner/src/cells/providers/dockerCellProvider.js';
 import { applyPatch } from '../../../runner/src/workspace/applyPatch.js';
-import {
-  commitAttempt, createAttemptWorktree, destroyAttemptWorktree,
-} from '../../../runner/src/workspace/attemptWorktree.js';
+import { commitAttempt, createAttemptWorktree, destroyAttemptWorktree } from '../../../runner/src/workspace/attemptWorktree.js';
 import { captureApplicablePatch } from '../../../runner/src/workspace/captureWorktreeDiff.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
 import { git, makeRepo } from '../../helpers/gitRepo.js';
@@ -18,16 +16,25 @@ describe('two attempts in parallel in docker cells', function () {
     const why = await dockerUnavailable(TEST_IMAGES.busybox);
     requireFeature(this, why === null, why ?? '');
     const provider = new DockerCellProvider();
-    const repo = makeRepo({ 'greet.sh': 'echo helo\n', 'test.sh': '[ "$(sh greet.sh)" = hello ] && echo PASS || { echo FAIL; exit 1; }\n' });
+    const repo = makeRepo({
+      'greet.sh': 'echo helo\n',
+      'test.sh': '[ "$(sh greet.sh)" = hello ] && echo PASS || { echo FAIL; exit 1; }\n',
+    });
     const userHead = git(repo.dir, 'rev-parse', 'HEAD');
     try {
-      const [winner, loser] = await Promise.all([createAttemptWorktree(repo.dir, 'HEAD', 'w1'), createAttemptWorktree(repo.dir, 'HEAD', 'l1')]);
+      const [winner, loser] = await Promise.all([
+        createAttemptWorktree(repo.dir, 'HEAD', 'w1'),
+        createAttemptWorktree(repo.dir, 'HEAD', 'l1'),
+      ]);
       // Each attempt edits in its own cell, in parallel, then runs the tests in a fresh cell.
       const edits = await Promise.all([
         provider.run({ image: TEST_IMAGES.busybox, worktree: winner.path, cmd: "sed -i 's/helo/hello/' greet.sh" }),
         provider.run({ image: TEST_IMAGES.busybox, worktree: loser.path, cmd: "sed -i 's/helo/hallo/' greet.sh" }),
       ]);
-      assert.deepEqual(edits.map((e) => e.exit_code), [0, 0]);
+      assert.deepEqual(
+        edits.map((e) => e.exit_code),
+        [0, 0],
+      );
       const [w, l] = await Promise.all([
         provider.run({ image: TEST_IMAGES.busybox, worktree: winner.path, cmd: 'sh test.sh' }),
         provider.run({ image: TEST_IMAGES.busybox, worktree: loser.path, cmd: 'sh test.sh' }),

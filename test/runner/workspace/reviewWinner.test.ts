@@ -28,7 +28,13 @@ describe('review of a winner: files, content, all-or-nothing apply, discard', ()
     const w = withWinner();
     try {
       const files = await listReviewFiles(w.dir, w.baseCommit, w.branch);
-      assert.deepEqual(files.map((f) => `${f.status} ${f.path}`).sort(), ['added link', 'added new.bin', 'deleted gone.txt', 'modified a.txt', 'modified b.txt']);
+      assert.deepEqual(files.map((f) => `${f.status} ${f.path}`).sort(), [
+        'added link',
+        'added new.bin',
+        'deleted gone.txt',
+        'modified a.txt',
+        'modified b.txt',
+      ]);
       assert.equal((await readReviewContent(w.dir, w.baseCommit, 'a.txt')).content, base['a.txt']);
       assert.equal((await readReviewContent(w.dir, w.branch, 'a.txt')).content, 'one\nTWO\nthree\n');
       assert.deepEqual(await readReviewContent(w.dir, w.branch, 'gone.txt'), { content: null, note: 'not present on this side' });

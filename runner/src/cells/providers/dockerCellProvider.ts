@@ -83,7 +83,12 @@ export class DockerCellProvider implements CellProvider {
   }
 
   private track(work: Promise<unknown>): void {
-    const p: Promise<void> = work.then(() => undefined, () => undefined).finally(() => this.cleanups.delete(p));
+    const p: Promise<void> = work
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => this.cleanups.delete(p));
     this.cleanups.add(p);
   }
 
@@ -124,7 +129,9 @@ export class DockerCellProvider implements CellProvider {
       imageConfig = (await this.docker.getImage(spec.image).inspect()).Config as { Env?: string[] };
     } catch (e) {
       if ((e as { statusCode?: number }).statusCode === 404) {
-        throw new InputError(`image "${spec.image}" is not in the local Docker engine; build it with forge-runner bake or docker import (no registry is reachable)`);
+        throw new InputError(
+          `image "${spec.image}" is not in the local Docker engine; build it with forge-runner bake or docker import (no registry is reachable)`,
+        );
       }
       throw e;
     }
@@ -134,9 +141,12 @@ export class DockerCellProvider implements CellProvider {
     mkdirSync(this.logDir, { recursive: true });
     const logPath = join(this.logDir, `${cellId}.log`);
     const rl = planRlimits(spec, {
-      cores: availableParallelism(), cgroupMemory: true, cgroupPids: true, uidProcessCount: 0,
+      cores: availableParallelism(),
+      cgroupMemory: true,
+      cgroupPids: true,
+      uidProcessCount: 0,
       // dockerd usually runs with the same hard limits as the runner; runc cannot exceed them.
-      hardLimits: this.hardLimits ??= parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
+      hardLimits: (this.hardLimits ??= parseProcLimits(readFileSync('/proc/self/limits', 'utf8'))),
     });
     const ulimits = [
       { Name: 'cpu', Soft: rl.cpu_s!, Hard: rl.cpu_s! },
@@ -164,74 +174,88 @@ export class DockerCellProvider implements CellProvider {
     const isolation = this.describeIsolation(null, egress ? 'allowlist' : 'none', { spec, rlimits: rl }, user);
     if (user.warning) isolation.warnings.push(user.warning);
     isolation.warnings.push(...mounts.deps.warnings);
-    if (egress?.unguarded) isolation.warnings.push(`host services on ${egress.network.gateway} are reachable from allow_net cells: ${egress.unguarded}`);
+    if (egress?.unguarded)
+      isolation.warnings.push(`host services on ${egress.network.gateway} are reachable from allow_net cells: ${egress.unguarded}`);
 
     let container: Docker.Container | null = null;
     let finished: () => boolean = () => false;
     const kill = (c: Docker.Container) => c.kill({ signal: 'SIGKILL' }).catch(() => undefined);
 
-    return runCellLifecycle({ cellId, provider: 'docker', spec, options, logPath, worktree, isolation, egress: grant }, {
-      start: async (ctx) => {
-        finished = ctx.finished;
-        const c = (container = await this.docker.createContainer(createOptions));
-        const sink = new Writable({
-          write(chunk: Buffer, _enc, done) {
-            ctx.output(chunk);
-            done();
-          },
-        });
-        const stream = await c.attach({ stream: true, stdout: true, stderr: true });
-        const streamEnded = new Promise<void>((resolve) => {
-          stream.on('end', resolve);
-          stream.on('close', resolve);
-          stream.on('error', () => resolve());
-        });
-        // Docker frames stdout and stderr in write order: one sink keeps them interleaved.
-        this.docker.modem.demuxStream(stream, sink, sink);
-        // 'next-exit': the default 'not-running' would return at once for a created container.
-        const waited = c.wait({ condition: 'next-exit' }) as Promise<{ StatusCode: number }>;
-        return { container: c, stream, streamEnded, waited };
+    return runCellLifecycle(
+      { cellId, provider: 'docker', spec, options, logPath, worktree, isolation, egress: grant },
+      {
+        start: async (ctx) => {
+          finished = ctx.finished;
+          const c = (container = await this.docker.createContainer(createOptions));
+          const sink = new Writable({
+            write(chunk: Buffer, _enc, done) {
+              ctx.output(chunk);
+              done();
+            },
+          });
+          const stream = await c.attach({ stream: true, stdout: true, stderr: true });
+          const streamEnded = new Promise<void>((resolve) => {
+            stream.on('end', resolve);
+            stream.on('close', resolve);
+            stream.on('error', () => resolve());
+          });
+          // Docker frames stdout and stderr in write order: one sink keeps them interleaved.
+          this.docker.modem.demuxStream(stream, sink, sink);
+          // 'next-exit': the default 'not-running' would return at once for a created container.
+          const waited = c.wait({ condition: 'next-exit' }) as Promise<{ StatusCode: number }>;
+          return { container: c, stream, streamEnded, waited };
+        },
+        launch: async (h) => {
+          await h.container.start();
+        },
+        // The engine's wait answer can get lost under load (seen once in a bench: the container
+        // had exited, the wait never returned): inspection backs it up, so a cell always ends.
+        wait: (h) => Promise.race([h.waited, exitedByInspection(h.container, finished)]),
+        settle: async (h, status) => {
+          await Promise.race([h.streamEnded, delay(2000)]);
+          (h.stream as unknown as { destroy?: () => void }).destroy?.();
+          const state = (await h.container.inspect()).State;
+          // The engine reports OOM kills; a refused fork is not observable from outside.
+          return { code: status.StatusCode, signal: null, oomKills: state.OOMKilled ? 1 : 0, pidsLimitHits: 0 };
+        },
+        kill: (h) => kill(h.container).then(() => undefined),
+        cleanup: async (h) => {
+          const c = container;
+          if (!c) {
+            await mounts.deps.release();
+            return;
+          }
+          // Created but never handed over (attach failed): the lifecycle could not kill it.
+          if (!h) await kill(c);
+          // Removal is not on the result's clock; drain() waits for it.
+          // The layers go once the container that had them mounted is gone.
+          this.track(c.remove({ force: true, v: true }).finally(() => mounts.deps.release()));
+        },
       },
-      launch: async (h) => {
-        await h.container.start();
-      },
-      // The engine's wait answer can get lost under load (seen once in a bench: the container
-      // had exited, the wait never returned): inspection backs it up, so a cell always ends.
-      wait: (h) => Promise.race([h.waited, exitedByInspection(h.container, finished)]),
-      settle: async (h, status) => {
-        await Promise.race([h.streamEnded, delay(2000)]);
-        (h.stream as unknown as { destroy?: () => void }).destroy?.();
-        const state = (await h.container.inspect()).State;
-        // The engine reports OOM kills; a refused fork is not observable from outside.
-        return { code: status.StatusCode, signal: null, oomKills: state.OOMKilled ? 1 : 0, pidsLimitHits: 0 };
-      },
-      kill: (h) => kill(h.container).then(() => undefined),
-      cleanup: async (h) => {
-        const c = container;
-        if (!c) {
-          await mounts.deps.release();
-          return;
-        }
-        // Created but never handed over (attach failed): the lifecycle could not kill it.
-        if (!h) await kill(c);
-        // Removal is not on the result's clock; drain() waits for it.
-        // The layers go once the container that had them mounted is gone.
-        this.track(c.remove({ force: true, v: true }).finally(() => mounts.deps.release()));
-      },
-    });
+    );
   }
 
   private caBundle: string | null | undefined;
 
-  private describeIsolation(cgroupVersion: 'v1' | 'v2' | null, net: 'none' | 'allowlist', cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null, user: CellUser | null): IsolationReport {
+  private describeIsolation(
+    cgroupVersion: 'v1' | 'v2' | null,
+    net: 'none' | 'allowlist',
+    cell: { spec: ReturnType<typeof parseCellSpec>; rlimits: IsolationReport['rlimits'] } | null,
+    user: CellUser | null,
+  ): IsolationReport {
     const limits = cell?.spec.limits;
     return {
       mechanism: 'docker',
       degraded: false,
       namespaces: ['mount', 'pid', 'ipc', 'uts', 'net', 'cgroup'],
       net,
-      filesystem: 'image root (container layer discarded with the cell); worktree read-write at /work or the repository\'s path (its .git read-only); shared dependencies read-only (writes to a discarded overlay layer); private tmpfs /tmp (nosuid, nodev); never the docker socket',
-      user: user ? describeCellUser(user) : (process.getuid?.() ?? 0) === 0 ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)' : "the runner's own user",
+      filesystem:
+        "image root (container layer discarded with the cell); worktree read-write at /work or the repository's path (its .git read-only); shared dependencies read-only (writes to a discarded overlay layer); private tmpfs /tmp (nosuid, nodev); never the docker socket",
+      user: user
+        ? describeCellUser(user)
+        : (process.getuid?.() ?? 0) === 0
+          ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)'
+          : "the runner's own user",
       masked_paths: [],
       rlimits: cell?.rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {
@@ -264,7 +288,10 @@ async function exitedByInspection(container: Docker.Container, settled: () => bo
   for (;;) {
     await delay(1000);
     if (settled()) return { StatusCode: -1 }; // the race is over; the value is never read
-    const state = await container.inspect().then((i) => i.State, () => null);
+    const state = await container.inspect().then(
+      (i) => i.State,
+      () => null,
+    );
     if (state && !state.Running && (state.Status === 'exited' || state.Status === 'dead')) return { StatusCode: state.ExitCode };
   }
 }

@@ -69,17 +69,19 @@ export class HostCellProvider implements CellProvider {
 
   /** Probed once per provider: bwrap, cgroups and the mask layout do not change mid-run. */
   private probe(): Promise<Environment> {
-    this.environment ??= (async () => this.withLogRetention({
-      bubblewrap: this.mode === 'off'
-        ? { usable: false, path: null, version: null, reason: 'bubblewrap disabled by configuration (FORGE_BUBBLEWRAP=off)' }
-        : await probeBubblewrap(this.env, ensureDir(this.stateDir)),
-      bash: await findOnPath('bash', this.env),
-      setpriv: await findOnPath('setpriv', this.env),
-      cgroups: detectCgroupSupport(),
-      layout: probeSandboxLayout(this.env),
-      hardLimits: parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
-      logDir: ensureDir(join(this.stateDir, 'cells')),
-    }))();
+    this.environment ??= (async () =>
+      this.withLogRetention({
+        bubblewrap:
+          this.mode === 'off'
+            ? { usable: false, path: null, version: null, reason: 'bubblewrap disabled by configuration (FORGE_BUBBLEWRAP=off)' }
+            : await probeBubblewrap(this.env, ensureDir(this.stateDir)),
+        bash: await findOnPath('bash', this.env),
+        setpriv: await findOnPath('setpriv', this.env),
+        cgroups: detectCgroupSupport(),
+        layout: probeSandboxLayout(this.env),
+        hardLimits: parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
+        logDir: ensureDir(join(this.stateDir, 'cells')),
+      }))();
     return this.environment;
   }
 
@@ -107,7 +109,13 @@ export class HostCellProvider implements CellProvider {
   async health(): Promise<ProviderHealth> {
     const env = await this.probe();
     if (!env.bash) {
-      return { provider: 'host', available: false, reason: 'bash is not on PATH; install bash (the cell launcher needs it)', isolation: null, details: {} };
+      return {
+        provider: 'host',
+        available: false,
+        reason: 'bash is not on PATH; install bash (the cell launcher needs it)',
+        isolation: null,
+        details: {},
+      };
     }
     if (this.mode === 'require' && !env.bubblewrap.usable) {
       return { provider: 'host', available: false, reason: env.bubblewrap.reason, isolation: null, details: {} };
@@ -131,7 +139,9 @@ export class HostCellProvider implements CellProvider {
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.image !== '') {
-      throw new InputError(`the host provider runs on the host's own root filesystem and takes no image (got "${spec.image}"); drop --image or use --provider docker`);
+      throw new InputError(
+        `the host provider runs on the host's own root filesystem and takes no image (got "${spec.image}"); drop --image or use --provider docker`,
+      );
     }
     const { worktree, user } = await prepareCellWorktree(spec, this.env, this.stateDir);
     const env = await this.probe();
@@ -155,16 +165,25 @@ export class HostCellProvider implements CellProvider {
       ? await prepareCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir, cellId, user })
       : (vetCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir }), null);
     if (!useBwrap && (spec.shared_deps.length > 0 || (spec.mount_at && spec.mount_at !== worktree?.top))) {
-      mountWarnings.push('mount_at and shared dependencies need bubblewrap: the cell ran at the worktree\'s own path without them');
+      mountWarnings.push("mount_at and shared dependencies need bubblewrap: the cell ran at the worktree's own path without them");
     }
     if (useBwrap) {
       const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', { ...this.caEnv(env.layout), ...spec.env });
       mountWarnings.push(...mounts!.deps.warnings);
-      command = [env.bubblewrap.path!, ...buildBubblewrapArgs({
-        layout: env.layout, worktree: worktree?.top ?? null, gitMetadata: worktree?.gitEntry ?? null, shareNet, env: cellEnv, argv, dropTo,
-        ...(mounts!.plan.worktree ? { worktreeTarget: mounts!.plan.worktree.target } : {}),
-        deps: mounts!.deps.mounts,
-      })];
+      command = [
+        env.bubblewrap.path!,
+        ...buildBubblewrapArgs({
+          layout: env.layout,
+          worktree: worktree?.top ?? null,
+          gitMetadata: worktree?.gitEntry ?? null,
+          shareNet,
+          env: cellEnv,
+          argv,
+          dropTo,
+          ...(mounts!.plan.worktree ? { worktreeTarget: mounts!.plan.worktree.target } : {}),
+          deps: mounts!.deps.mounts,
+        }),
+      ];
       launcher = this.takeWarm() ?? this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/');
     } else {
       plainScratch = mkdtempSync(join(tmpdir(), `forge-${cellId}-`));
@@ -194,48 +213,59 @@ export class HostCellProvider implements CellProvider {
 
     const killTree = () => {
       if (child.pid !== undefined) {
-        try { process.kill(-child.pid, 'SIGKILL'); } catch { /* group already gone */ }
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          /* group already gone */
+        }
       }
       void cgroup?.killAll();
     };
 
-    return runCellLifecycle({ cellId, provider: 'host', spec, options, logPath, worktree, isolation, egress: null }, {
-      start: async (ctx) => {
-        const streamClosed = new Promise<void>((resolve) => launcher.stdout.on('close', () => resolve()));
-        launcher.stdout.on('data', (chunk: Buffer) => ctx.output(chunk));
-        const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-          if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
-          child.once('error', reject);
-          child.once('exit', (code, signal) => resolve({ code, signal }));
-        });
-        return { ended, streamClosed };
-      },
-      launch: () => launcher.launch(ulimitPairs(rlimits), command),
-      wait: ({ ended }) => ended,
-      settle: async ({ streamClosed }, status) => {
-        // The command is over: anything it left behind (daemons, background jobs) dies with the
-        // cell. Under bubblewrap the kernel already killed the pid namespace with its init.
-        if (!useBwrap) {
-          if (child.pid !== undefined) {
-            try { process.kill(-child.pid, 'SIGKILL'); } catch { /* nothing left */ }
+    return runCellLifecycle(
+      { cellId, provider: 'host', spec, options, logPath, worktree, isolation, egress: null },
+      {
+        start: async (ctx) => {
+          const streamClosed = new Promise<void>((resolve) => launcher.stdout.on('close', () => resolve()));
+          launcher.stdout.on('data', (chunk: Buffer) => ctx.output(chunk));
+          const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+            if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+            child.once('error', reject);
+            child.once('exit', (code, signal) => resolve({ code, signal }));
+          });
+          return { ended, streamClosed };
+        },
+        launch: () => launcher.launch(ulimitPairs(rlimits), command),
+        wait: ({ ended }) => ended,
+        settle: async ({ streamClosed }, status) => {
+          // The command is over: anything it left behind (daemons, background jobs) dies with the
+          // cell. Under bubblewrap the kernel already killed the pid namespace with its init.
+          if (!useBwrap) {
+            if (child.pid !== undefined) {
+              try {
+                process.kill(-child.pid, 'SIGKILL');
+              } catch {
+                /* nothing left */
+              }
+            }
+            if (cgroup) await cgroup.killAll();
           }
-          if (cgroup) await cgroup.killAll();
-        }
-        await Promise.race([streamClosed, delay(2000)]);
-        launcher.stdout.destroy();
-        const events = cgroup?.events() ?? { oomKills: 0, pidsLimitHits: 0 };
-        return { code: status.code, signal: status.signal, ...events };
+          await Promise.race([streamClosed, delay(2000)]);
+          launcher.stdout.destroy();
+          const events = cgroup?.events() ?? { oomKills: 0, pidsLimitHits: 0 };
+          return { code: status.code, signal: status.signal, ...events };
+        },
+        kill: killTree,
+        cleanup: async () => {
+          // Removing the group waits for the dying processes to leave it; the result need not wait.
+          if (cgroup) this.track(cgroup.release());
+          if (plainScratch) rmSync(plainScratch, { recursive: true, force: true });
+          await mounts?.deps.release();
+          // Spawning is a synchronous fork of the runner: do it after the caller has its result.
+          if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
+        },
       },
-      kill: killTree,
-      cleanup: async () => {
-        // Removing the group waits for the dying processes to leave it; the result need not wait.
-        if (cgroup) this.track(cgroup.release());
-        if (plainScratch) rmSync(plainScratch, { recursive: true, force: true });
-        await mounts?.deps.release();
-        // Spawning is a synchronous fork of the runner: do it after the caller has its result.
-        if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
-      },
-    });
+    );
   }
 
   /** The host's CA bundle for clients in the cell, when the cell can see it (not behind a mask). */
@@ -273,13 +303,27 @@ export class HostCellProvider implements CellProvider {
     while (this.warm.length < this.prewarm) this.warm.push(this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/'));
   }
 
-  private describeIsolation(env: Environment, shareNet: boolean, cgroup: CgroupReport, rlimits: IsolationReport['rlimits'] | null, user: CellUser | null): IsolationReport {
+  private describeIsolation(
+    env: Environment,
+    shareNet: boolean,
+    cgroup: CgroupReport,
+    rlimits: IsolationReport['rlimits'] | null,
+    user: CellUser | null,
+  ): IsolationReport {
     const warnings: string[] = [];
     const rootRunner = (process.getuid?.() ?? 0) === 0;
-    const who = user ? describeCellUser(user) : rootRunner ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)' : "the runner's own user";
-    if (rootRunner && !env.setpriv) warnings.push('setpriv (util-linux) is missing: a root runner cannot switch cells to an unprivileged user; install util-linux');
+    const who = user
+      ? describeCellUser(user)
+      : rootRunner
+        ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)'
+        : "the runner's own user";
+    if (rootRunner && !env.setpriv)
+      warnings.push('setpriv (util-linux) is missing: a root runner cannot switch cells to an unprivileged user; install util-linux');
     const rl = rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
-    if (!cgroup.version) warnings.push(`no cgroup limits (${cgroup.reason}): memory is capped by the address-space rlimit only and a fork bomb by RLIMIT_NPROC only`);
+    if (!cgroup.version)
+      warnings.push(
+        `no cgroup limits (${cgroup.reason}): memory is capped by the address-space rlimit only and a fork bomb by RLIMIT_NPROC only`,
+      );
     if (env.bubblewrap.usable) {
       if (shareNet) warnings.push('allow_net shares the host network: the host provider cannot filter by host name');
       return {
@@ -288,7 +332,8 @@ export class HostCellProvider implements CellProvider {
         // A root runner's bwrap makes no user namespace: the command switches to a real unprivileged uid instead.
         namespaces: [...(rootRunner ? SANDBOX_NAMESPACES.filter((n) => n !== 'user') : SANDBOX_NAMESPACES), ...(shareNet ? [] : ['net'])],
         net: shareNet ? 'host' : 'none',
-        filesystem: 'read-only host root (nosuid, nodev); worktree read-write (at the repository\'s path in fix runs; its .git read-only); shared dependencies read-only (writes to a discarded overlay layer); private /tmp and HOME; home directories, /run and secret files hidden; only descriptors 0-2 are inherited',
+        filesystem:
+          "read-only host root (nosuid, nodev); worktree read-write (at the repository's path in fix runs; its .git read-only); shared dependencies read-only (writes to a discarded overlay layer); private /tmp and HOME; home directories, /run and secret files hidden; only descriptors 0-2 are inherited",
         user: who,
         masked_paths: [...env.layout.tmpfsMasks, ...env.layout.nullMasks],
         rlimits: rl,
@@ -317,7 +362,10 @@ export class HostCellProvider implements CellProvider {
 /** A root runner's cells switch to the unprivileged cell user (never root). */
 function dropPrivileges(user: CellUser, setpriv: string | null): { uid: number; gid: number; setpriv: string } | null {
   if ((process.getuid?.() ?? 0) !== 0) return null;
-  if (!setpriv) throw new Error('the runner is root and setpriv (util-linux) is not on PATH, so cells cannot run as an unprivileged user; install util-linux');
+  if (!setpriv)
+    throw new Error(
+      'the runner is root and setpriv (util-linux) is not on PATH, so cells cannot run as an unprivileged user; install util-linux',
+    );
   return { uid: user.uid, gid: user.gid, setpriv };
 }
 
@@ -330,7 +378,13 @@ function bubblewrapModeFrom(value: string | undefined): BubblewrapMode {
 
 function cgroupCapability(support: CgroupSupport): CgroupReport {
   return support.version
-    ? { version: support.version, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: support.cpu ? null : 'no cpu controller: --cpus is not enforced' }
+    ? {
+        version: support.version,
+        memory_max_bytes: null,
+        pids_max: null,
+        cpu_quota_cores: null,
+        reason: support.cpu ? null : 'no cpu controller: --cpus is not enforced',
+      }
     : { version: null, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: support.reason };
 }
 
@@ -345,7 +399,9 @@ function countProcessesOfUid(uid: number): number {
     if (!/^\d+$/.test(entry)) continue;
     try {
       if (statSync(join('/proc', entry)).uid === uid) n++;
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   return n;
 }

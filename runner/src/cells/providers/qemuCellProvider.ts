@@ -20,7 +20,20 @@ import { imageRoot } from '../qemu/imageRoot.js';
 import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from '../qemu/guestImage.js';
 import { buildQemuArgs, GUEST_PROXY } from '../qemu/qemuArgs.js';
 import { EgressProxy } from '../egressProxy.js';
-import { type Accelerator, chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, killGroup, listenUnix, type QemuTools, sharedRootArgs, virtiofsdArgs, virtiofsdInodeBudget, waitForFile } from '../qemu/qemuRuntime.js';
+import {
+  type Accelerator,
+  chooseAccelerator,
+  confinedRootArgs,
+  findQemuTools,
+  hostTscKhz,
+  killGroup,
+  listenUnix,
+  type QemuTools,
+  sharedRootArgs,
+  virtiofsdArgs,
+  virtiofsdInodeBudget,
+  waitForFile,
+} from '../qemu/qemuRuntime.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
 
 export interface QemuCellProviderOptions {
@@ -41,7 +54,8 @@ const MAX_REQUEST_BYTES = 64 * 1024;
  */
 const virtiofsdStderr = new WeakMap<ChildProcess, () => string>();
 
-const exitOf = (c: ChildProcess): Promise<unknown> | undefined => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)));
+const exitOf = (c: ChildProcess): Promise<unknown> | undefined =>
+  c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r));
 
 /**
  * A VM's memory is allocated for real and its vCPUs are host threads: a spec asking for more
@@ -49,9 +63,13 @@ const exitOf = (c: ChildProcess): Promise<unknown> | undefined => (c.exitCode !=
  */
 function checkMachineSize(limits: { memory_mib: number; cpus?: number | undefined }): void {
   const hostMib = Math.floor(totalmem() / (1024 * 1024));
-  if (limits.memory_mib > hostMib) throw new InputError(`--memory ${limits.memory_mib} MiB is more than this machine has (${hostMib} MiB); a qemu cell's memory is allocated for real, so ask for less`);
+  if (limits.memory_mib > hostMib)
+    throw new InputError(
+      `--memory ${limits.memory_mib} MiB is more than this machine has (${hostMib} MiB); a qemu cell's memory is allocated for real, so ask for less`,
+    );
   const cores = availableParallelism();
-  if (limits.cpus !== undefined && Math.ceil(limits.cpus) > cores) throw new InputError(`--cpus ${limits.cpus} is more than this machine's ${cores} cores; ask for ${cores} or fewer`);
+  if (limits.cpus !== undefined && Math.ceil(limits.cpus) > cores)
+    throw new InputError(`--cpus ${limits.cpus} is more than this machine's ${cores} cores; ask for ${cores} or fewer`);
 }
 
 export class QemuCellProvider implements CellProvider {
@@ -89,7 +107,13 @@ export class QemuCellProvider implements CellProvider {
       available: true,
       reason: `qemu microvm with ${accel.accel.toUpperCase()} (${accel.reason})`,
       isolation: this.describeIsolation(accel, null, null),
-      details: { qemu: tools.qemu, kernel: tools.kernel.kernel, accelerator: accel.accel, accelerator_reason: accel.reason, virtiofsd: tools.virtiofsd },
+      details: {
+        qemu: tools.qemu,
+        kernel: tools.kernel.kernel,
+        accelerator: accel.accel,
+        accelerator_reason: accel.reason,
+        virtiofsd: tools.virtiofsd,
+      },
     };
   }
 
@@ -127,10 +151,21 @@ export class QemuCellProvider implements CellProvider {
     const plan = vetCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir });
     const worktreeAt = plan.worktree?.target ?? null;
     const badTarget = plan.deps.find((d) => /[\t\n]/.test(d.target));
-    if (badTarget) throw new InputError(`shared dependency target ${JSON.stringify(badTarget.target)} has a tab or newline, which qemu cells cannot mount`);
+    if (badTarget)
+      throw new InputError(
+        `shared dependency target ${JSON.stringify(badTarget.target)} has a tab or newline, which qemu cells cannot mount`,
+      );
     const depShares = plan.deps.map((d, i) => ({ ...d, tag: `forge-dep${i}` }));
     const request: GuestRequest = {
-      mode: 'run', nonce, env: cellEnv, argv, cwd: worktreeAt ?? CELL_SCRATCH, worktree: worktreeAt, net: Boolean(egress), user, inodeBudget,
+      mode: 'run',
+      nonce,
+      env: cellEnv,
+      argv,
+      cwd: worktreeAt ?? CELL_SCRATCH,
+      worktree: worktreeAt,
+      net: Boolean(egress),
+      user,
+      inodeBudget,
       deps: depShares.map((d) => ({ tag: d.tag, target: d.target, writable: d.layer === 'overlay' })),
     };
     const requestBytes = requestArchive(request);
@@ -162,89 +197,115 @@ export class QemuCellProvider implements CellProvider {
       await Promise.all(children.map(exitOf));
     };
 
-    return runCellLifecycle({ cellId, provider: 'qemu', spec, options, logPath, worktree, isolation, egress: grant }, {
-      start: async (ctx) => {
-        const initrd = join(dir, 'initrd');
-        writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
-        const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
-        // The guest's root: the host's (masked like a host cell's) or the image's, read-only
-        // either way, and nothing writable inside the share (the socket lives outside it).
-        const rootShare = root ? { bwrap: confinedRootArgs(layout, { rw: [sockDir], ro: [root.dir] }), source: root.dir } : sharedRootArgs(layout, sockDir);
-        children.push(this.startVirtiofsd(tools, [...rootShare.bwrap, ...virtiofsdArgs(tools.virtiofsd, shares[0]!.socket, rootShare.source)]));
-        if (worktree) {
-          shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
-          const ro = worktree.gitEntry ? [worktree.gitEntry] : [];
-          children.push(this.startVirtiofsd(tools, [...confinedRootArgs(layout, { rw: [sockDir, worktree.top], ro }), ...virtiofsdArgs(tools.virtiofsd, shares[1]!.socket, worktree.top)]));
-        }
-        // Each shared dependency: its own virtiofsd, which sees the directory read-only.
-        for (const d of depShares) {
-          const share = { tag: d.tag, socket: join(sockDir, `${d.tag}.sock`) };
-          shares.push(share);
-          children.push(this.startVirtiofsd(tools, [...confinedRootArgs(layout, { rw: [sockDir], ro: [d.source] }), ...virtiofsdArgs(tools.virtiofsd, share.socket, d.source)]));
-        }
-        for (const [i, s] of shares.entries()) {
-          if (!(await waitForFile(s.socket, 15_000, children[i]))) {
-            const c = children[i]!;
-            const how = c.exitCode !== null || c.signalCode !== null ? `exited (${c.exitCode ?? c.signalCode})` : 'no socket after 15 s';
-            const said = virtiofsdStderr.get(c)?.().trim().split('\n').at(-1);
-            throw new Error(`virtiofsd for ${s.tag} did not start: ${how}${said ? `: ${said}` : ''}`);
+    return runCellLifecycle(
+      { cellId, provider: 'qemu', spec, options, logPath, worktree, isolation, egress: grant },
+      {
+        start: async (ctx) => {
+          const initrd = join(dir, 'initrd');
+          writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
+          const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
+          // The guest's root: the host's (masked like a host cell's) or the image's, read-only
+          // either way, and nothing writable inside the share (the socket lives outside it).
+          const rootShare = root
+            ? { bwrap: confinedRootArgs(layout, { rw: [sockDir], ro: [root.dir] }), source: root.dir }
+            : sharedRootArgs(layout, sockDir);
+          children.push(
+            this.startVirtiofsd(tools, [...rootShare.bwrap, ...virtiofsdArgs(tools.virtiofsd, shares[0]!.socket, rootShare.source)]),
+          );
+          if (worktree) {
+            shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
+            const ro = worktree.gitEntry ? [worktree.gitEntry] : [];
+            children.push(
+              this.startVirtiofsd(tools, [
+                ...confinedRootArgs(layout, { rw: [sockDir, worktree.top], ro }),
+                ...virtiofsdArgs(tools.virtiofsd, shares[1]!.socket, worktree.top),
+              ]),
+            );
           }
-        }
-        output = await listenUnix(join(dir, 'output.sock'), (chunk) => ctx.output(chunk));
-        const args = buildQemuArgs({
-          accel: accel.accel,
-          kernel: tools.kernel.kernel,
-          initrd,
-          memoryMib: Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib),
-          cpus: Math.max(1, Math.ceil(spec.limits.cpus ?? 1)),
-          tscKhz: hostTscKhz(),
-          consoleLog: join(dir, 'console.log'),
-          statusFile: join(dir, 'status'),
-          outputSocket: join(dir, 'output.sock'),
-          shares,
-          egressProxyPort: egress?.port ?? null,
-          busybox: tools.busybox,
-        });
-        return { args, output, exited: null as Promise<unknown> | null };
+          // Each shared dependency: its own virtiofsd, which sees the directory read-only.
+          for (const d of depShares) {
+            const share = { tag: d.tag, socket: join(sockDir, `${d.tag}.sock`) };
+            shares.push(share);
+            children.push(
+              this.startVirtiofsd(tools, [
+                ...confinedRootArgs(layout, { rw: [sockDir], ro: [d.source] }),
+                ...virtiofsdArgs(tools.virtiofsd, share.socket, d.source),
+              ]),
+            );
+          }
+          for (const [i, s] of shares.entries()) {
+            if (!(await waitForFile(s.socket, 15_000, children[i]))) {
+              const c = children[i]!;
+              const how = c.exitCode !== null || c.signalCode !== null ? `exited (${c.exitCode ?? c.signalCode})` : 'no socket after 15 s';
+              const said = virtiofsdStderr.get(c)?.().trim().split('\n').at(-1);
+              throw new Error(`virtiofsd for ${s.tag} did not start: ${how}${said ? `: ${said}` : ''}`);
+            }
+          }
+          output = await listenUnix(join(dir, 'output.sock'), (chunk) => ctx.output(chunk));
+          const args = buildQemuArgs({
+            accel: accel.accel,
+            kernel: tools.kernel.kernel,
+            initrd,
+            memoryMib: Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib),
+            cpus: Math.max(1, Math.ceil(spec.limits.cpus ?? 1)),
+            tscKhz: hostTscKhz(),
+            consoleLog: join(dir, 'console.log'),
+            statusFile: join(dir, 'status'),
+            outputSocket: join(dir, 'output.sock'),
+            shares,
+            egressProxyPort: egress?.port ?? null,
+            busybox: tools.busybox,
+          });
+          return { args, output, exited: null as Promise<unknown> | null };
+        },
+        launch: (h) => {
+          // qemu itself is confined too: read-only host view, only this cell's directory writable.
+          const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
+          // With allow_net qemu needs the host loopback (the proxy); the guest still reaches only the proxy.
+          const vm = (qemu = spawn(
+            tools.bwrap,
+            [...confinedRootArgs(layout, { rw: [dir], ro: [tools.kernel.kernel], dev }, Boolean(egress)), '--', tools.qemu, ...h.args],
+            { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
+          ));
+          children.push(vm);
+          vm.stderr!.on('data', (d: Buffer) => (qemuStderr = (qemuStderr + d.toString()).slice(-2000)));
+          h.exited = new Promise((resolve) => vm.once('exit', resolve));
+        },
+        wait: async (h) => {
+          await h.exited;
+        },
+        settle: async (h, _exited, { killReason, isolation }) => {
+          await Promise.race([h.output.ended, new Promise((r) => setTimeout(r, 1000))]);
+          const statusText = existsSync(join(dir, 'status')) ? readFileSync(join(dir, 'status'), 'utf8') : '';
+          const status = parseGuestStatus(statusText, nonce);
+          let code: number | null = null;
+          let signal: string | null = null;
+          if (killReason) signal = 'SIGKILL';
+          else if (status?.kind === 'exit') code = status.code;
+          else {
+            const consoleTail = existsSync(join(dir, 'console.log'))
+              ? readFileSync(join(dir, 'console.log'), 'utf8').trim().split('\n').slice(-3).join(' | ')
+              : '';
+            const why =
+              status?.kind === 'fail'
+                ? `guest setup failed: ${status.reason}`
+                : `the VM ended without an exit status (${qemuStderr.trim().split('\n').at(-1) ?? ''} ${consoleTail})`.trim();
+            isolation.warnings.push(why);
+            code = 125;
+          }
+          await killChildren();
+          return { code, signal, oomKills: 0, pidsLimitHits: 0 };
+        },
+        kill: () => {
+          if (qemu) killGroup(qemu);
+        },
+        cleanup: async () => {
+          await killChildren();
+          output?.server.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
       },
-      launch: (h) => {
-        // qemu itself is confined too: read-only host view, only this cell's directory writable.
-        const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
-        // With allow_net qemu needs the host loopback (the proxy); the guest still reaches only the proxy.
-        const vm = (qemu = spawn(tools.bwrap, [...confinedRootArgs(layout, { rw: [dir], ro: [tools.kernel.kernel], dev }, Boolean(egress)), '--', tools.qemu, ...h.args], { stdio: ['ignore', 'ignore', 'pipe'], detached: true }));
-        children.push(vm);
-        vm.stderr!.on('data', (d: Buffer) => (qemuStderr = (qemuStderr + d.toString()).slice(-2000)));
-        h.exited = new Promise((resolve) => vm.once('exit', resolve));
-      },
-      wait: async (h) => {
-        await h.exited;
-      },
-      settle: async (h, _exited, { killReason, isolation }) => {
-        await Promise.race([h.output.ended, new Promise((r) => setTimeout(r, 1000))]);
-        const statusText = existsSync(join(dir, 'status')) ? readFileSync(join(dir, 'status'), 'utf8') : '';
-        const status = parseGuestStatus(statusText, nonce);
-        let code: number | null = null;
-        let signal: string | null = null;
-        if (killReason) signal = 'SIGKILL';
-        else if (status?.kind === 'exit') code = status.code;
-        else {
-          const consoleTail = existsSync(join(dir, 'console.log')) ? readFileSync(join(dir, 'console.log'), 'utf8').trim().split('\n').slice(-3).join(' | ') : '';
-          const why = status?.kind === 'fail' ? `guest setup failed: ${status.reason}` : `the VM ended without an exit status (${qemuStderr.trim().split('\n').at(-1) ?? ''} ${consoleTail})`.trim();
-          isolation.warnings.push(why);
-          code = 125;
-        }
-        await killChildren();
-        return { code, signal, oomKills: 0, pidsLimitHits: 0 };
-      },
-      kill: () => {
-        if (qemu) killGroup(qemu);
-      },
-      cleanup: async () => {
-        await killChildren();
-        output?.server.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    });
+    );
   }
 
   /** Boots the same kernel and initramfs and runs argv from the initramfs alone (no shares): the bench's baseline. */
@@ -258,9 +319,26 @@ export class QemuCellProvider implements CellProvider {
     const nonce = randomBytes(8).toString('hex');
     try {
       const initrd = join(dir, 'initrd');
-      writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestArchive({ mode: 'bare', nonce, env: { PATH: '/bin' }, argv, cwd: '/', worktree: null })]));
+      writeFileSync(
+        initrd,
+        Buffer.concat([
+          readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)),
+          requestArchive({ mode: 'bare', nonce, env: { PATH: '/bin' }, argv, cwd: '/', worktree: null }),
+        ]),
+      );
       const out = await listenUnix(join(dir, 'output.sock'), () => undefined);
-      const args = buildQemuArgs({ accel: accel.accel, kernel: tools.kernel.kernel, initrd, memoryMib: MIN_MEMORY_MIB, cpus: 1, tscKhz: hostTscKhz(), consoleLog: join(dir, 'console.log'), statusFile: join(dir, 'status'), outputSocket: join(dir, 'output.sock'), shares: [] });
+      const args = buildQemuArgs({
+        accel: accel.accel,
+        kernel: tools.kernel.kernel,
+        initrd,
+        memoryMib: MIN_MEMORY_MIB,
+        cpus: 1,
+        tscKhz: hostTscKhz(),
+        consoleLog: join(dir, 'console.log'),
+        statusFile: join(dir, 'status'),
+        outputSocket: join(dir, 'output.sock'),
+        shares: [],
+      });
       const started = Date.now();
       const child = spawn(tools.qemu, args, { stdio: 'ignore', detached: true });
       const timer = setTimeout(() => killGroup(child), 60_000);
@@ -295,7 +373,9 @@ export class QemuCellProvider implements CellProvider {
       filesystem:
         'own kernel (microvm); root read-only over virtiofs (the host root with the same paths hidden as host cells: /root, /home, /run, /tmp, secrets; or an image root), under a private tmpfs overlay; ' +
         'worktree read-write over virtiofs at its path (its .git read-only); every guest mount nosuid and nodev; virtiofsd cannot create device nodes; no network device unless allow_net (then a user-mode NIC that reaches only the runner egress proxy)',
-      user: user ? `${describeCellUser(user)} inside the guest; /init (root) reports the exit status` : 'an unprivileged user inside the guest: the worktree owner, else the dedicated cell user; /init (root) reports the exit status',
+      user: user
+        ? `${describeCellUser(user)} inside the guest; /init (root) reports the exit status`
+        : 'an unprivileged user inside the guest: the worktree owner, else the dedicated cell user; /init (root) reports the exit status',
       masked_paths: this.layout ? [...this.layout.tmpfsMasks, ...this.layout.nullMasks] : [],
       rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {

@@ -30,13 +30,25 @@ export function cpioArchive(entries: readonly CpioEntry[]): Buffer {
     const nameBuf = Buffer.from(name + '\0', 'utf8');
     const header =
       '070701' +
-      hex8(ino++) + hex8(mode) + hex8(0) + hex8(0) + hex8(1) + hex8(0) + hex8(body.length) +
-      hex8(0) + hex8(0) + hex8(0) + hex8(0) + hex8(nameBuf.length) + hex8(0);
+      hex8(ino++) +
+      hex8(mode) +
+      hex8(0) +
+      hex8(0) +
+      hex8(1) +
+      hex8(0) +
+      hex8(body.length) +
+      hex8(0) +
+      hex8(0) +
+      hex8(0) +
+      hex8(0) +
+      hex8(nameBuf.length) +
+      hex8(0);
     parts.push(Buffer.from(header, 'ascii'), nameBuf, Buffer.alloc(pad4(110 + nameBuf.length)), body, Buffer.alloc(pad4(body.length)));
   };
   for (const e of entries) {
     const name = e.path.replace(/^\/+/, '');
-    const body = e.kind === 'symlink' ? Buffer.from(e.target ?? '', 'utf8') : e.kind === 'file' ? (e.data ?? Buffer.alloc(0)) : Buffer.alloc(0);
+    const body =
+      e.kind === 'symlink' ? Buffer.from(e.target ?? '', 'utf8') : e.kind === 'file' ? (e.data ?? Buffer.alloc(0)) : Buffer.alloc(0);
     const perm = e.mode ?? (e.kind === 'dir' ? 0o755 : e.kind === 'symlink' ? 0o777 : 0o644);
     push(name, TYPE[e.kind] | perm, body);
   }

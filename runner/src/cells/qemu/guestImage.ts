@@ -58,11 +58,18 @@ export function baseInitramfs(cacheDir: string, kernel: GuestKernel, busybox: st
   const file = join(cacheDir, `initramfs-${key}.cpio`);
   if (existsSync(file)) return file;
   const entries: CpioEntry[] = [
-    ...['bin', 'dev', 'proc', 'sys', 'lib', 'lib/modules', 'forge', 'lower', 'upper', 'newroot'].map((d) => ({ path: d, kind: 'dir' as const })),
+    ...['bin', 'dev', 'proc', 'sys', 'lib', 'lib/modules', 'forge', 'lower', 'upper', 'newroot'].map((d) => ({
+      path: d,
+      kind: 'dir' as const,
+    })),
     { path: 'bin/busybox', kind: 'file', mode: 0o755, data: readFileSync(busybox) },
     { path: 'init', kind: 'file', mode: 0o755, data: Buffer.from(GUEST_INIT) },
     { path: 'forge/modules', kind: 'file', data: Buffer.from(modules.map((m) => basename(m)).join('\n') + '\n') },
-    ...modules.map((m) => ({ path: `lib/modules/${basename(m)}.ko`, kind: 'file' as const, data: readFileSync(join(kernel.modulesDir!, 'kernel', `${m}.ko`)) })),
+    ...modules.map((m) => ({
+      path: `lib/modules/${basename(m)}.ko`,
+      kind: 'file' as const,
+      data: readFileSync(join(kernel.modulesDir!, 'kernel', `${m}.ko`)),
+    })),
   ];
   mkdirSync(cacheDir, { recursive: true });
   const tmp = `${file}.${process.pid}.${randomBytes(3).toString('hex')}`;
@@ -125,14 +132,25 @@ export function requestArchive(r: GuestRequest): Buffer {
     { path: 'forge/user', kind: 'file', data: Buffer.from(`${user.uid} ${user.gid}\n`) },
     { path: 'forge/fdbudget', kind: 'file', data: Buffer.from(String(r.inodeBudget ?? 0)) },
     // One line each, "tag<TAB>mode<TAB>target": a target with a tab or newline is refused before.
-    { path: 'forge/deps', kind: 'file', data: Buffer.from((r.deps ?? []).map((d) => `${d.tag}\t${d.writable ? 'rw' : 'ro'}\t${d.target}\n`).join('')) },
-    { path: 'forge/ready', kind: 'file', data: r.readiness?.length ? Buffer.from(guestCommandScript(r.readiness, r.env, r.cwd)) : Buffer.alloc(0) },
+    {
+      path: 'forge/deps',
+      kind: 'file',
+      data: Buffer.from((r.deps ?? []).map((d) => `${d.tag}\t${d.writable ? 'rw' : 'ro'}\t${d.target}\n`).join('')),
+    },
+    {
+      path: 'forge/ready',
+      kind: 'file',
+      data: r.readiness?.length ? Buffer.from(guestCommandScript(r.readiness, r.env, r.cwd)) : Buffer.alloc(0),
+    },
     { path: 'forge/cmd', kind: 'file', data: Buffer.from(r.mode === 'probe' ? '' : guestCommandScript(r.argv, r.env, r.cwd)) },
   ]);
 }
 
 /** Pure: reads the status port's content; anything that is not our framed line is no status. */
-export function parseGuestStatus(text: string, nonce: string): { kind: 'exit'; code: number } | { kind: 'fail'; reason: string } | { kind: 'probe' } | null {
+export function parseGuestStatus(
+  text: string,
+  nonce: string,
+): { kind: 'exit'; code: number } | { kind: 'fail'; reason: string } | { kind: 'probe' } | null {
   for (const line of text.split('\n')) {
     const m = /^forge-status (\S+) (exit (\d+)|fail (.*)|probe ok)$/.exec(line.trim());
     if (!m || m[1] !== nonce) continue;

@@ -20,13 +20,20 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
  * virtiofs): exported once per image id and cached, so `forge-runner bake` output serves
  * docker and qemu cells alike.
  */
-export async function imageRoot(image: string, cacheDir: string, docker = new Docker({ socketPath: '/var/run/docker.sock' })): Promise<ImageRoot> {
+export async function imageRoot(
+  image: string,
+  cacheDir: string,
+  docker = new Docker({ socketPath: '/var/run/docker.sock' }),
+): Promise<ImageRoot> {
   let info: Docker.ImageInspectInfo;
   try {
     info = await docker.getImage(image).inspect();
   } catch (e) {
     const code = (e as { statusCode?: number; code?: string }).statusCode;
-    if (code === 404) throw new InputError(`image "${image}" is not in the local Docker engine; build it with forge-runner bake (qemu cells export it from there)`);
+    if (code === 404)
+      throw new InputError(
+        `image "${image}" is not in the local Docker engine; build it with forge-runner bake (qemu cells export it from there)`,
+      );
     throw new InputError(`qemu cells with --image need the Docker Engine to export "${image}" (${(e as Error).message.split('\n')[0]})`);
   }
   const path = (info.Config?.Env ?? []).find((e) => e.startsWith('PATH='))?.slice(5) ?? DEFAULT_PATH;
@@ -44,7 +51,9 @@ export async function imageRoot(image: string, cacheDir: string, docker = new Do
     const { pipeline } = await import('node:stream/promises');
     await pipeline(stream, createWriteStream(tarFile));
     // Root extracts with owners and modes as in the image; device nodes are not needed (the guest mounts devtmpfs).
-    await run('tar', ['-x', '-f', tarFile, '-C', join(staging, 'rootfs'), '--numeric-owner', '--exclude=dev/*'], { maxBuffer: 16 * 1024 * 1024 });
+    await run('tar', ['-x', '-f', tarFile, '-C', join(staging, 'rootfs'), '--numeric-owner', '--exclude=dev/*'], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
     rmSync(tarFile);
   } finally {
     await container.remove({ force: true }).catch(() => undefined);

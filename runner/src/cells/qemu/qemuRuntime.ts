@@ -4,7 +4,15 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { SandboxLayout } from '../sandboxLayout.js';
-import { baseInitramfs, findBusybox, findGuestKernel, type GuestKernel, type GuestRequest, parseGuestStatus, requestArchive } from './guestImage.js';
+import {
+  baseInitramfs,
+  findBusybox,
+  findGuestKernel,
+  type GuestKernel,
+  type GuestRequest,
+  parseGuestStatus,
+  requestArchive,
+} from './guestImage.js';
 import { buildQemuArgs, tscKhzFromCpuinfo } from './qemuArgs.js';
 
 export const QEMU_BINARY = 'qemu-system-x86_64';
@@ -25,13 +33,16 @@ export function findQemuTools(env: NodeJS.ProcessEnv = process.env): QemuTools |
     return r.status === 0 ? r.stdout.trim() : null;
   };
   const qemu = env.FORGE_QEMU_BINARY ?? which(QEMU_BINARY);
-  if (!qemu) return { missing: `${QEMU_BINARY} not found; install qemu-system-x86 (apt-get install --no-install-recommends qemu-system-x86)` };
+  if (!qemu)
+    return { missing: `${QEMU_BINARY} not found; install qemu-system-x86 (apt-get install --no-install-recommends qemu-system-x86)` };
   const virtiofsd = env.FORGE_VIRTIOFSD ?? (existsSync(VIRTIOFSD) ? VIRTIOFSD : which('virtiofsd'));
   if (!virtiofsd) return { missing: 'virtiofsd not found (it ships with qemu-system-common at /usr/lib/qemu/virtiofsd)' };
   const bwrap = which('bwrap');
-  if (!bwrap) return { missing: 'bubblewrap (bwrap) not found; qemu cells confine qemu and virtiofsd with it (apt-get install bubblewrap)' };
+  if (!bwrap)
+    return { missing: 'bubblewrap (bwrap) not found; qemu cells confine qemu and virtiofsd with it (apt-get install bubblewrap)' };
   const kernel = findGuestKernel(env);
-  if (!kernel) return { missing: 'no guest kernel: install linux-image-cloud-amd64 (a /boot/vmlinuz-*-cloud-amd64) or set FORGE_QEMU_KERNEL' };
+  if (!kernel)
+    return { missing: 'no guest kernel: install linux-image-cloud-amd64 (a /boot/vmlinuz-*-cloud-amd64) or set FORGE_QEMU_KERNEL' };
   const busybox = findBusybox();
   if (!busybox) return { missing: 'no static busybox for the guest initramfs; install busybox-static' };
   if (process.getuid?.() !== 0) return { missing: 'virtiofsd needs root: run the runner as root to use qemu cells' };
@@ -61,12 +72,19 @@ export async function chooseAccelerator(tools: QemuTools, cacheDir: string, env:
   const key = `${tools.qemu}|${tools.kernel.kernel}|${statSync(tools.kernel.kernel).mtimeMs}`;
   try {
     const cached = JSON.parse(readFileSync(cacheFile, 'utf8')) as Accelerator & { key: string; at: number };
-    if (cached.key === key && Date.now() - cached.at < 3600_000 && env.FORGE_QEMU_ACCEL !== 'kvm') return { accel: cached.accel, reason: `${cached.reason} (probed ${new Date(cached.at).toISOString()})` };
+    if (cached.key === key && Date.now() - cached.at < 3600_000 && env.FORGE_QEMU_ACCEL !== 'kvm')
+      return { accel: cached.accel, reason: `${cached.reason} (probed ${new Date(cached.at).toISOString()})` };
   } catch {
     /* probe */
   }
   const started = Date.now();
-  const ok = await bootOnce(tools, cacheDir, 'kvm', { mode: 'probe', nonce: randomBytes(8).toString('hex'), env: {}, argv: [], cwd: '/', worktree: null }, 4000);
+  const ok = await bootOnce(
+    tools,
+    cacheDir,
+    'kvm',
+    { mode: 'probe', nonce: randomBytes(8).toString('hex'), env: {}, argv: [], cwd: '/', worktree: null },
+    4000,
+  );
   const result: Accelerator = ok
     ? { accel: 'kvm', reason: `KVM probe booted in ${Date.now() - started} ms` }
     : { accel: 'tcg', reason: 'KVM probe did not boot within 4 s (KVM hangs or aborts on this machine); using TCG' };
@@ -77,13 +95,30 @@ export async function chooseAccelerator(tools: QemuTools, cacheDir: string, env:
 }
 
 /** Boots a VM with no shares (probe or bare mode) and says whether it reported in time. */
-async function bootOnce(tools: QemuTools, cacheDir: string, accel: 'kvm' | 'tcg', request: GuestRequest, deadlineMs: number): Promise<boolean> {
+async function bootOnce(
+  tools: QemuTools,
+  cacheDir: string,
+  accel: 'kvm' | 'tcg',
+  request: GuestRequest,
+  deadlineMs: number,
+): Promise<boolean> {
   const dir = join(cacheDir, `probe-${process.pid}-${randomBytes(4).toString('hex')}`);
   mkdirSync(dir, { recursive: true });
   try {
     const initrd = join(dir, 'initrd');
     writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(cacheDir, tools.kernel, tools.busybox)), requestArchive(request)]));
-    const args = buildQemuArgs({ accel, kernel: tools.kernel.kernel, initrd, memoryMib: 256, cpus: 1, tscKhz: null, consoleLog: join(dir, 'console.log'), statusFile: join(dir, 'status'), outputSocket: null, shares: [] });
+    const args = buildQemuArgs({
+      accel,
+      kernel: tools.kernel.kernel,
+      initrd,
+      memoryMib: 256,
+      cpus: 1,
+      tscKhz: null,
+      consoleLog: join(dir, 'console.log'),
+      statusFile: join(dir, 'status'),
+      outputSocket: null,
+      shares: [],
+    });
     const child = spawn(tools.qemu, args, { stdio: 'ignore', detached: true });
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     const timer = setTimeout(() => killGroup(child), deadlineMs);
@@ -151,7 +186,8 @@ const RUNTIME_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/lib
 export function sharedRootArgs(layout: SandboxLayout, sockDir: string): { bwrap: string[]; source: string } {
   const at = (p: string) => `${SHARE_AT}${p}`;
   const args = ['--ro-bind', '/', SHARE_AT];
-  for (const dir of ['/proc', '/sys', '/dev', ...layout.tmpfsMasks, ...(layout.tmpfsMasks.includes('/run') ? [] : ['/run'])]) args.push('--tmpfs', at(dir));
+  for (const dir of ['/proc', '/sys', '/dev', ...layout.tmpfsMasks, ...(layout.tmpfsMasks.includes('/run') ? [] : ['/run'])])
+    args.push('--tmpfs', at(dir));
   for (const dir of layout.reexposed) args.push('--ro-bind', dir, at(dir));
   for (const file of layout.nullMasks) args.push('--ro-bind', '/dev/null', at(file));
   for (const dir of RUNTIME_DIRS) args.push('--ro-bind-try', dir, dir);
@@ -167,15 +203,22 @@ export function sharedRootArgs(layout: SandboxLayout, sockDir: string): { bwrap:
  */
 export function virtiofsdArgs(virtiofsd: string, socket: string, source: string): string[] {
   return [
-    '--', virtiofsd,
+    '--',
+    virtiofsd,
     `--socket-path=${socket}`,
-    '-o', `source=${source}`,
-    '-o', 'cache=auto',
-    '-o', 'sandbox=chroot',
-    '-o', 'no_posix_lock',
-    '-o', 'modcaps=-mknod:-fsetid',
+    '-o',
+    `source=${source}`,
+    '-o',
+    'cache=auto',
+    '-o',
+    'sandbox=chroot',
+    '-o',
+    'no_posix_lock',
+    '-o',
+    'modcaps=-mknod:-fsetid',
     '--rlimit-nofile=1000000',
-    '-o', 'log_level=err',
+    '-o',
+    'log_level=err',
   ];
 }
 

@@ -23,7 +23,12 @@ export function collectStaleVmCells(stateDir: string, dryRun: boolean, isAlive: 
       continue;
     }
     if (!dryRun) rmSync(dir, { recursive: true, force: true });
-    items.push({ kind: 'vm', id: name, action: dryRun ? 'would remove' : 'removed', reason: `its runner (pid ${Number.isNaN(pid) ? '?' : pid}) is gone` });
+    items.push({
+      kind: 'vm',
+      id: name,
+      action: dryRun ? 'would remove' : 'removed',
+      reason: `its runner (pid ${Number.isNaN(pid) ? '?' : pid}) is gone`,
+    });
   }
   return items;
 }

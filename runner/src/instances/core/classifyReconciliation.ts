@@ -39,10 +39,18 @@ export function classifyReconciliation(
   for (const op of cell?.operations ?? []) {
     if (op.status === 'dispatched') {
       classes.add('pending');
-      actions.push({ kind: 'resubmit', operation_id: op.operation_id, why: `${op.action} generation ${op.generation} was accepted but its result never reached the cell; the ledger answers a resubmission without a new effect` });
+      actions.push({
+        kind: 'resubmit',
+        operation_id: op.operation_id,
+        why: `${op.action} generation ${op.generation} was accepted but its result never reached the cell; the ledger answers a resubmission without a new effect`,
+      });
     } else if (op.status === 'unknown') {
       classes.add('unknown');
-      actions.push({ kind: 'lookup', operation_id: op.operation_id, why: `${op.action} outcome unknown: query the operation and the inventory` });
+      actions.push({
+        kind: 'lookup',
+        operation_id: op.operation_id,
+        why: `${op.action} outcome unknown: query the operation and the inventory`,
+      });
     } else if (op.status === 'pending') {
       classes.add('pending');
     }
@@ -50,17 +58,30 @@ export function classifyReconciliation(
   for (const op of ledgerOpen) {
     if (cellOps.has(op.operation_id)) continue;
     classes.add('unknown');
-    actions.push({ kind: 'lookup', operation_id: op.operation_id, why: `ledger holds ${op.action} ${op.status} that the cell does not track: resolve it under its own id` });
+    actions.push({
+      kind: 'lookup',
+      operation_id: op.operation_id,
+      why: `ledger holds ${op.action} ${op.status} that the cell does not track: resolve it under its own id`,
+    });
   }
 
   if (inventory) {
     const cellGen = cell?.generation ?? 0;
-    if (cellGen < inventory.generation && !cell?.operations.some((o) => o.generation === inventory.generation && o.action === 'provision' && o.status !== 'succeeded')) {
+    if (
+      cellGen < inventory.generation &&
+      !cell?.operations.some((o) => o.generation === inventory.generation && o.action === 'provision' && o.status !== 'succeeded')
+    ) {
       classes.add('stale');
-      actions.push({ kind: 'refresh_observation', why: `cell binding is generation ${cellGen}, management observed ${inventory.generation}` });
+      actions.push({
+        kind: 'refresh_observation',
+        why: `cell binding is generation ${cellGen}, management observed ${inventory.generation}`,
+      });
     } else if (cell && cellGen > inventory.generation) {
       classes.add('conflict');
-      actions.push({ kind: 'report', why: `cell claims generation ${cellGen}, newer than management's ${inventory.generation}; management generation is never lowered` });
+      actions.push({
+        kind: 'report',
+        why: `cell claims generation ${cellGen}, newer than management's ${inventory.generation}; management generation is never lowered`,
+      });
     }
     if (cell && !classes.has('pending') && !classes.has('unknown')) {
       const mismatch = divergence(cell, inventory.observation);
@@ -68,7 +89,10 @@ export function classifyReconciliation(
         classes.add('conflict');
         actions.push({ kind: 'refresh_observation', why: mismatch });
         if (cell.desired === 'ready' && inventory.observation.runtime_state !== 'running') {
-          actions.push({ kind: 'report', why: `desired ready but runtime ${inventory.observation.runtime_state}: issue start (or destroy) with a new operation id` });
+          actions.push({
+            kind: 'report',
+            why: `desired ready but runtime ${inventory.observation.runtime_state}: issue start (or destroy) with a new operation id`,
+          });
         }
       }
     }

@@ -103,7 +103,12 @@ export function activeOperation(state: InstanceCellState): CellOperation | undef
   return state.operations.find((o) => o.status === 'dispatched' || o.status === 'unknown');
 }
 
-export function step(prev: InstanceCellState, input: CellInput, ctx: StepContext, settings: CoreSettings = DEFAULT_CORE_SETTINGS): StepOutput {
+export function step(
+  prev: InstanceCellState,
+  input: CellInput,
+  ctx: StepContext,
+  settings: CoreSettings = DEFAULT_CORE_SETTINGS,
+): StepOutput {
   const s = new Stepper(structuredClone(prev), ctx, settings);
   switch (input.kind) {
     case 'command':
@@ -160,11 +165,30 @@ class Stepper {
     const existing = this.st.operations.find((o) => o.operation_id === request.operation_id);
     if (existing) {
       if (existing.request_hash !== hash) {
-        this.record('command_rejected', request.operation_id, request.generation, null, null, `idempotency_mismatch: operation ${request.operation_id} was already used for a different request`);
-        this.answer(request, 'rejected', 'idempotency_mismatch', `operation ${request.operation_id} was already used for a different request; use a new operation id`);
+        this.record(
+          'command_rejected',
+          request.operation_id,
+          request.generation,
+          null,
+          null,
+          `idempotency_mismatch: operation ${request.operation_id} was already used for a different request`,
+        );
+        this.answer(
+          request,
+          'rejected',
+          'idempotency_mismatch',
+          `operation ${request.operation_id} was already used for a different request; use a new operation id`,
+        );
       } else {
         const inFlight = !isTerminal(existing);
-        this.answer(request, inFlight ? 'pending' : existing.status, existing.reason, inFlight ? `repeat of an operation in flight (${existing.status}): no new effect` : 'repeat of a recorded operation: no new effect');
+        this.answer(
+          request,
+          inFlight ? 'pending' : existing.status,
+          existing.reason,
+          inFlight
+            ? `repeat of an operation in flight (${existing.status}): no new effect`
+            : 'repeat of a recorded operation: no new effect',
+        );
       }
       return;
     }
@@ -207,15 +231,30 @@ class Stepper {
     }
     if (request.action === 'provision') {
       if (!spec) return { reason: 'invalid_transition', detail: 'provision needs an instance spec in its payload' };
-      if (request.generation > current + 1) return { reason: 'future_generation', detail: `generation ${request.generation} skips ahead of ${current}; provision generation ${current + 1}` };
-      if (request.generation === current) return { reason: 'stale_generation', detail: `generation ${current} already exists; provision generation ${current + 1} for a new incarnation` };
+      if (request.generation > current + 1)
+        return {
+          reason: 'future_generation',
+          detail: `generation ${request.generation} skips ahead of ${current}; provision generation ${current + 1}`,
+        };
+      if (request.generation === current)
+        return {
+          reason: 'stale_generation',
+          detail: `generation ${current} already exists; provision generation ${current + 1} for a new incarnation`,
+        };
       if (current > 0 && this.projectedDesired() !== 'destroyed' && this.st.state !== 'failed' && this.st.state !== 'destroyed') {
-        return { reason: 'invalid_transition', detail: `generation ${current} is still live; destroy it before provisioning generation ${request.generation}` };
+        return {
+          reason: 'invalid_transition',
+          detail: `generation ${current} is still live; destroy it before provisioning generation ${request.generation}`,
+        };
       }
       return null;
     }
     if (current === 0) return { reason: 'unknown_instance', detail: `instance ${request.instance_id} has not been provisioned` };
-    if (request.generation > current) return { reason: 'future_generation', detail: `generation ${request.generation} has not been created and observed (current ${current})` };
+    if (request.generation > current)
+      return {
+        reason: 'future_generation',
+        detail: `generation ${request.generation} has not been created and observed (current ${current})`,
+      };
     if (request.action !== 'destroy' && this.projectedDesired() === 'destroyed') {
       return { reason: 'invalid_transition', detail: `instance ${request.instance_id} generation ${current} is destroyed` };
     }
@@ -225,7 +264,8 @@ class Stepper {
   /** Includes accepted generations not yet observed, so commands queue consistently. */
   private latestGeneration(): number {
     let g = this.st.generation;
-    for (const o of this.st.operations) if (o.action === 'provision' && o.status !== 'rejected' && o.status !== 'failed') g = Math.max(g, o.generation);
+    for (const o of this.st.operations)
+      if (o.action === 'provision' && o.status !== 'rejected' && o.status !== 'failed') g = Math.max(g, o.generation);
     return g;
   }
 
@@ -246,11 +286,25 @@ class Stepper {
   effectResult(result: EffectResult): void {
     const op = this.st.operations.find((o) => o.operation_id === result.operation_id);
     if (!op || isTerminal(op)) {
-      this.record('late_result_ignored', result.operation_id, op?.generation ?? this.st.generation, null, null, `${result.outcome} for an operation that is ${op ? op.status : 'not recorded'}`);
+      this.record(
+        'late_result_ignored',
+        result.operation_id,
+        op?.generation ?? this.st.generation,
+        null,
+        null,
+        `${result.outcome} for an operation that is ${op ? op.status : 'not recorded'}`,
+      );
       return;
     }
     if (op.status === 'pending') {
-      this.record('late_result_ignored', op.operation_id, op.generation, null, null, `${result.outcome} for an operation not yet dispatched`);
+      this.record(
+        'late_result_ignored',
+        op.operation_id,
+        op.generation,
+        null,
+        null,
+        `${result.outcome} for an operation not yet dispatched`,
+      );
       return;
     }
     if (result.observation) this.applyObservation(result.observation, false);
@@ -338,7 +392,8 @@ class Stepper {
       return;
     }
     if (name === 'enroll_deadline') {
-      if (this.st.state === 'enrolling' && this.st.enrollment && this.ctx.now >= this.st.enrollment.deadline_at) this.enrollmentTimedOut('deadline passed');
+      if (this.st.state === 'enrolling' && this.st.enrollment && this.ctx.now >= this.st.enrollment.deadline_at)
+        this.enrollmentTimedOut('deadline passed');
       return;
     }
     if (name.startsWith('op:')) {
@@ -402,7 +457,14 @@ class Stepper {
     this.record(event, op?.operation_id ?? null, op?.generation ?? this.st.generation, from, to, detail);
   }
 
-  private record(event: string, operationId: string | null, generation: number, from: string | null, to: string | null, detail: string | null): void {
+  private record(
+    event: string,
+    operationId: string | null,
+    generation: number,
+    from: string | null,
+    to: string | null,
+    detail: string | null,
+  ): void {
     this.evidence.push({
       at: this.ctx.now,
       source: 'cell',

@@ -24,7 +24,12 @@ export class LostResponseError extends Error {
 }
 
 export function faultsFromEnv(env: NodeJS.ProcessEnv = process.env): FaultInjector {
-  const armed = new Set((env.FORGE_FAULT ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  const armed = new Set(
+    (env.FORGE_FAULT ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   if (armed.size === 0) return () => undefined;
   return (point) => {
     if (!armed.has(point)) return;

@@ -52,9 +52,15 @@ export class LedgerStore {
       .run(row);
   }
 
-  updateOperation(operationId: string, fields: Partial<Pick<OperationRow, 'status' | 'reason' | 'owner_host' | 'owner_pid' | 'changed' | 'finished_at'>>, now: number): void {
+  updateOperation(
+    operationId: string,
+    fields: Partial<Pick<OperationRow, 'status' | 'reason' | 'owner_host' | 'owner_pid' | 'changed' | 'finished_at'>>,
+    now: number,
+  ): void {
     const sets = Object.keys(fields).map((k) => `${k} = @${k}`);
-    this.db.prepare(`UPDATE operations SET ${[...sets, 'updated_at = @now'].join(', ')} WHERE operation_id = @operation_id`).run({ ...fields, now, operation_id: operationId });
+    this.db
+      .prepare(`UPDATE operations SET ${[...sets, 'updated_at = @now'].join(', ')} WHERE operation_id = @operation_id`)
+      .run({ ...fields, now, operation_id: operationId });
   }
 
   operationsFor(instanceId: string): OperationRow[] {
@@ -63,9 +69,11 @@ export class LedgerStore {
 
   openOperations(instanceId?: string): OperationRow[] {
     const where = "status IN ('pending', 'dispatched', 'unknown')";
-    return (instanceId
-      ? this.db.prepare(`SELECT * FROM operations WHERE ${where} AND instance_id = ? ORDER BY created_at`).all(instanceId)
-      : this.db.prepare(`SELECT * FROM operations WHERE ${where} ORDER BY created_at`).all()) as OperationRow[];
+    return (
+      instanceId
+        ? this.db.prepare(`SELECT * FROM operations WHERE ${where} AND instance_id = ? ORDER BY created_at`).all(instanceId)
+        : this.db.prepare(`SELECT * FROM operations WHERE ${where} ORDER BY created_at`).all()
+    ) as OperationRow[];
   }
 
   instance(instanceId: string): InstanceRow | null {
@@ -104,14 +112,22 @@ export class LedgerStore {
 
   evidence(filter: { instanceId?: string; operationId?: string; limit?: number }): Array<Evidence & { seq: number }> {
     const limit = filter.limit ?? 1000;
-    if (filter.operationId) return this.db.prepare('SELECT * FROM evidence WHERE operation_id = ? ORDER BY seq LIMIT ?').all(filter.operationId, limit) as Array<Evidence & { seq: number }>;
-    return this.db.prepare('SELECT * FROM (SELECT * FROM evidence WHERE instance_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(filter.instanceId ?? '', limit) as Array<Evidence & { seq: number }>;
+    if (filter.operationId)
+      return this.db.prepare('SELECT * FROM evidence WHERE operation_id = ? ORDER BY seq LIMIT ?').all(filter.operationId, limit) as Array<
+        Evidence & { seq: number }
+      >;
+    return this.db
+      .prepare('SELECT * FROM (SELECT * FROM evidence WHERE instance_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq')
+      .all(filter.instanceId ?? '', limit) as Array<Evidence & { seq: number }>;
   }
 
   /** Retention: finished operations (and their evidence) older than the cutoff. */
   pruneFinished(cutoff: number): number {
     return this.tx(() => {
-      const ids = this.db.prepare("SELECT operation_id FROM operations WHERE status IN ('succeeded', 'failed', 'rejected') AND finished_at < ?").pluck().all(cutoff) as string[];
+      const ids = this.db
+        .prepare("SELECT operation_id FROM operations WHERE status IN ('succeeded', 'failed', 'rejected') AND finished_at < ?")
+        .pluck()
+        .all(cutoff) as string[];
       const delEv = this.db.prepare('DELETE FROM evidence WHERE operation_id = ?');
       const delOp = this.db.prepare('DELETE FROM operations WHERE operation_id = ?');
       for (const id of ids) {

@@ -1,5 +1,12 @@
 import { hostname } from 'node:os';
-import { type EffectResult, type Evidence, type InstanceSpec, InstanceSpecSchema, type Observation, type OperationRequest } from '../../protocol/instanceCell.js';
+import {
+  type EffectResult,
+  type Evidence,
+  type InstanceSpec,
+  InstanceSpecSchema,
+  type Observation,
+  type OperationRequest,
+} from '../../protocol/instanceCell.js';
 import { admitOperation } from '../admitOperation.js';
 import type { InstanceProviders } from '../providers/instanceProviderRegistry.js';
 import { NOT_BUILT } from '../providers/instanceProviderRegistry.js';
@@ -56,7 +63,15 @@ export class Management {
       if (this.store.operation(request.operation_id)) return;
       const now = this.now();
       this.store.insertOperation(this.newRow(request, hash, 'rejected', reason, now, now));
-      this.evidence({ instance_id: request.instance_id, operation_id: request.operation_id, generation: request.generation, event: 'rejected', from_state: null, to_state: 'rejected', detail: `by the cell: ${reason}${detail ? `: ${detail}` : ''}` });
+      this.evidence({
+        instance_id: request.instance_id,
+        operation_id: request.operation_id,
+        generation: request.generation,
+        event: 'rejected',
+        from_state: null,
+        to_state: 'rejected',
+        detail: `by the cell: ${reason}${detail ? `: ${detail}` : ''}`,
+      });
     });
   }
 
@@ -66,7 +81,13 @@ export class Management {
     if (!row) return { operation_id: operationId, outcome: 'not_found', reason: null, observation: null };
     if (isTerminal(row.status)) return this.recorded(row);
     const claimed = this.store.tx(() => this.claimOrphan(operationId));
-    if (!claimed) return { operation_id: operationId, outcome: 'unknown', reason: 'in flight in another runner process', observation: this.observation(row.instance_id) };
+    if (!claimed)
+      return {
+        operation_id: operationId,
+        outcome: 'unknown',
+        reason: 'in flight in another runner process',
+        observation: this.observation(row.instance_id),
+      };
     return this.execute(claimed);
   }
 
@@ -81,7 +102,15 @@ export class Management {
     if (obs.runtime_state !== inst.runtime_state || obs.runtime_id !== inst.runtime_id) {
       this.store.tx(() => {
         this.store.observe(instanceId, obs, this.now());
-        this.evidence({ instance_id: instanceId, operation_id: null, generation: inst.generation, event: 'observed', from_state: inst.runtime_state, to_state: obs.runtime_state, detail: obs.runtime_id });
+        this.evidence({
+          instance_id: instanceId,
+          operation_id: null,
+          generation: inst.generation,
+          event: 'observed',
+          from_state: inst.runtime_state,
+          to_state: obs.runtime_state,
+          detail: obs.runtime_id,
+        });
       });
     }
     return obs;
@@ -105,7 +134,10 @@ export class Management {
     return inst ? rowObservation(inst) : null;
   }
 
-  private admit(request: OperationRequest, hash: string): { kind: 'execute'; row: OperationRow } | { kind: 'answer'; result: EffectResult } {
+  private admit(
+    request: OperationRequest,
+    hash: string,
+  ): { kind: 'execute'; row: OperationRow } | { kind: 'answer'; result: EffectResult } {
     const now = this.now();
     const existing = this.store.operation(request.operation_id);
     const inst = this.store.instance(request.instance_id);
@@ -113,28 +145,49 @@ export class Management {
     const observation = inst ? rowObservation(inst) : null;
     if (admission.kind === 'replay') return { kind: 'answer', result: this.recorded(existing!) };
     if (admission.kind === 'in_flight') {
-      if (existing!.status === 'dispatched' && !this.executing.has(existing!.operation_id) && !this.isOwnerAlive(existing!.owner_host, existing!.owner_pid)) {
+      if (
+        existing!.status === 'dispatched' &&
+        !this.executing.has(existing!.operation_id) &&
+        !this.isOwnerAlive(existing!.owner_host, existing!.owner_pid)
+      ) {
         // Its runner died mid-effect: resolve it now, under the same identity.
         return { kind: 'execute', row: this.claim(existing!, now) };
       }
-      if (existing!.status === 'unknown' && !this.executing.has(existing!.operation_id)) return { kind: 'execute', row: this.claim(existing!, now) };
+      if (existing!.status === 'unknown' && !this.executing.has(existing!.operation_id))
+        return { kind: 'execute', row: this.claim(existing!, now) };
       return { kind: 'answer', result: { operation_id: request.operation_id, outcome: 'unknown', reason: 'in flight', observation } };
     }
     const refusal =
       admission.kind === 'reject' && admission.reason === 'idempotency_mismatch'
         ? { reason: admission.reason, detail: admission.detail }
         : !inst && request.action !== 'provision'
-        ? { reason: 'unknown_instance', detail: `instance ${request.instance_id} has not been provisioned` }
-        : admission.kind === 'reject'
-          ? { reason: admission.reason, detail: admission.detail }
-          : this.validate(request, inst);
+          ? { reason: 'unknown_instance', detail: `instance ${request.instance_id} has not been provisioned` }
+          : admission.kind === 'reject'
+            ? { reason: admission.reason, detail: admission.detail }
+            : this.validate(request, inst);
     if (refusal) {
       if (refusal.reason === 'idempotency_mismatch') {
-        this.evidence({ instance_id: request.instance_id, operation_id: request.operation_id, generation: request.generation, event: 'rejected', from_state: null, to_state: null, detail: `${refusal.reason}: ${refusal.detail}` });
+        this.evidence({
+          instance_id: request.instance_id,
+          operation_id: request.operation_id,
+          generation: request.generation,
+          event: 'rejected',
+          from_state: null,
+          to_state: null,
+          detail: `${refusal.reason}: ${refusal.detail}`,
+        });
         return { kind: 'answer', result: { operation_id: request.operation_id, outcome: 'rejected', reason: refusal.reason, observation } };
       }
       this.store.insertOperation(this.newRow(request, hash, 'rejected', refusal.reason, now, now));
-      this.evidence({ instance_id: request.instance_id, operation_id: request.operation_id, generation: request.generation, event: 'rejected', from_state: null, to_state: 'rejected', detail: `${refusal.reason}: ${refusal.detail}` });
+      this.evidence({
+        instance_id: request.instance_id,
+        operation_id: request.operation_id,
+        generation: request.generation,
+        event: 'rejected',
+        from_state: null,
+        to_state: 'rejected',
+        detail: `${refusal.reason}: ${refusal.detail}`,
+      });
       return { kind: 'answer', result: { operation_id: request.operation_id, outcome: 'rejected', reason: refusal.reason, observation } };
     }
     if (request.action === 'provision') {
@@ -149,12 +202,28 @@ export class Management {
         created_at: inst?.created_at ?? now,
         updated_at: now,
       });
-      this.evidence({ instance_id: request.instance_id, operation_id: request.operation_id, generation: request.generation, event: 'incarnation_created', from_state: inst ? `generation ${inst.generation}` : null, to_state: `generation ${request.generation}`, detail: spec.provider });
+      this.evidence({
+        instance_id: request.instance_id,
+        operation_id: request.operation_id,
+        generation: request.generation,
+        event: 'incarnation_created',
+        from_state: inst ? `generation ${inst.generation}` : null,
+        to_state: `generation ${request.generation}`,
+        detail: spec.provider,
+      });
     }
     const row = this.newRow(request, hash, 'dispatched', null, now, null);
     this.store.insertOperation(row);
     this.executing.add(row.operation_id);
-    this.evidence({ instance_id: request.instance_id, operation_id: request.operation_id, generation: request.generation, event: 'dispatched', from_state: null, to_state: 'dispatched', detail: request.action });
+    this.evidence({
+      instance_id: request.instance_id,
+      operation_id: request.operation_id,
+      generation: request.generation,
+      event: 'dispatched',
+      from_state: null,
+      to_state: 'dispatched',
+      detail: request.action,
+    });
     return { kind: 'execute', row };
   }
 
@@ -164,15 +233,21 @@ export class Management {
       const parsed = InstanceSpecSchema.safeParse(request.payload.spec);
       if (!parsed.success) return { reason: 'invalid_request', detail: `payload.spec: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
       const notBuilt = NOT_BUILT[parsed.data.provider];
-      if (notBuilt || !this.providers.get(parsed.data.provider)) return { reason: 'provider_unavailable', detail: notBuilt ?? `provider ${parsed.data.provider} unavailable` };
+      if (notBuilt || !this.providers.get(parsed.data.provider))
+        return { reason: 'provider_unavailable', detail: notBuilt ?? `provider ${parsed.data.provider} unavailable` };
       if (inst && inst.runtime_state !== 'absent' && inst.runtime_state !== 'removed') {
-        return { reason: 'invalid_transition', detail: `generation ${inst.generation} still has a runtime (${inst.runtime_state}); destroy it first` };
+        return {
+          reason: 'invalid_transition',
+          detail: `generation ${inst.generation} still has a runtime (${inst.runtime_state}); destroy it first`,
+        };
       }
       return null;
     }
     if (!inst) return { reason: 'unknown_instance', detail: `instance ${request.instance_id} has not been provisioned` };
-    if (request.action === 'start' && inst.runtime_state === 'removed') return { reason: 'invalid_transition', detail: `generation ${inst.generation} was destroyed` };
-    if (!this.providers.get(inst.provider as InstanceProvider['name'])) return { reason: 'provider_unavailable', detail: `provider ${inst.provider} unavailable` };
+    if (request.action === 'start' && inst.runtime_state === 'removed')
+      return { reason: 'invalid_transition', detail: `generation ${inst.generation} was destroyed` };
+    if (!this.providers.get(inst.provider as InstanceProvider['name']))
+      return { reason: 'provider_unavailable', detail: `provider ${inst.provider} unavailable` };
     return null;
   }
 
@@ -186,7 +261,15 @@ export class Management {
   private claim(row: OperationRow, now: number): OperationRow {
     this.store.updateOperation(row.operation_id, { status: 'dispatched', owner_host: hostname(), owner_pid: process.pid }, now);
     this.executing.add(row.operation_id);
-    this.evidence({ instance_id: row.instance_id, operation_id: row.operation_id, generation: row.generation, event: 'redriven', from_state: row.status, to_state: 'dispatched', detail: 'resolving under the same operation id (the provider effect is idempotent for its incarnation)' });
+    this.evidence({
+      instance_id: row.instance_id,
+      operation_id: row.operation_id,
+      generation: row.generation,
+      event: 'redriven',
+      from_state: row.status,
+      to_state: 'dispatched',
+      detail: 'resolving under the same operation id (the provider effect is idempotent for its incarnation)',
+    });
     return { ...row, status: 'dispatched' };
   }
 
@@ -220,7 +303,11 @@ export class Management {
       if (status === 'succeeded') this.faults('provider_effect_done');
       const now = this.now();
       this.store.tx(() => {
-        this.store.updateOperation(row.operation_id, { status, reason, changed: changed === null ? null : changed ? 1 : 0, finished_at: status === 'unknown' ? null : now }, now);
+        this.store.updateOperation(
+          row.operation_id,
+          { status, reason, changed: changed === null ? null : changed ? 1 : 0, finished_at: status === 'unknown' ? null : now },
+          now,
+        );
         if (observation) this.store.observe(row.instance_id, observation, now);
         this.evidence({
           instance_id: row.instance_id,
@@ -244,7 +331,14 @@ export class Management {
     return { operation_id: row.operation_id, outcome, reason: row.reason, observation: this.observation(row.instance_id) };
   }
 
-  private newRow(request: OperationRequest, hash: string, status: OperationRow['status'], reason: string | null, now: number, finishedAt: number | null): OperationRow {
+  private newRow(
+    request: OperationRequest,
+    hash: string,
+    status: OperationRow['status'],
+    reason: string | null,
+    now: number,
+    finishedAt: number | null,
+  ): OperationRow {
     return {
       operation_id: request.operation_id,
       instance_id: request.instance_id,

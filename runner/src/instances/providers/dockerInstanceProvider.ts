@@ -5,7 +5,13 @@ import { socketFromDockerHost } from '../../cells/providers/dockerCellProvider.j
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
 import { instanceKey } from './hostInstanceProvider.js';
-import { type EffectOutcome, type InstanceProvider, type InstanceRef, type ProbeOutcome, ProviderUnreachableError } from './instanceProvider.js';
+import {
+  type EffectOutcome,
+  type InstanceProvider,
+  type InstanceRef,
+  type ProbeOutcome,
+  ProviderUnreachableError,
+} from './instanceProvider.js';
 
 export const LABEL_INSTANCE = 'forge.instance';
 export const LABEL_GENERATION = 'forge.instance.generation';
@@ -85,7 +91,8 @@ export class DockerInstanceProvider implements InstanceProvider {
   async start(ref: InstanceRef): Promise<EffectOutcome> {
     const name = this.containerName(ref.instance_id, ref.generation);
     const obs = await this.inspect(ref.instance_id, ref.generation);
-    if (obs.runtime_state === 'absent') throw new Error(`instance ${ref.instance_id} generation ${ref.generation} has no container; provision a new generation`);
+    if (obs.runtime_state === 'absent')
+      throw new Error(`instance ${ref.instance_id} generation ${ref.generation} has no container; provision a new generation`);
     const changed = await this.startContainer(name);
     return { changed, observation: await this.inspect(ref.instance_id, ref.generation) };
   }
@@ -120,7 +127,8 @@ export class DockerInstanceProvider implements InstanceProvider {
     try {
       const info = await this.call(() => this.docker.getContainer(this.containerName(instanceId, generation)).inspect());
       const status = info.State.Status;
-      const runtime_state = status === 'running' || status === 'restarting' || status === 'paused' ? 'running' : status === 'created' ? 'created' : 'exited';
+      const runtime_state =
+        status === 'running' || status === 'restarting' || status === 'paused' ? 'running' : status === 'created' ? 'created' : 'exited';
       return { generation, runtime_state, runtime_id: info.Id.slice(0, 12) };
     } catch (e) {
       if ((e as { statusCode?: number }).statusCode === 404) return { generation, runtime_state: 'absent', runtime_id: null };
@@ -143,9 +151,18 @@ export class DockerInstanceProvider implements InstanceProvider {
         stream.destroy();
         resolve();
       }, 10_000);
-      stream.on('end', () => { clearTimeout(timer); resolve(); });
-      stream.on('close', () => { clearTimeout(timer); resolve(); });
-      stream.on('error', () => { clearTimeout(timer); resolve(); });
+      stream.on('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      stream.on('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      stream.on('error', () => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
     const r = await exec.inspect();
     return { ready: r.ExitCode === 0, detail: `readiness probe exited ${r.ExitCode ?? 'without a code'}` };
@@ -154,7 +171,11 @@ export class DockerInstanceProvider implements InstanceProvider {
   /** Containers of this state dir (for gc and for tests that must leave none). */
   async listOwned(): Promise<Array<{ name: string; instance: string; generation: number }>> {
     const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_STATE_DIR}=${this.stateDir}`] } });
-    return list.map((c) => ({ name: (c.Names[0] ?? c.Id).replace(/^\//, ''), instance: c.Labels[LABEL_INSTANCE] ?? '', generation: Number(c.Labels[LABEL_GENERATION]) }));
+    return list.map((c) => ({
+      name: (c.Names[0] ?? c.Id).replace(/^\//, ''),
+      instance: c.Labels[LABEL_INSTANCE] ?? '',
+      generation: Number(c.Labels[LABEL_GENERATION]),
+    }));
   }
 
   /** true when this call started it; false when it was running already. */

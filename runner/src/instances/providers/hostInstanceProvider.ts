@@ -47,7 +47,9 @@ export class HostInstanceProvider implements InstanceProvider {
   }
 
   async available() {
-    return existsSync('/bin/bash') ? { ok: true, reason: 'supervised host processes (bash supervisor)' } : { ok: false, reason: '/bin/bash not found' };
+    return existsSync('/bin/bash')
+      ? { ok: true, reason: 'supervised host processes (bash supervisor)' }
+      : { ok: false, reason: '/bin/bash not found' };
   }
 
   /** The incarnation's directory: one per (instance, generation). */
@@ -64,7 +66,8 @@ export class HostInstanceProvider implements InstanceProvider {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       // Made before (by this operation, before a crash or a lost response): never a second runtime.
       const obs = await this.inspect(ref.instance_id, ref.generation);
-      if (obs.runtime_state === 'running' || obs.runtime_state === 'exited' || obs.runtime_state === 'removed') return { changed: false, observation: obs };
+      if (obs.runtime_state === 'running' || obs.runtime_state === 'exited' || obs.runtime_state === 'removed')
+        return { changed: false, observation: obs };
       if (await this.startedWithin(dir, 2000)) return { changed: false, observation: await this.inspect(ref.instance_id, ref.generation) };
       // The directory exists but no process ever started in it: this is the first effect.
     }
@@ -107,7 +110,14 @@ export class HostInstanceProvider implements InstanceProvider {
     if (this.livePid(dir) === null) return { ready: false, detail: 'process not running' };
     if (!ref.spec.readiness) return { ready: true, detail: 'process running' };
     const [file, ...args] = ref.spec.readiness;
-    const r = await execa(file!, args, { cwd: dir, env: this.environment(dir, ref), extendEnv: false, reject: false, timeout: 10_000, stdin: 'ignore' });
+    const r = await execa(file!, args, {
+      cwd: dir,
+      env: this.environment(dir, ref),
+      extendEnv: false,
+      reject: false,
+      timeout: 10_000,
+      stdin: 'ignore',
+    });
     return { ready: r.exitCode === 0, detail: `readiness probe exited ${r.exitCode ?? r.signal ?? 'on timeout'}` };
   }
 
@@ -119,7 +129,11 @@ export class HostInstanceProvider implements InstanceProvider {
   private environment(dir: string, ref: InstanceRef): Record<string, string> {
     const home = join(dir, 'home');
     mkdirSync(home, { recursive: true });
-    return buildCellEnvironment(process.env, home, home, { ...ref.spec.env, FORGE_INSTANCE_ID: ref.instance_id, FORGE_INSTANCE_GENERATION: String(ref.generation) });
+    return buildCellEnvironment(process.env, home, home, {
+      ...ref.spec.env,
+      FORGE_INSTANCE_ID: ref.instance_id,
+      FORGE_INSTANCE_GENERATION: String(ref.generation),
+    });
   }
 
   private async launch(dir: string, ref: InstanceRef): Promise<void> {
@@ -139,7 +153,8 @@ export class HostInstanceProvider implements InstanceProvider {
     } finally {
       closeSync(log);
     }
-    if (!(await this.startedWithin(dir, 5000))) throw new Error(`instance ${ref.instance_id} did not start within 5 s (see ${join(dir, 'output.log')})`);
+    if (!(await this.startedWithin(dir, 5000)))
+      throw new Error(`instance ${ref.instance_id} did not start within 5 s (see ${join(dir, 'output.log')})`);
   }
 
   private async startedWithin(dir: string, ms: number): Promise<boolean> {

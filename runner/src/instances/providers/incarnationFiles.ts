@@ -60,7 +60,9 @@ export function journalLines(dir: string): string[] {
 export function startDecision(obs: Observation, instanceId: string): 'already_running' | 'launch' {
   if (obs.runtime_state === 'running') return 'already_running';
   if (obs.runtime_state === 'absent' || obs.runtime_state === 'removed') {
-    throw new Error(`instance ${instanceId} generation ${obs.generation} has no runtime (${obs.runtime_state}); provision a new generation`);
+    throw new Error(
+      `instance ${instanceId} generation ${obs.generation} has no runtime (${obs.runtime_state}); provision a new generation`,
+    );
   }
   return 'launch';
 }

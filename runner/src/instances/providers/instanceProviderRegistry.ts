@@ -21,7 +21,12 @@ export function defaultInstanceProviders(options: { stateDir?: string } = {}): I
       if (NOT_BUILT[name]) return null;
       let p = made.get(name);
       if (!p) {
-        p = name === 'docker' ? new DockerInstanceProvider(options) : name === 'qemu' ? new QemuInstanceProvider(options) : new HostInstanceProvider(options);
+        p =
+          name === 'docker'
+            ? new DockerInstanceProvider(options)
+            : name === 'qemu'
+              ? new QemuInstanceProvider(options)
+              : new HostInstanceProvider(options);
         made.set(name, p);
       }
       return p;

@@ -8,7 +8,16 @@ import { runnerStateDir } from '../../cells/cellIdentity.js';
 import { dedicatedCellUser } from '../../cells/cellUser.js';
 import { baseInitramfs, guestReportedReady, requestArchive } from '../../cells/qemu/guestImage.js';
 import { buildQemuArgs } from '../../cells/qemu/qemuArgs.js';
-import { chooseAccelerator, confinedRootArgs, findQemuTools, hostTscKhz, type QemuTools, sharedRootArgs, virtiofsdArgs, waitForFile } from '../../cells/qemu/qemuRuntime.js';
+import {
+  chooseAccelerator,
+  confinedRootArgs,
+  findQemuTools,
+  hostTscKhz,
+  type QemuTools,
+  sharedRootArgs,
+  virtiofsdArgs,
+  waitForFile,
+} from '../../cells/qemu/qemuRuntime.js';
 import { probeSandboxLayout } from '../../cells/sandboxLayout.js';
 import type { Observation } from '../../protocol/instanceCell.js';
 import { capabilityDescriptor } from '../capabilityMatrix.js';
@@ -98,7 +107,9 @@ export class QemuInstanceProvider implements InstanceProvider {
     if (livePid(join(dir, 'qemu.pid'), dir) === null) return { ready: false, detail: 'VM not running' };
     const nonce = readOr(join(dir, 'boot', 'nonce'));
     const status = readOr(join(dir, 'boot', 'status'));
-    return guestReportedReady(status, nonce) ? { ready: true, detail: 'guest reported ready' } : { ready: false, detail: 'guest has not reported ready' };
+    return guestReportedReady(status, nonce)
+      ? { ready: true, detail: 'guest reported ready' }
+      : { ready: false, detail: 'guest has not reported ready' };
   }
 
   journal(instanceId: string, generation: number): string[] {
@@ -116,20 +127,38 @@ export class QemuInstanceProvider implements InstanceProvider {
     mkdirSync(sock, { recursive: true, mode: 0o700 });
     const nonce = randomBytes(16).toString('hex');
     writeFileSync(join(boot, 'nonce'), nonce);
-    const env = buildCellEnvironment(process.env, CELL_HOME, '/tmp', { ...ref.spec.env, FORGE_INSTANCE_ID: ref.instance_id, FORGE_INSTANCE_GENERATION: String(ref.generation) });
+    const env = buildCellEnvironment(process.env, CELL_HOME, '/tmp', {
+      ...ref.spec.env,
+      FORGE_INSTANCE_ID: ref.instance_id,
+      FORGE_INSTANCE_GENERATION: String(ref.generation),
+    });
     const initrd = join(boot, 'initrd');
     writeFileSync(
       initrd,
       Buffer.concat([
         readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)),
-        requestArchive({ mode: 'instance', nonce, env, argv: ref.spec.command ?? DEFAULT_COMMAND, cwd: CELL_SCRATCH, worktree: null, readiness: ref.spec.readiness ?? [], user: dedicatedCellUser(process.env) }),
+        requestArchive({
+          mode: 'instance',
+          nonce,
+          env,
+          argv: ref.spec.command ?? DEFAULT_COMMAND,
+          cwd: CELL_SCRATCH,
+          worktree: null,
+          readiness: ref.spec.readiness ?? [],
+          user: dedicatedCellUser(process.env),
+        }),
       ]),
     );
     // Detached on purpose: an instance outlives the runner that started it (no --die-with-parent).
-    const detachedRoot = (binds: { rw: string[]; ro: string[]; dev?: string[] }) => confinedRootArgs(layout, binds).filter((a) => a !== '--die-with-parent');
+    const detachedRoot = (binds: { rw: string[]; ro: string[]; dev?: string[] }) =>
+      confinedRootArgs(layout, binds).filter((a) => a !== '--die-with-parent');
     const vfsSock = join(sock, 'root.sock');
     const share = sharedRootArgs(layout, sock);
-    const vfs = spawn(tools.bwrap, [...share.bwrap.filter((a) => a !== '--die-with-parent'), ...virtiofsdArgs(tools.virtiofsd, vfsSock, share.source)], { detached: true, stdio: 'ignore' });
+    const vfs = spawn(
+      tools.bwrap,
+      [...share.bwrap.filter((a) => a !== '--die-with-parent'), ...virtiofsdArgs(tools.virtiofsd, vfsSock, share.source)],
+      { detached: true, stdio: 'ignore' },
+    );
     vfs.unref();
     writeFileSync(join(dir, 'virtiofsd.pid'), String(vfs.pid));
     if (!(await waitForFile(vfsSock, 5000, vfs))) throw new Error('virtiofsd did not start');
@@ -148,7 +177,10 @@ export class QemuInstanceProvider implements InstanceProvider {
     // The command's output port goes to a file here (a long-lived instance has no reader).
     args.push('-chardev', `file,id=output,path=${join(boot, 'output.log')}`, '-device', 'virtserialport,chardev=output,name=forge.output');
     const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
-    const qemu = spawn(tools.bwrap, [...detachedRoot({ rw: [boot], ro: [tools.kernel.kernel], dev }), '--', tools.qemu, ...args], { detached: true, stdio: 'ignore' });
+    const qemu = spawn(tools.bwrap, [...detachedRoot({ rw: [boot], ro: [tools.kernel.kernel], dev }), '--', tools.qemu, ...args], {
+      detached: true,
+      stdio: 'ignore',
+    });
     qemu.unref();
     writeFileSync(join(dir, 'qemu.pid'), String(qemu.pid));
     appendFileSync(join(dir, 'journal'), `start ${qemu.pid} ${Date.now()}\n`);
@@ -169,7 +201,8 @@ export class QemuInstanceProvider implements InstanceProvider {
     }
     if (pid === null) return false;
     const until = Date.now() + 5000;
-    while (Date.now() < until && livePid(join(dir, 'qemu.pid'), dir) !== null) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    while (Date.now() < until && livePid(join(dir, 'qemu.pid'), dir) !== null)
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
     appendFileSync(join(dir, 'journal'), `stop ${pid} ${Date.now()}\n`);
     return true;
   }

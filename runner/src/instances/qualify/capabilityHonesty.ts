@@ -49,8 +49,12 @@ export async function capabilityHonesty(ctx: QualifyContext, workerBundle: strin
     try {
       const host = new CelldCellHost({ url: wd.url, secret, timeoutMs: 10_000 });
       const published = await host.capabilities();
-      checks.push({ what: 'the running worker publishes the same exclusions', ok: WORKER_EXCLUSIONS.every((c) => published.capabilities[c] === 'no') });
-      for (const a of await host.capabilityProbe(`127.0.0.1:${port}`)) checks.push({ what: `in workerd: ${a.attempt} refused (${a.detail.slice(0, 60)})`, ok: a.refused });
+      checks.push({
+        what: 'the running worker publishes the same exclusions',
+        ok: WORKER_EXCLUSIONS.every((c) => published.capabilities[c] === 'no'),
+      });
+      for (const a of await host.capabilityProbe(`127.0.0.1:${port}`))
+        checks.push({ what: `in workerd: ${a.attempt} refused (${a.detail.slice(0, 60)})`, ok: a.refused });
     } finally {
       await wd.stop();
     }

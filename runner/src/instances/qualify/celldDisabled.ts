@@ -34,13 +34,25 @@ export async function celldDisabled(ctx: QualifyContext, workerBundle: string): 
     const wd = await startWorkerd({ bundle: workerBundle, storageDir: dir, secret, celldVersion: 'workerd-reference' });
     try {
       const viaCelld = new InstanceCoordinator(new CelldCellHost({ url: wd.url, secret, timeoutMs: 10_000 }), ctx.management);
-      await viaCelld.submit({ operation_id: `${id}-p1`, instance_id: id, generation: 1, action: 'provision', payload: { spec: ctx.spec() } });
+      await viaCelld.submit({
+        operation_id: `${id}-p1`,
+        instance_id: id,
+        generation: 1,
+        action: 'provision',
+        payload: { spec: ctx.spec() },
+      });
       const r = await viaCelld.drive(id, { timeoutMs: 60_000 });
       steps.push({ step: 'provision with Celld enabled (workerd)', ok: r.state.state === 'ready', detail: r.state.state });
     } finally {
       await wd.stop();
     }
-    const env = { ...process.env, FORGE_STATE_DIR: ctx.stateDir, FORGE_CELLD_ENABLED: '', FORGE_CELLD_URL: trapUrl, FORGE_CELLD_SECRET: secret };
+    const env = {
+      ...process.env,
+      FORGE_STATE_DIR: ctx.stateDir,
+      FORGE_CELLD_ENABLED: '',
+      FORGE_CELLD_URL: trapUrl,
+      FORGE_CELLD_SECRET: secret,
+    };
     const run = (args: string[]) => execa(process.execPath, [ctx.options.runnerPath, ...args], { env, reject: false });
     for (const [label, args] of [
       ['status with Celld disabled', ['instance', 'status', id]],

@@ -24,9 +24,15 @@ export async function duplicateDelivery(ctx: QualifyContext): Promise<MeasureRes
     const opId = `dup-${action}`;
     await ctx.lifecycle(id, opId, 1, action);
     deliveries++;
-    const request = { operation_id: opId, instance_id: id, generation: 1, action, payload: action === 'provision' ? { spec: ctx.spec() } : {} };
+    const request = {
+      operation_id: opId,
+      instance_id: id,
+      generation: 1,
+      action,
+      payload: action === 'provision' ? { spec: ctx.spec() } : {},
+    };
     const hash = requestHash(request);
-    for (let sent = 1; sent < repeats; ) {
+    for (let sent = 1; sent < repeats;) {
       const burst = Math.min(50, repeats - sent);
       await Promise.all(
         Array.from({ length: burst }, (_, i) =>

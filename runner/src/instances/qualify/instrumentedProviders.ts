@@ -52,14 +52,23 @@ export class InstrumentedProviders implements InstanceProviders {
   }
 
   private wrap(real: InstanceProvider): InstanceProvider {
-    const effect = (method: EffectMethod) => async (ref: InstanceRef): Promise<EffectOutcome> => {
-      const call: ProviderCall = { method, operation_id: ref.operation_id, instance_id: ref.instance_id, generation: ref.generation, changed: null };
-      this.calls.push(call);
-      const outcome = await real[method](ref);
-      call.changed = outcome.changed;
-      if (this.dropNextAnswer.delete(ref.operation_id)) throw new ProviderUnreachableError('qualification: provider answer dropped after the effect');
-      return outcome;
-    };
+    const effect =
+      (method: EffectMethod) =>
+      async (ref: InstanceRef): Promise<EffectOutcome> => {
+        const call: ProviderCall = {
+          method,
+          operation_id: ref.operation_id,
+          instance_id: ref.instance_id,
+          generation: ref.generation,
+          changed: null,
+        };
+        this.calls.push(call);
+        const outcome = await real[method](ref);
+        call.changed = outcome.changed;
+        if (this.dropNextAnswer.delete(ref.operation_id))
+          throw new ProviderUnreachableError('qualification: provider answer dropped after the effect');
+        return outcome;
+      };
     return {
       name: real.name,
       capabilities: () => real.capabilities(),

@@ -59,16 +59,34 @@ export class QualifyContext {
       }
     };
     this.management = new Management(new LedgerStore(this.db), this.providers, { faults });
-    this.coordinator = new InstanceCoordinator(new EmbeddedCellHost(this.db, { settings: { retentionMs: 30 * 86_400_000, retainFinished: 100_000, lookupBaseMs: 50, lookupMaxMs: 2000 } }), this.management);
+    this.coordinator = new InstanceCoordinator(
+      new EmbeddedCellHost(this.db, {
+        settings: { retentionMs: 30 * 86_400_000, retainFinished: 100_000, lookupBaseMs: 50, lookupMaxMs: 2000 },
+      }),
+      this.management,
+    );
   }
 
   spec(): InstanceSpec {
     const base = { enroll_timeout_s: 60, probe_interval_ms: 100, env: {}, allow_net: false };
-    return this.options.provider === 'docker' ? { ...base, provider: 'docker', image: this.options.image ?? 'forge-test/busybox:1' } : { ...base, provider: 'host' };
+    return this.options.provider === 'docker'
+      ? { ...base, provider: 'docker', image: this.options.image ?? 'forge-test/busybox:1' }
+      : { ...base, provider: 'host' };
   }
 
-  async lifecycle(instanceId: string, opId: string, generation: number, action: 'provision' | 'start' | 'stop' | 'destroy'): Promise<InstanceCellState> {
-    await this.coordinator.submit({ operation_id: opId, instance_id: instanceId, generation, action, payload: action === 'provision' ? { spec: this.spec() } : {} });
+  async lifecycle(
+    instanceId: string,
+    opId: string,
+    generation: number,
+    action: 'provision' | 'start' | 'stop' | 'destroy',
+  ): Promise<InstanceCellState> {
+    await this.coordinator.submit({
+      operation_id: opId,
+      instance_id: instanceId,
+      generation,
+      action,
+      payload: action === 'provision' ? { spec: this.spec() } : {},
+    });
     const r = await this.coordinator.drive(instanceId, { timeoutMs: 60_000 });
     if (!isSettled(r.state)) throw new Error(`${instanceId} did not settle after ${action} (${r.state.state})`);
     return r.state;
@@ -83,7 +101,10 @@ export class QualifyContext {
     for (const inst of this.management.store.instances()) {
       // Teardown of the qualification sandbox itself, not a measured operation.
       const provider = defaultInstanceProviders({ stateDir: this.stateDir }).get(inst.provider as 'host' | 'docker');
-      for (let g = 1; g <= inst.generation; g++) await provider?.destroy({ instance_id: inst.instance_id, generation: g, operation_id: 'qualify-cleanup', spec: this.spec() }).catch(() => undefined);
+      for (let g = 1; g <= inst.generation; g++)
+        await provider
+          ?.destroy({ instance_id: inst.instance_id, generation: g, operation_id: 'qualify-cleanup', spec: this.spec() })
+          .catch(() => undefined);
     }
     this.db.close();
     rmSync(this.stateDir, { recursive: true, force: true });

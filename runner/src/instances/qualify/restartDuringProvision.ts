@@ -25,14 +25,34 @@ export async function restartDuringProvision(ctx: QualifyContext): Promise<Measu
   for (let i = 0; i < trials; i++) {
     const point = FAULT_POINTS[i % FAULT_POINTS.length]!;
     const id = `restart-${i}`;
-    const first = await execa(process.execPath, [ctx.options.runnerPath, 'instance', 'provision', '--instance', id, '--op-id', `${id}-p1`, '--generation', '1', ...specArgs, '--timeout', '60'], {
-      env: { ...env, FORGE_FAULT: point },
-      reject: false,
-    });
+    const first = await execa(
+      process.execPath,
+      [
+        ctx.options.runnerPath,
+        'instance',
+        'provision',
+        '--instance',
+        id,
+        '--op-id',
+        `${id}-p1`,
+        '--generation',
+        '1',
+        ...specArgs,
+        '--timeout',
+        '60',
+      ],
+      {
+        env: { ...env, FORGE_FAULT: point },
+        reject: false,
+      },
+    );
     if (first.signal === 'SIGKILL') killed++;
     else failures.push(`${id}: not killed at ${point} (exit ${first.exitCode}): ${first.stderr.split('\n').slice(-1)[0]}`);
     const t0 = performance.now();
-    const again = await execa(process.execPath, [ctx.options.runnerPath, 'instance', 'reconcile', id, '--json', '--timeout', '60'], { env, reject: false });
+    const again = await execa(process.execPath, [ctx.options.runnerPath, 'instance', 'reconcile', id, '--json', '--timeout', '60'], {
+      env,
+      reject: false,
+    });
     const elapsed = (performance.now() - t0) / 1000;
     let state = '?';
     try {
@@ -45,8 +65,14 @@ export async function restartDuringProvision(ctx: QualifyContext): Promise<Measu
       times.push(elapsed);
     } else failures.push(`${id} (${point}): reconcile ended ${state}, exit ${again.exitCode}`);
     if (ctx.options.provider === 'host') extraEffects += Math.max(0, ctx.journal(id, 1).filter((l) => l.startsWith('start')).length - 1);
-    ctx.options.onProgress?.(`restart during provision: trial ${i + 1}/${trials} killed at ${point}: ${state} after ${elapsed.toFixed(2)} s`);
-    await execa(process.execPath, [ctx.options.runnerPath, 'instance', 'destroy', '--instance', id, '--op-id', `${id}-d1`, '--generation', '1'], { env, reject: false });
+    ctx.options.onProgress?.(
+      `restart during provision: trial ${i + 1}/${trials} killed at ${point}: ${state} after ${elapsed.toFixed(2)} s`,
+    );
+    await execa(
+      process.execPath,
+      [ctx.options.runnerPath, 'instance', 'destroy', '--instance', id, '--op-id', `${id}-d1`, '--generation', '1'],
+      { env, reject: false },
+    );
   }
   const p95 = percentile(times, 95);
   return {

@@ -39,12 +39,24 @@ export async function runQualification(options: QualifyOptions): Promise<Qualifi
     try {
       measures.push(await measure(ctx));
     } catch (e) {
-      measures.push({ measure: measure.name || 'measure', trials: 0, result: `error: ${(e as Error).message}`, threshold: '-', pass: false });
+      measures.push({
+        measure: measure.name || 'measure',
+        trials: 0,
+        result: `error: ${(e as Error).message}`,
+        threshold: '-',
+        pass: false,
+      });
     } finally {
       await ctx.cleanup();
     }
   }
-  return { full: options.full, provider: options.provider, go: measures.every((m) => m.pass), measures, duration_s: (performance.now() - started) / 1000 };
+  return {
+    full: options.full,
+    provider: options.provider,
+    go: measures.every((m) => m.pass),
+    measures,
+    duration_s: (performance.now() - started) / 1000,
+  };
 }
 
 export function formatQualification(r: QualificationReport): string {
@@ -54,6 +66,9 @@ export function formatQualification(r: QualificationReport): string {
     lines.push(`       ${m.result}`);
     lines.push(`       threshold: ${m.threshold}`);
   }
-  lines.push('', `${r.go ? 'GO' : 'NO-GO'} for durable orchestration (${r.full ? 'full counts' : 'reduced counts; --full for the go/no-go thresholds'}, ${r.provider} instances, ${r.duration_s.toFixed(1)} s)`);
+  lines.push(
+    '',
+    `${r.go ? 'GO' : 'NO-GO'} for durable orchestration (${r.full ? 'full counts' : 'reduced counts; --full for the go/no-go thresholds'}, ${r.provider} instances, ${r.duration_s.toFixed(1)} s)`,
+  );
   return lines.join('\n') + '\n';
 }

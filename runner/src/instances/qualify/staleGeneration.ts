@@ -23,7 +23,13 @@ export async function staleGeneration(ctx: QualifyContext): Promise<MeasureResul
     const viaLedger = { ...viaCell, operation_id: `stale-ledger-${i}` };
     const reply = await ctx.coordinator.submit(viaCell);
     const direct = await ctx.management.apply(viaLedger, requestHash(viaLedger));
-    if (reply.status === 'rejected' && reply.reason === 'stale_generation' && direct.outcome === 'rejected' && direct.reason === 'stale_generation') rejected++;
+    if (
+      reply.status === 'rejected' &&
+      reply.reason === 'stale_generation' &&
+      direct.outcome === 'rejected' &&
+      direct.reason === 'stale_generation'
+    )
+      rejected++;
     providerCalls += ctx.providers.callsFor(viaCell.operation_id).length + ctx.providers.callsFor(viaLedger.operation_id).length;
   }
   const state = await ctx.coordinator.drive(id, { timeoutMs: 10_000 });

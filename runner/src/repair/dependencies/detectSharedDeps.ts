@@ -28,10 +28,20 @@ export const ForgeConfigSchema = z
   .object({
     dependencies: z
       .object({
-        share: z.array(z.string().min(1)).max(32).default([])
-          .describe('More directories to share read-only: relative to the repository (its own, e.g. "vendor/bundle") or absolute (a cache outside it, seen at the same path).'),
-        exclude: z.array(z.string().min(1)).max(64).default([])
-          .describe('Detected directories not to share, relative to the repository (e.g. "venv"), or a kind: node_modules, virtualenv, go-module-cache, maven-repository, gradle-cache.'),
+        share: z
+          .array(z.string().min(1))
+          .max(32)
+          .default([])
+          .describe(
+            'More directories to share read-only: relative to the repository (its own, e.g. "vendor/bundle") or absolute (a cache outside it, seen at the same path).',
+          ),
+        exclude: z
+          .array(z.string().min(1))
+          .max(64)
+          .default([])
+          .describe(
+            'Detected directories not to share, relative to the repository (e.g. "venv"), or a kind: node_modules, virtualenv, go-module-cache, maven-repository, gradle-cache.',
+          ),
       })
       .strict()
       .prefault({}),
@@ -124,52 +134,101 @@ function pythonOf(venv: string): string {
  * read-only with every cell of the run at the path its tools expect (`checkout`'s own
  * directories appear inside `repoPath`, where the attempt is mounted).
  */
-export function detectSharedDeps(checkout: string, repoPath: string, opts: { env: NodeJS.ProcessEnv; config: ForgeConfig | null }): SharedDependencies {
+export function detectSharedDeps(
+  checkout: string,
+  repoPath: string,
+  opts: { env: NodeJS.ProcessEnv; config: ForgeConfig | null },
+): SharedDependencies {
   const deps: SharedDependencyFound[] = [];
   const env: Record<string, string> = {};
   const inRepo = (abs: string) => join(repoPath, relative(checkout, abs));
   for (const nm of findNodeModules(checkout)) {
     const n = countPackages(nm);
-    if (n > 0) deps.push({ kind: 'node_modules', source: nm, target: inRepo(nm), detail: `${n} package${n === 1 ? '' : 's'}`, layer: 'overlay' });
+    if (n > 0)
+      deps.push({ kind: 'node_modules', source: nm, target: inRepo(nm), detail: `${n} package${n === 1 ? '' : 's'}`, layer: 'overlay' });
   }
   for (const name of ['.venv', 'venv', 'env']) {
     const v = join(checkout, name);
-    if (isDir(v) && existsSync(join(v, 'pyvenv.cfg'))) deps.push({ kind: 'virtualenv', source: v, target: inRepo(v), detail: pythonOf(v), layer: 'overlay' });
+    if (isDir(v) && existsSync(join(v, 'pyvenv.cfg')))
+      deps.push({ kind: 'virtualenv', source: v, target: inRepo(v), detail: pythonOf(v), layer: 'overlay' });
   }
   const home = opts.env.HOME;
   if (existsSync(join(checkout, 'go.mod'))) {
-    const cache = opts.env.GOMODCACHE || (opts.env.GOPATH ? join(opts.env.GOPATH.split(':')[0]!, 'pkg', 'mod') : home ? join(home, 'go', 'pkg', 'mod') : '');
+    const cache =
+      opts.env.GOMODCACHE ||
+      (opts.env.GOPATH ? join(opts.env.GOPATH.split(':')[0]!, 'pkg', 'mod') : home ? join(home, 'go', 'pkg', 'mod') : '');
     if (cache && isDir(cache)) {
       // At a path every cell user can reach (a home directory may be closed to it, as /root is).
-      deps.push({ kind: 'go-module-cache', source: cache, target: GO_MODCACHE_TARGET, detail: `${safeList(cache).filter((e) => !e.startsWith('cache')).length} module path(s)`, layer: 'read-only' });
+      deps.push({
+        kind: 'go-module-cache',
+        source: cache,
+        target: GO_MODCACHE_TARGET,
+        detail: `${safeList(cache).filter((e) => !e.startsWith('cache')).length} module path(s)`,
+        layer: 'read-only',
+      });
       // Modules only from the cache: a cell has no network, and a download would be lost anyway.
       Object.assign(env, { GOMODCACHE: GO_MODCACHE_TARGET, GOPROXY: 'off', GOTOOLCHAIN: 'local' });
     }
   }
-  if (home && (existsSync(join(checkout, 'pom.xml')) || existsSync(join(checkout, 'build.gradle')) || existsSync(join(checkout, 'build.gradle.kts')))) {
+  if (
+    home &&
+    (existsSync(join(checkout, 'pom.xml')) || existsSync(join(checkout, 'build.gradle')) || existsSync(join(checkout, 'build.gradle.kts')))
+  ) {
     const m2 = join(home, '.m2', 'repository');
     // Java finds its home in the password database, not $HOME: the cell user's is not the
     // cell home, so Maven and Gradle are told where the shared repository and caches are.
     if (isDir(m2)) {
-      deps.push({ kind: 'maven-repository', source: m2, target: join(CELL_HOME, '.m2', 'repository'), detail: 'local Maven repository', layer: 'overlay' });
+      deps.push({
+        kind: 'maven-repository',
+        source: m2,
+        target: join(CELL_HOME, '.m2', 'repository'),
+        detail: 'local Maven repository',
+        layer: 'overlay',
+      });
       env.MAVEN_OPTS = `-Dmaven.repo.local=${join(CELL_HOME, '.m2', 'repository')}`;
     }
     const gradle = join(home, '.gradle', 'caches');
     if (isDir(gradle)) {
-      deps.push({ kind: 'gradle-cache', source: gradle, target: join(CELL_HOME, '.gradle', 'caches'), detail: 'Gradle caches', layer: 'overlay' });
+      deps.push({
+        kind: 'gradle-cache',
+        source: gradle,
+        target: join(CELL_HOME, '.gradle', 'caches'),
+        detail: 'Gradle caches',
+        layer: 'overlay',
+      });
       env.GRADLE_USER_HOME = join(CELL_HOME, '.gradle');
     }
     // The distribution ./gradlew runs, downloaded once per machine.
     const wrapper = join(home, '.gradle', 'wrapper', 'dists');
-    if (isDir(wrapper)) deps.push({ kind: 'gradle-cache', source: wrapper, target: join(CELL_HOME, '.gradle', 'wrapper', 'dists'), detail: 'Gradle wrapper distributions', layer: 'read-only' });
+    if (isDir(wrapper))
+      deps.push({
+        kind: 'gradle-cache',
+        source: wrapper,
+        target: join(CELL_HOME, '.gradle', 'wrapper', 'dists'),
+        detail: 'Gradle wrapper distributions',
+        layer: 'read-only',
+      });
   }
   for (const extra of opts.config?.dependencies.share ?? []) {
-    if (extra.split('/').includes('.git')) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is inside .git; share dependency directories only`);
+    if (extra.split('/').includes('.git'))
+      throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is inside .git; share dependency directories only`);
     const source = isAbsolute(extra) ? extra : join(checkout, extra);
-    if (!isAbsolute(extra) && !isInside(source, checkout)) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" leaves the repository; give a path inside it or an absolute path`);
-    if (!isDir(source)) throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is not a directory in ${isAbsolute(extra) ? 'the host' : checkout}`);
+    if (!isAbsolute(extra) && !isInside(source, checkout))
+      throw new InputError(
+        `${FORGE_CONFIG_FILE}: dependencies.share "${extra}" leaves the repository; give a path inside it or an absolute path`,
+      );
+    if (!isDir(source))
+      throw new InputError(
+        `${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is not a directory in ${isAbsolute(extra) ? 'the host' : checkout}`,
+      );
     if (deps.some((d) => d.source === source)) continue;
-    deps.push({ kind: 'configured', source, target: isAbsolute(extra) ? extra : inRepo(source), detail: `from ${FORGE_CONFIG_FILE}`, layer: 'overlay' });
+    deps.push({
+      kind: 'configured',
+      source,
+      target: isAbsolute(extra) ? extra : inRepo(source),
+      detail: `from ${FORGE_CONFIG_FILE}`,
+      layer: 'overlay',
+    });
   }
   const excluded = new Set(opts.config?.dependencies.exclude ?? []);
   const kept = deps.filter((d) => !excluded.has(d.kind) && !excluded.has(relative(checkout, d.source)));
@@ -204,5 +263,12 @@ export function closedToCellUser(dir: string): string | null {
       return null;
     }
   };
-  return closed(dir) ?? safeList(dir).slice(0, 50).map((e) => closed(join(dir, e))).find((c) => c !== null) ?? null;
+  return (
+    closed(dir) ??
+    safeList(dir)
+      .slice(0, 50)
+      .map((e) => closed(join(dir, e)))
+      .find((c) => c !== null) ??
+    null
+  );
 }

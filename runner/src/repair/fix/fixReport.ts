@@ -41,9 +41,16 @@ export function finishReport(input: ReportInput): FixOutcome {
     environment: null,
     dependencies: cells.dependencies,
     attempts: results.map(attemptReport),
-    winner: fixed && winner
-      ? { attempts: winner.attempts, agreement: winner.agreement, diff_size: winner.size, branch: settled.winnerBranch, verdict: groundTruth!.verdict! }
-      : null,
+    winner:
+      fixed && winner
+        ? {
+            attempts: winner.attempts,
+            agreement: winner.agreement,
+            diff_size: winner.size,
+            branch: settled.winnerBranch,
+            verdict: groundTruth!.verdict!,
+          }
+        : null,
     best: !fixed && closest ? { attempts: closest.attempts, diff_size: closest.size, verdict: closest.verdict } : null,
     ground_truth: groundTruth,
     applied_to: settled.appliedTo,
@@ -53,7 +60,11 @@ export function finishReport(input: ReportInput): FixOutcome {
   store.finishRun(run.runId, fixed ? 'fixed' : 'not_fixed', fixed && settled.winnerResult ? settled.winnerResult.index : null, report);
   if (fixed) store.setReview(run.runId, settled.appliedTo?.startsWith('working tree') ? 'applied' : 'pending');
   writeOutputs(request.out_dir, report, fixed && winner ? winner.patch : (selection.best?.patch ?? EMPTY_PATCH));
-  deps.progress(fixed ? `fixed: winner ${report.winner!.attempts.join(', ')} (${report.winner!.diff_size} changed lines) on ${settled.winnerBranch}` : 'not fixed: no attempt passed the tests');
+  deps.progress(
+    fixed
+      ? `fixed: winner ${report.winner!.attempts.join(', ')} (${report.winner!.diff_size} changed lines) on ${settled.winnerBranch}`
+      : 'not fixed: no attempt passed the tests',
+  );
   return { report, exitCode: fixed ? 0 : 1 };
 }
 

@@ -66,7 +66,9 @@ export interface RunScope {
 
 /** Said on every test run whose npm hook failed for want of the network: never silent. */
 export function hookNote(v: Verdict): string {
-  return v.hook_failures.map((h) => `; npm ${h.hook} (${h.command}) failed for want of the network after the tests passed: not counted`).join('');
+  return v.hook_failures
+    .map((h) => `; npm ${h.hook} (${h.command}) failed for want of the network after the tests passed: not counted`)
+    .join('');
 }
 
 export function regressionNote(v: Verdict): string {

@@ -20,11 +20,17 @@ export async function prepareDependencies(input: DependenciesInput): Promise<Att
   const { request, deps, cells } = input;
   const depsWt = await installOnce(input);
   if (request.shared_deps === false) deps.progress('dependencies: not shared (--no-shared-deps)');
-  else if (cells.dependencies.length === 0) deps.progress(`dependencies: none installed in the checkout (install them there, or pass --install-cmd; ${FORGE_CONFIG_FILE} can name more)`);
+  else if (cells.dependencies.length === 0)
+    deps.progress(
+      `dependencies: none installed in the checkout (install them there, or pass --install-cmd; ${FORGE_CONFIG_FILE} can name more)`,
+    );
   for (const d of cells.dependencies) {
     deps.progress(`dependencies: ${d.shared}`);
     const closed = (process.getuid?.() ?? 0) === 0 ? closedToCellUser(d.source) : null;
-    if (closed) deps.progress(`dependencies: warning: the cells' user cannot read ${closed}, so its tools will not find what is there; make it readable (chmod -R o+rX ${d.source}) or run forge-runner as its owner`);
+    if (closed)
+      deps.progress(
+        `dependencies: warning: the cells' user cannot read ${closed}, so its tools will not find what is there; make it readable (chmod -R o+rX ${d.source}) or run forge-runner as its owner`,
+      );
   }
   return depsWt;
 }
@@ -38,21 +44,36 @@ async function installOnce({ run, request, deps, cells }: DependenciesInput): Pr
   const { installCmd, repo } = run;
   if (!installCmd) return null;
   const hosts = registryHosts(detectStacks(readRepoFacts(repo)).map((st) => st.stack));
-  deps.progress(`install: ${installCmd} (once for the run; network: ${hosts.length > 0 ? hosts.join(', ') : 'none'}${request.allow_net.length ? ` and ${request.allow_net.join(', ')}` : ''})`);
+  deps.progress(
+    `install: ${installCmd} (once for the run; network: ${hosts.length > 0 ? hosts.join(', ') : 'none'}${request.allow_net.length ? ` and ${request.allow_net.join(', ')}` : ''})`,
+  );
   const depsWt = await createAttemptWorktree(repo, run.base, `${run.runId}-deps`);
   try {
     const r = await cells.cell(depsWt.path, installCmd, 'install', null, { allowNet: hosts, noDeps: true });
     throwIfCancelled(deps.signal);
     if (r.exit_code !== 0) {
-      const tail = testOutputOf(r).trim().split('\n').slice(-3).map((l) => l.trim()).join(' | ');
-      throw new InputError(`install command failed (exit ${r.exit_code}${r.timed_out ? ', timed out' : ''}): ${tail}; fix --install-cmd (or install in your checkout: its dependencies are shared)`);
+      const tail = testOutputOf(r)
+        .trim()
+        .split('\n')
+        .slice(-3)
+        .map((l) => l.trim())
+        .join(' | ');
+      throw new InputError(
+        `install command failed (exit ${r.exit_code}${r.timed_out ? ', timed out' : ''}): ${tail}; fix --install-cmd (or install in your checkout: its dependencies are shared)`,
+      );
     }
     const installed = detectSharedDeps(depsWt.path, repo, { env: process.env, config: readForgeConfig(repo) });
     // What the install made replaces the checkout's own at the same place; caches outside stay.
     const targets = new Set(installed.deps.map((d) => d.target));
     const shared = run.shared;
-    cells.useDeps({ deps: [...installed.deps, ...shared.deps.filter((d) => !targets.has(d.target))], env: { ...shared.env, ...installed.env } }, 'from the install');
-    if (installed.deps.length === 0) deps.progress(`install: it made no dependency directory to share (node_modules, .venv...); name yours in ${FORGE_CONFIG_FILE} (dependencies.share)`);
+    cells.useDeps(
+      { deps: [...installed.deps, ...shared.deps.filter((d) => !targets.has(d.target))], env: { ...shared.env, ...installed.env } },
+      'from the install',
+    );
+    if (installed.deps.length === 0)
+      deps.progress(
+        `install: it made no dependency directory to share (node_modules, .venv...); name yours in ${FORGE_CONFIG_FILE} (dependencies.share)`,
+      );
     return depsWt;
   } catch (e) {
     await cells.cleanUp(depsWt);

@@ -28,14 +28,21 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
   const loc = await locateRepository(request.repo);
   const repo = loc.top;
   const excludes = userExcludesFile();
-  const status = await runGit(repoTarget(loc, excludes ? [`core.excludesFile=${excludes}`] : []), ['status', '--porcelain', '--untracked-files=all']);
+  const status = await runGit(repoTarget(loc, excludes ? [`core.excludesFile=${excludes}`] : []), [
+    'status',
+    '--porcelain',
+    '--untracked-files=all',
+  ]);
   const dirty = status.text.split('\n').filter(Boolean);
   if (dirty.length > 0 && !request.allow_dirty) {
-    throw new InputError(`${repo} has uncommitted changes (${dirty.length} path(s), e.g. "${dirty[0]!.slice(3)}"); commit or stash them, or pass --allow-dirty`);
+    throw new InputError(
+      `${repo} has uncommitted changes (${dirty.length} path(s), e.g. "${dirty[0]!.slice(3)}"); commit or stash them, or pass --allow-dirty`,
+    );
   }
   const base = await resolveCommit(loc, 'HEAD');
   if (!base) throw new InputError(`${repo} has no commit yet; commit the code to fix first`);
-  if (request.branch && (await resolveCommit(loc, `refs/heads/${request.branch}`))) throw new InputError(`--branch ${request.branch} already exists in ${repo}; pick a new name`);
+  if (request.branch && (await resolveCommit(loc, `refs/heads/${request.branch}`)))
+    throw new InputError(`--branch ${request.branch} already exists in ${repo}; pick a new name`);
   const testCmd = request.test_cmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
   if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
   // Read (and refused when bad) before anything is recorded.
@@ -44,7 +51,19 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
   const image = request.image ?? '';
   const temperatures = Array.from({ length: request.attempts }, (_, i) => (i === 0 ? 0 : request.temperature));
   deps.store.createRun(
-    { id: runId, repo, base_commit: base, issue: request.issue, test_cmd: testCmd, provider: deps.provider.name, image, model: deps.model.spec, attempts: request.attempts, runner_pid: process.pid, install_cmd: request.install_cmd ?? null },
+    {
+      id: runId,
+      repo,
+      base_commit: base,
+      issue: request.issue,
+      test_cmd: testCmd,
+      provider: deps.provider.name,
+      image,
+      model: deps.model.spec,
+      attempts: request.attempts,
+      runner_pid: process.pid,
+      install_cmd: request.install_cmd ?? null,
+    },
     temperatures,
   );
   return { runId, repo, base, testCmd, temperatures, resumed: false, installCmd: request.install_cmd ?? null, shared, started, image };
@@ -62,12 +81,22 @@ async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps,
   const { store } = deps;
   const row = store.getRun(runId);
   if (!row) throw new InputError(`no run ${runId}; see forge-runner runs list`);
-  if (row.status !== 'running' && row.status !== 'interrupted') throw new InputError(`run ${runId} already ended (${row.status}); start a new run`);
-  if (row.runner_pid !== process.pid && existsSync(`/proc/${row.runner_pid}`)) throw new InputError(`run ${runId} is still in progress in runner pid ${row.runner_pid}`);
+  if (row.status !== 'running' && row.status !== 'interrupted')
+    throw new InputError(`run ${runId} already ended (${row.status}); start a new run`);
+  if (row.runner_pid !== process.pid && existsSync(`/proc/${row.runner_pid}`))
+    throw new InputError(`run ${runId} is still in progress in runner pid ${row.runner_pid}`);
   store.claimRun(runId, process.pid);
   const temperatures = store.attempts(runId).map((a) => a.temperature);
   return {
-    runId, repo: row.repo, base: row.base_commit, testCmd: row.test_cmd, temperatures, resumed: true, installCmd: row.install_cmd,
-    shared: findSharedDeps(row.repo, request), started, image: row.image,
+    runId,
+    repo: row.repo,
+    base: row.base_commit,
+    testCmd: row.test_cmd,
+    temperatures,
+    resumed: true,
+    installCmd: row.install_cmd,
+    shared: findSharedDeps(row.repo, request),
+    started,
+    image: row.image,
   };
 }

@@ -3,7 +3,11 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { AttemptRow } from '../../store/runStore.js';
 import {
-  attemptsDir, createAttemptWorktree, destroyAttemptWorktree, locateAttemptWorktree, locateRepository,
+  attemptsDir,
+  createAttemptWorktree,
+  destroyAttemptWorktree,
+  locateAttemptWorktree,
+  locateRepository,
 } from '../../workspace/attemptWorktree.js';
 import { captureApplicablePatch } from '../../workspace/captureWorktreeDiff.js';
 import { EMPTY_PATCH, patchFromStore } from '../../workspace/patchBytes.js';
@@ -34,17 +38,30 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
   const { run, request, deps } = input;
   const k = run.temperatures.length;
   const concurrency = Math.max(1, Math.min(request.concurrency ?? Math.min(k, availableParallelism()), k));
-  const done = new Map(deps.store.attempts(run.runId).filter((a) => a.status === 'finished' || a.status === 'failed').map((a) => [a.idx, a]));
-  const results = await boundedParallel(run.temperatures.map((t, i) => ({ i, t })), concurrency, async ({ i, t }) => {
-    const previous = done.get(i);
-    if (previous) {
-      deps.progress(`attempt ${i}: finished before the interruption, kept`);
-      return keptAttempt(run.repo, run.base, previous);
-    }
-    // A killed runner may have left this attempt's worktree and branch behind.
-    await destroyAttemptWorktree({ repo: run.repo, path: join(attemptsDir(await locateRepository(run.repo)), `${run.runId}-a${i}`), branch: `forge/attempt/${run.runId}-a${i}` }).catch(() => undefined);
-    return runAttempt({ ...input, index: i, temperature: t });
-  });
+  const done = new Map(
+    deps.store
+      .attempts(run.runId)
+      .filter((a) => a.status === 'finished' || a.status === 'failed')
+      .map((a) => [a.idx, a]),
+  );
+  const results = await boundedParallel(
+    run.temperatures.map((t, i) => ({ i, t })),
+    concurrency,
+    async ({ i, t }) => {
+      const previous = done.get(i);
+      if (previous) {
+        deps.progress(`attempt ${i}: finished before the interruption, kept`);
+        return keptAttempt(run.repo, run.base, previous);
+      }
+      // A killed runner may have left this attempt's worktree and branch behind.
+      await destroyAttemptWorktree({
+        repo: run.repo,
+        path: join(attemptsDir(await locateRepository(run.repo)), `${run.runId}-a${i}`),
+        branch: `forge/attempt/${run.runId}-a${i}`,
+      }).catch(() => undefined);
+      return runAttempt({ ...input, index: i, temperature: t });
+    },
+  );
   throwIfCancelled(deps.signal);
   return results;
 }
@@ -59,7 +76,18 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
   const { store, progress, signal } = deps;
   const { runId } = run;
   const attemptId = `${runId}-a${index}`;
-  const result: AttemptResult = { index, attemptId, temperature, wt: null, outcome: null, verdict: null, patch: EMPTY_PATCH, warnings: [], omitted: [], error: null };
+  const result: AttemptResult = {
+    index,
+    attemptId,
+    temperature,
+    wt: null,
+    outcome: null,
+    verdict: null,
+    patch: EMPTY_PATCH,
+    warnings: [],
+    omitted: [],
+    error: null,
+  };
   store.startAttempt(runId, index);
   progress(`attempt ${index}: started (temperature ${temperature})`);
   try {
@@ -74,7 +102,15 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       model: deps.model,
       budget: { maxTurns: request.max_turns, deadline: Date.now() + request.timeout_per_attempt_s * 1000, maxTokens: request.max_tokens },
       runCell: (command, purpose) => cells.cell(wt.path, command, purpose, index),
-      recordTurn: (turn, reply, results) => store.recordTurn(runId, index, turn, reply, results.map((r) => ({ tool: r.call.name, arguments: r.call.arguments, result: r.result.slice(0, 4000) })), reply.tokens),
+      recordTurn: (turn, reply, results) =>
+        store.recordTurn(
+          runId,
+          index,
+          turn,
+          reply,
+          results.map((r) => ({ tool: r.call.name, arguments: r.call.arguments, result: r.result.slice(0, 4000) })),
+          reply.tokens,
+        ),
       ...(signal ? { signal } : {}),
     });
     throwIfCancelled(signal);
@@ -82,17 +118,32 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     await purgePythonCaches(wt.path);
     const final = await cells.testCell(wt.path, 'verdict', index);
     throwIfCancelled(signal);
-    if (final.result.diff?.incomplete) throw new Error(`its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`);
+    if (final.result.diff?.incomplete)
+      throw new Error(`its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`);
     result.verdict = judgeTestRun(final.result.exit_code, final.output, baselineReport, final.written);
     const change = await captureApplicablePatch({ location: wt.location, base: run.base });
-    if (change.incomplete) throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
+    if (change.incomplete)
+      throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
     result.patch = change.patch;
     result.warnings = change.warnings;
     result.omitted = change.omitted;
-    if (change.omitted.length > 0) progress(`attempt ${index}: left out of its patch: ${change.omitted.slice(0, 5).map((o) => `${o.path} (${o.reason})`).join(', ')}${change.omitted.length > 5 ? ', ...' : ''}`);
+    if (change.omitted.length > 0)
+      progress(
+        `attempt ${index}: left out of its patch: ${change.omitted
+          .slice(0, 5)
+          .map((o) => `${o.path} (${o.reason})`)
+          .join(', ')}${change.omitted.length > 5 ? ', ...' : ''}`,
+      );
     for (const w of change.warnings) progress(`attempt ${index}: warning: ${w}`);
-    store.finishAttempt(runId, index, { verdict: result.verdict, patch: result.patch, turns: result.outcome.turns, tokens: result.outcome.tokens });
-    progress(`attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}`);
+    store.finishAttempt(runId, index, {
+      verdict: result.verdict,
+      patch: result.patch,
+      turns: result.outcome.turns,
+      tokens: result.outcome.tokens,
+    });
+    progress(
+      `attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}`,
+    );
   } catch (e) {
     if (signal?.aborted) {
       // Not recorded as finished: a resumed run redoes this attempt from scratch.
@@ -116,7 +167,9 @@ async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<A
     index: a.idx,
     attemptId: a.attempt_id,
     temperature: a.temperature,
-    wt: location ? { repo, attemptId: a.attempt_id, path, branch: `forge/attempt/${a.attempt_id}`, baseCommit: base, included: [], location } : null,
+    wt: location
+      ? { repo, attemptId: a.attempt_id, path, branch: `forge/attempt/${a.attempt_id}`, baseCommit: base, included: [], location }
+      : null,
     outcome: { turns: a.turns, tokens: a.tokens, stop: 'finish', summary: null },
     verdict: a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
     patch: patchFromStore(a.patch),

@@ -15,7 +15,10 @@ import type { RunCells, TestRun } from './runCells.js';
  * network refused, a timeout): bad input, not a failed fix. Carries the report that says so.
  */
 export class BrokenEnvironmentError extends InputError {
-  constructor(message: string, readonly report: FixReport) {
+  constructor(
+    message: string,
+    readonly report: FixReport,
+  ) {
     super(message);
   }
 }
@@ -58,13 +61,34 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
     const report = baselineTest.written ?? parseTestOutput(baselineOutput);
     // A baseline whose tests never ran says nothing about the code: stop before any attempt.
     const broken = classifyBaseline({
-      exitCode: baselineRun.exit_code, timedOut: baselineRun.timed_out, output: baselineOutput, report, testCmd: run.testCmd, cellTimeoutS: request.cell_timeout_s,
+      exitCode: baselineRun.exit_code,
+      timedOut: baselineRun.timed_out,
+      output: baselineOutput,
+      report,
+      testCmd: run.testCmd,
+      cellTimeoutS: request.cell_timeout_s,
     });
     if (broken) {
       const message = describeBrokenEnvironment(broken);
       const fixReport: FixReport = {
-        run_id: run.runId, status: 'broken_environment', repo: run.repo, base_commit: run.base, test_cmd: run.testCmd, provider: deps.provider.name, image: run.image, model: deps.model.spec,
-        baseline: verdict, environment: broken, dependencies: cells.dependencies, attempts: [], winner: null, best: null, ground_truth: null, applied_to: null, cells: store.cellCount(run.runId), duration_ms: Date.now() - run.started,
+        run_id: run.runId,
+        status: 'broken_environment',
+        repo: run.repo,
+        base_commit: run.base,
+        test_cmd: run.testCmd,
+        provider: deps.provider.name,
+        image: run.image,
+        model: deps.model.spec,
+        baseline: verdict,
+        environment: broken,
+        dependencies: cells.dependencies,
+        attempts: [],
+        winner: null,
+        best: null,
+        ground_truth: null,
+        applied_to: null,
+        cells: store.cellCount(run.runId),
+        duration_ms: Date.now() - run.started,
       };
       store.finishRun(run.runId, 'failed', null, { ...fixReport, error: message });
       writeOutputs(request.out_dir, fixReport, EMPTY_PATCH);
@@ -77,7 +101,9 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
   progress(`baseline: exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.framework ? ` (${v.framework})` : ''}${hookNote(v)}`);
   if (v.exit_code === 0 && !request.allow_green_baseline) {
     store.finishRun(run.runId, 'failed', null, { error: 'green baseline' });
-    throw new InputError(`the tests already pass on the base commit (${run.testCmd}), so there is no failing test to fix; write one that shows the bug, or pass --allow-green-baseline`);
+    throw new InputError(
+      `the tests already pass on the base commit (${run.testCmd}), so there is no failing test to fix; write one that shows the bug, or pass --allow-green-baseline`,
+    );
   }
   return baseline;
 }

@@ -36,20 +36,42 @@ export class RunCells {
   useDeps(found: SharedDependencies, from: string): void {
     const repo = this.scope.run.repo;
     this.deps = found;
-    this.dependencies = found.deps.map((d) => ({ kind: d.kind, source: d.source, target: d.target, detail: d.detail, shared: describeSharedDep(d, repo, this.layers).replace('from the checkout', from) }));
+    this.dependencies = found.deps.map((d) => ({
+      kind: d.kind,
+      source: d.source,
+      target: d.target,
+      detail: d.detail,
+      shared: describeSharedDep(d, repo, this.layers).replace('from the checkout', from),
+    }));
     this.sharedSpec = { mount_at: repo, shared_deps: found.deps.map((d) => ({ source: d.source, target: d.target, layer: d.layer })) };
   }
 
-  async cell(worktree: string, command: string, purpose: string, attemptIdx: number | null, how: { allowNet?: string[]; noDeps?: boolean } = {}): Promise<CellResult> {
+  async cell(
+    worktree: string,
+    command: string,
+    purpose: string,
+    attemptIdx: number | null,
+    how: { allowNet?: string[]; noDeps?: boolean } = {},
+  ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     // Test runs name their tests (regressions need the baseline's passing ones).
     const env = { ...(how.noDeps ? {} : this.deps.env), ...(purpose === 'run_command' || purpose === 'install' ? {} : TEST_REPORTING_ENV) };
     const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
     const r = await deps.provider.run(
       {
-        image: run.image, worktree, ...(how.noDeps ? { mount_at: run.repo } : this.sharedSpec), cmd: command, env, allow_net: allowNet.length > 0 ? allowNet : false,
-        capture_diff: purpose !== 'install', timeout_s: request.cell_timeout_s,
-        labels: { 'forge.run': run.runId, 'forge.purpose': purpose, ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }) },
+        image: run.image,
+        worktree,
+        ...(how.noDeps ? { mount_at: run.repo } : this.sharedSpec),
+        cmd: command,
+        env,
+        allow_net: allowNet.length > 0 ? allowNet : false,
+        capture_diff: purpose !== 'install',
+        timeout_s: request.cell_timeout_s,
+        labels: {
+          'forge.run': run.runId,
+          'forge.purpose': purpose,
+          ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }),
+        },
       },
       deps.signal ? { signal: deps.signal } : {},
     );
@@ -72,6 +94,10 @@ export class RunCells {
    * run and lose every other attempt's result: the failure is said, gc finishes the job.
    */
   async cleanUp(wt: AttemptWorktree, how: { keepBranch?: boolean } = {}): Promise<void> {
-    await destroyAttemptWorktree(wt, how).catch((e: Error) => this.scope.deps.progress(`cleanup: ${wt.attemptId} could not be removed (${e.message.split('\n')[0]}); forge-runner gc --repo ${this.scope.run.repo} removes it later`));
+    await destroyAttemptWorktree(wt, how).catch((e: Error) =>
+      this.scope.deps.progress(
+        `cleanup: ${wt.attemptId} could not be removed (${e.message.split('\n')[0]}); forge-runner gc --repo ${this.scope.run.repo} removes it later`,
+      ),
+    );
   }
 }

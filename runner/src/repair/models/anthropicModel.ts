@@ -10,10 +10,16 @@ interface AnthropicConfig {
 
 /** Anthropic Messages API with tool use. */
 export class AnthropicModel implements RepairModel {
-  constructor(readonly spec: string, private readonly config: AnthropicConfig) {}
+  constructor(
+    readonly spec: string,
+    private readonly config: AnthropicConfig,
+  ) {}
 
   async reply(request: ModelRequest, signal?: AbortSignal): Promise<ModelReply> {
-    const system = request.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+    const system = request.messages
+      .filter((m) => m.role === 'system')
+      .map((m) => m.content)
+      .join('\n\n');
     const body = {
       model: this.config.model,
       max_tokens: 4096,
@@ -22,21 +28,31 @@ export class AnthropicModel implements RepairModel {
       messages: toAnthropic(request.messages.filter((m) => m.role !== 'system')),
       tools: TOOL_SPECS.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })),
     };
-    const res = (await postJson(`${this.config.baseUrl.replace(/\/$/, '')}/v1/messages`, {
-      'x-api-key': this.config.apiKey,
-      'anthropic-version': '2023-06-01',
-    }, body, signal)) as {
+    const res = (await postJson(
+      `${this.config.baseUrl.replace(/\/$/, '')}/v1/messages`,
+      {
+        'x-api-key': this.config.apiKey,
+        'anthropic-version': '2023-06-01',
+      },
+      body,
+      signal,
+    )) as {
       content?: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> })[];
       usage?: { input_tokens?: number; output_tokens?: number };
     };
     if (!Array.isArray(res.content)) throw new Error('model endpoint answered without content blocks');
-    const text = res.content.filter((b): b is { type: 'text'; text: string } => b.type === 'text').map((b) => b.text).join('\n');
+    const text = res.content
+      .filter((b): b is { type: 'text'; text: string } => b.type === 'text')
+      .map((b) => b.text)
+      .join('\n');
     return {
       content: text || null,
-      tool_calls: res.content.filter((b) => b.type === 'tool_use').map((b) => {
-        const u = b as { id: string; name: string; input: Record<string, unknown> };
-        return { id: u.id, name: u.name, arguments: u.input ?? {} };
-      }),
+      tool_calls: res.content
+        .filter((b) => b.type === 'tool_use')
+        .map((b) => {
+          const u = b as { id: string; name: string; input: Record<string, unknown> };
+          return { id: u.id, name: u.name, arguments: u.input ?? {} };
+        }),
       tokens: (res.usage?.input_tokens ?? 0) + (res.usage?.output_tokens ?? 0),
     };
   }

@@ -16,13 +16,16 @@ export class ClientModel implements RepairModel {
   ) {}
 
   async reply(request: ModelRequest, signal?: AbortSignal): Promise<ModelReply> {
-    const raw = await this.ask({
-      attempt_index: request.attemptIndex,
-      turn_index: request.turnIndex,
-      temperature: request.temperature,
-      messages: request.messages,
-      tools: TOOL_SPECS,
-    }, signal);
+    const raw = await this.ask(
+      {
+        attempt_index: request.attemptIndex,
+        turn_index: request.turnIndex,
+        temperature: request.temperature,
+        messages: request.messages,
+        tools: TOOL_SPECS,
+      },
+      signal,
+    );
     const parsed = ModelReplySchema.safeParse(raw);
     if (!parsed.success) throw new Error(describeZodError('model/reply answer', parsed.error));
     return parsed.data;

@@ -31,10 +31,14 @@ export function createModel(spec: string, env: NodeJS.ProcessEnv = process.env):
     try {
       host = new URL(baseUrl).hostname;
     } catch {
-      throw new InputError(`model endpoint "${baseUrl}" (FORGE_BASE_URL / OPENAI_BASE_URL) is not a URL; use e.g. http://localhost:11434/v1`);
+      throw new InputError(
+        `model endpoint "${baseUrl}" (FORGE_BASE_URL / OPENAI_BASE_URL) is not a URL; use e.g. http://localhost:11434/v1`,
+      );
     }
     if (!apiKey && host === 'api.openai.com') {
-      throw new InputError('--model openai talks to api.openai.com, which needs a key: set FORGE_API_KEY or OPENAI_API_KEY (or FORGE_BASE_URL for a server that needs none)');
+      throw new InputError(
+        '--model openai talks to api.openai.com, which needs a key: set FORGE_API_KEY or OPENAI_API_KEY (or FORGE_BASE_URL for a server that needs none)',
+      );
     }
     return new OpenAiCompatibleModel(spec, { baseUrl, apiKey, model });
   }
@@ -42,7 +46,11 @@ export function createModel(spec: string, env: NodeJS.ProcessEnv = process.env):
     const model = arg || env.FORGE_MODEL;
     if (!model) throw new InputError('--model anthropic needs a model name: anthropic:MODEL or FORGE_MODEL');
     if (!env.ANTHROPIC_API_KEY) throw new InputError('--model anthropic needs ANTHROPIC_API_KEY in the environment');
-    return new AnthropicModel(spec, { baseUrl: env.ANTHROPIC_BASE_URL || 'https://api.anthropic.com', apiKey: env.ANTHROPIC_API_KEY, model });
+    return new AnthropicModel(spec, {
+      baseUrl: env.ANTHROPIC_BASE_URL || 'https://api.anthropic.com',
+      apiKey: env.ANTHROPIC_API_KEY,
+      model,
+    });
   }
   throw new InputError(`unknown model "${spec}"; use replay:FILE, openai[:MODEL] or anthropic[:MODEL]`);
 }

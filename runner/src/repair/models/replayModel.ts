@@ -6,7 +6,10 @@ import { loadReplayScript, type ReplayScript, turnsForAttempt } from './replaySc
  * choices: every tool call it makes runs through the same tool code as a live model's.
  */
 export class ReplayModel implements RepairModel {
-  constructor(readonly spec: string, private readonly script: ReplayScript) {}
+  constructor(
+    readonly spec: string,
+    private readonly script: ReplayScript,
+  ) {}
 
   static fromFile(path: string): ReplayModel {
     return new ReplayModel(`replay:${path}`, loadReplayScript(path));

@@ -12,10 +12,7 @@ const ToolCallSchema = z
   })
   .strict();
 
-const TurnSchema = z.union([
-  z.object({ tool_calls: z.array(ToolCallSchema).min(1) }).strict(),
-  z.object({ content: z.string() }).strict(),
-]);
+const TurnSchema = z.union([z.object({ tool_calls: z.array(ToolCallSchema).min(1) }).strict(), z.object({ content: z.string() }).strict()]);
 
 /** `--model replay:FILE`: scripted model turns for offline runs, tests and the demo. */
 export const ReplayScriptSchema = z

@@ -53,9 +53,17 @@ export function readFile(worktree: string, args: { path?: unknown; start_line?: 
   // A cut at the byte cap leaves a partial last line: it is not shown as if complete.
   if (file.truncated) lines.pop();
   const start = optInt(args.start_line, 'start_line') ?? 1;
-  const end = Math.min(optInt(args.end_line, 'end_line') ?? start + TOOL_LIMITS.readLines - 1, lines.length, start + TOOL_LIMITS.readLines - 1);
-  if (start > lines.length) throw new ToolError(`start_line ${start} is past the end (${lines.length} lines${file.truncated ? ' read' : ''})`);
-  let out = lines.slice(start - 1, end).map((l, i) => `${start + i}: ${l}`).join('\n');
+  const end = Math.min(
+    optInt(args.end_line, 'end_line') ?? start + TOOL_LIMITS.readLines - 1,
+    lines.length,
+    start + TOOL_LIMITS.readLines - 1,
+  );
+  if (start > lines.length)
+    throw new ToolError(`start_line ${start} is past the end (${lines.length} lines${file.truncated ? ' read' : ''})`);
+  let out = lines
+    .slice(start - 1, end)
+    .map((l, i) => `${start + i}: ${l}`)
+    .join('\n');
   if (Buffer.byteLength(out) > TOOL_LIMITS.readBytes) out = out.slice(0, TOOL_LIMITS.readBytes) + '\n[... truncated]';
   if (end < lines.length) return `${out}\n[... lines ${end + 1}-${lines.length} not shown; pass start_line]`;
   if (file.truncated) return `${out}\n[... the file is ${file.size} bytes; only its first ${TOOL_LIMITS.readFileBytes} can be read]`;
@@ -78,14 +86,19 @@ export function editFile(worktree: string, args: { path?: unknown; old_string?: 
   try {
     file = files.read(args.path, TOOL_LIMITS.editFileBytes);
   } catch (e) {
-    if (e instanceof ToolError && /does not exist/.test(e.message)) throw new ToolError(`${String(args.path)} does not exist; use write_file to create it`);
+    if (e instanceof ToolError && /does not exist/.test(e.message))
+      throw new ToolError(`${String(args.path)} does not exist; use write_file to create it`);
     throw e;
   }
-  if (file.truncated) throw new ToolError(`${String(args.path)} is ${file.size} bytes; edit_file handles files up to ${TOOL_LIMITS.editFileBytes}`);
+  if (file.truncated)
+    throw new ToolError(`${String(args.path)} is ${file.size} bytes; edit_file handles files up to ${TOOL_LIMITS.editFileBytes}`);
   const text = file.data.toString('utf8');
   const first = text.indexOf(oldString);
   if (first === -1) throw new ToolError(`old_string was not found in ${String(args.path)}; read the file and copy the text exactly`);
-  if (text.indexOf(oldString, first + 1) !== -1) throw new ToolError(`old_string occurs more than once in ${String(args.path)}; include more surrounding lines so it matches exactly once`);
+  if (text.indexOf(oldString, first + 1) !== -1)
+    throw new ToolError(
+      `old_string occurs more than once in ${String(args.path)}; include more surrounding lines so it matches exactly once`,
+    );
   const rel = files.write(args.path, Buffer.from(text.slice(0, first) + newString + text.slice(first + oldString.length)));
   return `edited ${rel}`;
 }
@@ -114,19 +127,33 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
         const entries = readdirSync(`/proc/self/fd/${dir.fd}/`, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
         const subdirs: { fd: number; rel: string }[] = [];
         for (const e of entries) {
-          if (matches.length >= TOOL_LIMITS.searchMatches) { stopped = 'matches'; break; }
-          if (++visited > TOOL_LIMITS.searchEntries) { stopped = `after ${TOOL_LIMITS.searchEntries} entries`; break; }
+          if (matches.length >= TOOL_LIMITS.searchMatches) {
+            stopped = 'matches';
+            break;
+          }
+          if (++visited > TOOL_LIMITS.searchEntries) {
+            stopped = `after ${TOOL_LIMITS.searchEntries} entries`;
+            break;
+          }
           if (SEARCH_SKIPPED.has(e.name)) continue;
           const path = `/proc/self/fd/${dir.fd}/${e.name}`;
           if (e.isDirectory()) {
             try {
-              subdirs.push({ fd: openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW), rel: prefix(dir.rel, e.name) });
-            } catch { /* changed meanwhile: skipped */ }
+              subdirs.push({
+                fd: openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW),
+                rel: prefix(dir.rel, e.name),
+              });
+            } catch {
+              /* changed meanwhile: skipped */
+            }
           } else if (e.isFile()) {
             const text = readSmallText(path, TOOL_LIMITS.searchFileBytes);
             if (text === null) continue;
             bytes += text.length;
-            if (bytes > TOOL_LIMITS.searchTotalBytes) { stopped = `after reading ${TOOL_LIMITS.searchTotalBytes} bytes`; break; }
+            if (bytes > TOOL_LIMITS.searchTotalBytes) {
+              stopped = `after reading ${TOOL_LIMITS.searchTotalBytes} bytes`;
+              break;
+            }
             const lines = text.split('\n');
             for (let i = 0; i < lines.length && matches.length < TOOL_LIMITS.searchMatches; i++) {
               if (lines[i]!.includes(pattern)) matches.push(`${prefix(dir.rel, e.name)}:${i + 1}: ${lines[i]!.slice(0, 300)}`);
@@ -143,7 +170,8 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
     for (const d of stack) closeSync(d.fd);
   }
   if (matches.length === 0) return `no matches for ${JSON.stringify(pattern)}${stopped ? ` (search stopped ${stopped})` : ''}`;
-  const more = matches.length >= TOOL_LIMITS.searchMatches ? '\n[... more matches not shown]' : stopped ? `\n[... search stopped ${stopped}]` : '';
+  const more =
+    matches.length >= TOOL_LIMITS.searchMatches ? '\n[... more matches not shown]' : stopped ? `\n[... search stopped ${stopped}]` : '';
   return matches.join('\n') + more;
 }
 

@@ -1,7 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import {
-  closeSync, constants, type Dirent, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync,
-  realpathSync, renameSync, type Stats, unlinkSync, writeSync,
+  closeSync,
+  constants,
+  type Dirent,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  type Stats,
+  unlinkSync,
+  writeSync,
 } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
 import { ToolError } from './toolError.js';
@@ -68,7 +83,7 @@ export class WorktreeFiles {
       const tmp = `.forge-write-${randomBytes(6).toString('hex')}`;
       const fd = openSync(at(r.dirFd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
       try {
-        for (let off = 0; off < content.length; ) off += writeSync(fd, content, off);
+        for (let off = 0; off < content.length;) off += writeSync(fd, content, off);
         fchmodSync(fd, mode);
         this.giveToOwner(fd, r.dirFd);
       } catch (e) {
@@ -136,7 +151,8 @@ export class WorktreeFiles {
       while (queue.length > 0) {
         const c = queue.shift()!;
         if (c === '..') {
-          if (stack.length === 1) throw new ToolError(`path ${display(requested)} is outside the repository; use a path relative to its root`);
+          if (stack.length === 1)
+            throw new ToolError(`path ${display(requested)} is outside the repository; use a path relative to its root`);
           closeSync(stack.pop()!.fd);
           continue;
         }
@@ -146,10 +162,12 @@ export class WorktreeFiles {
         const st = lstatOrNull(here);
         if (st?.isSymbolicLink() && (!last || opts.followFinal)) {
           if (++links > MAX_SYMLINKS) throw new ToolError(`path ${display(requested)} has too many levels of symbolic links`);
-          queue.unshift(...this.linkComponents(requested, readlinkSync(here), () => {
-            // An absolute target inside the worktree restarts from the root.
-            while (stack.length > 1) closeSync(stack.pop()!.fd);
-          }));
+          queue.unshift(
+            ...this.linkComponents(requested, readlinkSync(here), () => {
+              // An absolute target inside the worktree restarts from the root.
+              while (stack.length > 1) closeSync(stack.pop()!.fd);
+            }),
+          );
           continue;
         }
         if (last && !st?.isDirectory()) return this.finish(stack, c, closeAllBut);
@@ -161,14 +179,23 @@ export class WorktreeFiles {
           stack.push({ fd, name: c });
           continue;
         }
-        if (!st.isDirectory()) throw new ToolError(`${display(requested)}: ${[...stack.slice(1).map((s) => s.name), c].join('/')} is not a directory`);
+        if (!st.isDirectory())
+          throw new ToolError(`${display(requested)}: ${[...stack.slice(1).map((s) => s.name), c].join('/')} is not a directory`);
         if (last) return this.finish(stack, c, closeAllBut);
         stack.push({ fd: openOrRefuse(here, DIR_FLAGS, requested), name: c });
       }
       // The path named the root or a directory reached by `..`: return that directory itself.
       const dir = top();
       closeAllBut(dir.fd);
-      return { dirFd: dir.fd, name: '', rel: stack.slice(1).map((s) => s.name).join('/') || '.' };
+      return {
+        dirFd: dir.fd,
+        name: '',
+        rel:
+          stack
+            .slice(1)
+            .map((s) => s.name)
+            .join('/') || '.',
+      };
     } catch (e) {
       closeAllBut(-1);
       throw e;
@@ -182,12 +209,14 @@ export class WorktreeFiles {
   }
 
   private components(requested: unknown): string[] {
-    if (typeof requested !== 'string' || requested.trim() === '') throw new ToolError('path must be a non-empty string relative to the repository root');
+    if (typeof requested !== 'string' || requested.trim() === '')
+      throw new ToolError('path must be a non-empty string relative to the repository root');
     if (requested.includes('\0')) throw new ToolError('path must not contain NUL bytes');
     let rel = requested;
     if (isAbsolute(requested)) {
       rel = relative(this.root, requested);
-      if (rel.startsWith('..') || isAbsolute(rel)) throw new ToolError(`path ${requested} is outside the repository; use a path relative to its root`);
+      if (rel.startsWith('..') || isAbsolute(rel))
+        throw new ToolError(`path ${requested} is outside the repository; use a path relative to its root`);
     }
     return rel.split(sep).filter((c) => c !== '' && c !== '.');
   }
@@ -195,7 +224,8 @@ export class WorktreeFiles {
   private linkComponents(requested: unknown, target: string, restartAtRoot: () => void): string[] {
     if (!isAbsolute(target)) return target.split('/').filter((c) => c !== '' && c !== '.');
     const rel = relative(this.root, target);
-    if (rel.startsWith('..') || isAbsolute(rel)) throw new ToolError(`path ${display(requested)} leads outside the repository through a symbolic link`);
+    if (rel.startsWith('..') || isAbsolute(rel))
+      throw new ToolError(`path ${display(requested)} leads outside the repository through a symbolic link`);
     restartAtRoot();
     return rel.split(sep).filter((c) => c !== '' && c !== '.');
   }
@@ -259,7 +289,16 @@ function asToolError<T>(requested: unknown, work: () => T): T {
   } catch (e) {
     if (e instanceof ToolError) throw e;
     const err = e as NodeJS.ErrnoException;
-    const why: Record<string, string> = { ENAMETOOLONG: 'the name is too long', ENOSPC: 'no space left', EROFS: 'read-only', EACCES: 'permission denied', EPERM: 'not permitted', ENOTDIR: 'a part of it is not a directory', EISDIR: 'it is a directory', EEXIST: 'it exists' };
+    const why: Record<string, string> = {
+      ENAMETOOLONG: 'the name is too long',
+      ENOSPC: 'no space left',
+      EROFS: 'read-only',
+      EACCES: 'permission denied',
+      EPERM: 'not permitted',
+      ENOTDIR: 'a part of it is not a directory',
+      EISDIR: 'it is a directory',
+      EEXIST: 'it exists',
+    };
     throw new ToolError(`${display(requested)}: ${why[err.code ?? ''] ?? err.code ?? 'failed'}`);
   }
 }

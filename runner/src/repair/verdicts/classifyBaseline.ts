@@ -31,7 +31,11 @@ const lastLine = (text: string, re: RegExp): string | null => {
 /** Pure: the broken environment a baseline run shows, or null when its tests really ran. */
 export function classifyBaseline(f: BaselineFacts): BrokenEnvironment | null {
   if (f.timedOut) {
-    return { cause: 'timeout', detail: `the tests did not finish within ${f.cellTimeoutS} s`, fix: 'raise --cell-timeout, or narrow --test-cmd to the tests of this issue' };
+    return {
+      cause: 'timeout',
+      detail: `the tests did not finish within ${f.cellTimeoutS} s`,
+      fix: 'raise --cell-timeout, or narrow --test-cmd to the tests of this issue',
+    };
   }
   // Tests that ran and failed are the oracle, whatever else the output says; a run where not
   // one test passed may instead have failed to import anything (pytest counts collection errors).
@@ -47,7 +51,10 @@ export function classifyBaseline(f: BaselineFacts): BrokenEnvironment | null {
       fix: `install the project's dependencies in your checkout (e.g. npm ci, or a .venv), pass --install-cmd, or --test-cmd with a command that exists`,
     };
   }
-  const module = /Cannot find module '([^'./][^']*)'|ModuleNotFoundError: No module named '([^']+)'|ImportError: No module named '?([\w.]+)'?|cannot find package "([^"]+)"|error\[E0463\]: can't find crate for `([^`]+)`/.exec(out);
+  const module =
+    /Cannot find module '([^'./][^']*)'|ModuleNotFoundError: No module named '([^']+)'|ImportError: No module named '?([\w.]+)'?|cannot find package "([^"]+)"|error\[E0463\]: can't find crate for `([^`]+)`/.exec(
+      out,
+    );
   if (module) {
     const name = module.slice(1).find(Boolean)!;
     return {
@@ -63,11 +70,16 @@ export function classifyBaseline(f: BaselineFacts): BrokenEnvironment | null {
       fix: 'let the host it needs through with --allow-net HOST, or install what it downloads beforehand',
     };
   }
-  const ranNothing = (f.report && f.report.passed + f.report.failed === 0)
-    || /\bno tests ran\b|No tests found|^Ran 0 tests/m.test(out)
-    || (f.exitCode === 5 && /pytest/.test(f.testCmd));
+  const ranNothing =
+    (f.report && f.report.passed + f.report.failed === 0) ||
+    /\bno tests ran\b|No tests found|^Ran 0 tests/m.test(out) ||
+    (f.exitCode === 5 && /pytest/.test(f.testCmd));
   if (ranNothing) {
-    return { cause: 'no_tests', detail: `${f.testCmd} ran no test`, fix: 'pass --test-cmd with the command that runs the tests of this repository' };
+    return {
+      cause: 'no_tests',
+      detail: `${f.testCmd} ran no test`,
+      fix: 'pass --test-cmd with the command that runs the tests of this repository',
+    };
   }
   return null;
 }

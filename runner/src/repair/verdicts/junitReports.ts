@@ -8,7 +8,11 @@ import { mergeReports, type TestReport } from './testReport.js';
  * (`target/*-reports`), Gradle (`build/test-results/<task>/`). Read from the repository root
  * and from its first-level modules (a multi-module build writes one per module).
  */
-const REPORT_DIRS: readonly (readonly string[])[] = [['target', 'surefire-reports'], ['target', 'failsafe-reports'], ['build', 'test-results']];
+const REPORT_DIRS: readonly (readonly string[])[] = [
+  ['target', 'surefire-reports'],
+  ['target', 'failsafe-reports'],
+  ['build', 'test-results'],
+];
 
 /** Bounds on what is read back from a tree the tests (code the agent wrote) could fill. */
 export interface JunitLimits {
@@ -20,7 +24,13 @@ export interface JunitLimits {
   maxTotalBytes: number;
 }
 
-export const JUNIT_LIMITS: Readonly<JunitLimits> = { maxModules: 200, maxEntries: 50_000, maxFiles: 2_000, maxFileBytes: 8 * 1024 * 1024, maxTotalBytes: 64 * 1024 * 1024 };
+export const JUNIT_LIMITS: Readonly<JunitLimits> = {
+  maxModules: 200,
+  maxEntries: 50_000,
+  maxFiles: 2_000,
+  maxFileBytes: 8 * 1024 * 1024,
+  maxTotalBytes: 64 * 1024 * 1024,
+};
 
 /** The report files present before a test cell: (device, inode, ctime) of each. */
 export type ReportSnapshot = ReadonlySet<string>;
@@ -49,7 +59,11 @@ export function snapshotJunitReports(worktree: string, limits: Readonly<JunitLim
  * links, only regular files are read, everything is bounded, one bad file is skipped, and
  * nothing here throws.
  */
-export function readJunitReports(worktree: string, before: ReportSnapshot, limits: Readonly<JunitLimits> = JUNIT_LIMITS): TestReport | null {
+export function readJunitReports(
+  worktree: string,
+  before: ReportSnapshot,
+  limits: Readonly<JunitLimits> = JUNIT_LIMITS,
+): TestReport | null {
   const reports: TestReport[] = [];
   let files = 0;
   let bytes = 0;
@@ -127,7 +141,8 @@ function scanReportFiles(worktree: string, limits: Readonly<JunitLimits>, visit:
   };
   withDir(null, [worktree], (root) => {
     readModule(root);
-    for (const module of list(root, (n, isDir) => isDir && n !== '.git').slice(0, limits.maxModules)) if (!stopped) withDir(root, [module], readModule);
+    for (const module of list(root, (n, isDir) => isDir && n !== '.git').slice(0, limits.maxModules))
+      if (!stopped) withDir(root, [module], readModule);
   });
   return !stopped;
 }
@@ -138,7 +153,10 @@ function withDir(dir: number | null, parts: readonly string[], work: (fd: number
   try {
     let fd = dir;
     for (const part of parts) {
-      fd = openSync(fd === null ? part : `/proc/self/fd/${fd}/${part}`, constants.O_RDONLY | constants.O_DIRECTORY | (fd === null ? 0 : constants.O_NOFOLLOW));
+      fd = openSync(
+        fd === null ? part : `/proc/self/fd/${fd}/${part}`,
+        constants.O_RDONLY | constants.O_DIRECTORY | (fd === null ? 0 : constants.O_NOFOLLOW),
+      );
       opened.push(fd);
     }
     if (fd !== null) work(fd);

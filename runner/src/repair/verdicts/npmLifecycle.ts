@@ -20,7 +20,8 @@ export function splitNpmStages(output: string): NpmStage[] {
 }
 
 /** Output that says a network access was refused or could not resolve (a cell without network). */
-export const NETWORK_REFUSED = /\b(EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|getaddrinfo|Temporary failure in name resolution|Could not resolve host|Network is unreachable|network is unreachable|Name or service not known)\b/;
+export const NETWORK_REFUSED =
+  /\b(EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|getaddrinfo|Temporary failure in name resolution|Could not resolve host|Network is unreachable|network is unreachable|Name or service not known)\b/;
 
 export interface HookFailure {
   hook: string;

@@ -13,7 +13,11 @@ const num = (s: string | undefined) => (s === undefined ? 0 : Number(s));
 /** pytest: "=== 2 failed, 3 passed, 1 skipped in 0.12s ===" (or -q without the rules). */
 export function parsePytest(out: string): TestReport | null {
   const lines = out.split('\n');
-  const summary = [...lines].reverse().find((l) => /\b\d+ (passed|failed|error|errors|skipped|xfailed|xpassed)\b.* in [\d.]+s/.test(l) || /\bno tests ran in [\d.]+s/.test(l));
+  const summary = [...lines]
+    .reverse()
+    .find(
+      (l) => /\b\d+ (passed|failed|error|errors|skipped|xfailed|xpassed)\b.* in [\d.]+s/.test(l) || /\bno tests ran in [\d.]+s/.test(l),
+    );
   if (!summary) return null;
   const count = (word: string) => num(new RegExp(`(\\d+) ${word}\\b`).exec(summary)?.[1]);
   const r = emptyReport('pytest');
@@ -112,7 +116,13 @@ export function parseUnittest(out: string): TestReport | null {
   if (!ran) return null;
   const verdict = /^(OK|FAILED)(?: \(([^)]*)\))?[ \t]*$/m.exec(out.slice(ran.index));
   if (!verdict) return null;
-  const counts = Object.fromEntries((verdict[2] ?? '').split(',').map((kv) => kv.trim().split('=')).filter((kv) => kv.length === 2).map(([k, v]) => [k!, num(v)]));
+  const counts = Object.fromEntries(
+    (verdict[2] ?? '')
+      .split(',')
+      .map((kv) => kv.trim().split('='))
+      .filter((kv) => kv.length === 2)
+      .map(([k, v]) => [k!, num(v)]),
+  );
   const r = emptyReport('unittest');
   r.failed = (counts.failures ?? 0) + (counts.errors ?? 0) + (counts.unexpected_successes ?? 0);
   r.skipped = (counts.skipped ?? 0) + (counts.expected_failures ?? 0);
@@ -183,7 +193,8 @@ export function parseVitest(out: string): TestReport | null {
 
 /** go test: "--- PASS: TestX (0.00s)" (with -v), "--- FAIL: ...", "ok  pkg" / "FAIL pkg". */
 export function parseGoTest(out: string): TestReport | null {
-  const hasPkg = /^(ok|FAIL|---)[ \t]+\S+/m.test(out) && (/^(ok|FAIL)[ \t]+\S+[ \t]+[\d.]+s/m.test(out) || /^--- (PASS|FAIL|SKIP): /m.test(out));
+  const hasPkg =
+    /^(ok|FAIL|---)[ \t]+\S+/m.test(out) && (/^(ok|FAIL)[ \t]+\S+[ \t]+[\d.]+s/m.test(out) || /^--- (PASS|FAIL|SKIP): /m.test(out));
   if (!hasPkg) return null;
   const r = emptyReport('go test');
   for (const l of out.split('\n')) {
@@ -238,7 +249,20 @@ export function parsePlainSummary(out: string): TestReport | null {
   return r;
 }
 
-const PARSERS = [parseJunitXml, parseCargoTest, parseGoTest, parseCtest, parsePytest, parseUnittest, parseVitest, parseJest, parseMocha, parseTap, parseNodeTest, parsePlainSummary];
+const PARSERS = [
+  parseJunitXml,
+  parseCargoTest,
+  parseGoTest,
+  parseCtest,
+  parsePytest,
+  parseUnittest,
+  parseVitest,
+  parseJest,
+  parseMocha,
+  parseTap,
+  parseNodeTest,
+  parsePlainSummary,
+];
 
 /** Tries each framework's parser on the (ANSI-stripped) output; null when none recognises it. */
 export function parseTestOutput(output: string): TestReport | null {

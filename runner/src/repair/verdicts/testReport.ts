@@ -16,7 +16,9 @@ export function emptyReport(framework: string): TestReport {
 
 /** Counts from named tests, for parsers whose output has no summary line. */
 export function countTests(report: TestReport): TestReport {
-  let passed = 0, failed = 0, skipped = 0;
+  let passed = 0,
+    failed = 0,
+    skipped = 0;
   for (const o of report.tests.values()) {
     if (o === 'pass') passed++;
     else if (o === 'fail') failed++;
