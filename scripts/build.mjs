@@ -3,6 +3,7 @@
 // runs in the browser sandbox of a webview panel.
 import { build } from 'esbuild';
 import { chmod, copyFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 
 const common = { bundle: true, sourcemap: true, logLevel: 'warning', legalComments: 'none' };
 
@@ -62,6 +63,24 @@ const lazyDockerodeSession = {
   },
 };
 
+// zod re-exports every locale as `z.locales` (half its bytes: ~370 KB of the runner's largest
+// chunk, parsed at every start). Forge only speaks English: the namespace keeps `en` alone.
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /zod[\\/]v4[\\/](?:classic[\\/]external|core[\\/]index)\.js$/.test(args.importer)
+        ? { path: join(dirname(args.importer), '..', 'locales', 'en.js'), namespace: 'forge-zod-en' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'forge-zod-en' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
+      loader: 'js',
+      resolveDir: dirname(args.path),
+    }));
+  },
+};
+
 const lazyExtensionDeps = {
   name: 'lazy-extension-deps',
   setup(b) {
@@ -81,6 +100,7 @@ await Promise.all([
     target: 'node20',
     format: 'cjs',
     minify: true,
+    plugins: [zodEnglishOnly],
   }),
   build({
     ...common,
@@ -113,12 +133,12 @@ await Promise.all([
     target: 'node20',
     format: 'esm',
     // Bundled CommonJS dependencies call require() for Node built-ins.
-    plugins: [stubSsh2, lazyDockerode],
+    plugins: [stubSsh2, lazyDockerode, zodEnglishOnly],
     // Native addon: loaded from node_modules at run time, never bundled.
     external: ['better-sqlite3'],
     // Half the bytes to read and compile at every start (the extension spawns it on
     // activation); stack traces map back through dist/runner.js.map with --enable-source-maps.
-    minify: false,
+    minify: true,
     banner: {
       js: "#!/usr/bin/env node\nimport { createRequire as __forgeCreateRequire } from 'node:module';\nconst require = __forgeCreateRequire(import.meta.url);",
     },
