@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import Docker from 'dockerode';
+import { EGRESS_NETWORK } from '../../runner/src/cells/egressNetwork.js';
 import { DockerCellProvider } from '../../runner/src/cells/providers/dockerCellProvider.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { requireFeature } from '../helpers/requirement.js';
@@ -110,6 +112,50 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
       assert.match(anon.output, /407/);
     } finally {
       hostService.close();
+    }
+  });
+
+  it('cells on the egress network cannot reach each other: another container there is not a way around the proxy', async () => {
+    // A cell with allow_net makes (or remakes) the network; then a peer listens on it.
+    await provider.run({ image, cmd: ['true'], allow_net: ['localhost'] });
+    const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+    const peer = await docker.createContainer({
+      Image: TEST_IMAGES.busybox,
+      Cmd: ['sh', '-c', 'echo peer-secret > /tmp/index.html && exec httpd -f -p 8080 -h /tmp'],
+      Labels: { 'forge.test': 'egress-peer' },
+      HostConfig: { NetworkMode: EGRESS_NETWORK, AutoRemove: false },
+    });
+    try {
+      await peer.start();
+      const ip = ((await peer.inspect()).NetworkSettings.Networks[EGRESS_NETWORK] as { IPAddress: string }).IPAddress;
+      assert.ok(ip, 'the peer has an address on the egress network');
+      // The peer really serves (seen from inside itself).
+      const self = await peer.exec({ Cmd: ['wget', '-qO-', 'http://127.0.0.1:8080/'], AttachStdout: true, AttachStderr: true });
+      const selfOut = await new Promise<string>((resolve) => {
+        void self.start({}).then((stream) => {
+          let out = '';
+          stream.on('data', (d: Buffer) => (out += d.toString('latin1')));
+          stream.on('end', () => resolve(out));
+        });
+      });
+      assert.match(selfOut, /peer-secret/);
+      const r = await provider.run({
+        image,
+        allow_net: ['localhost'],
+        cmd: py(
+          [
+            'import socket',
+            'try:',
+            `  s = socket.create_connection((${JSON.stringify(ip)}, 8080), timeout=3); s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n"); print("CONNECTED", s.recv(200))`,
+            'except Exception as e:',
+            '  print("blocked", type(e).__name__)',
+          ].join('\n'),
+        ),
+      });
+      assert.doesNotMatch(r.output, /CONNECTED|peer-secret/, r.output);
+      assert.match(r.output, /blocked/, r.output);
+    } finally {
+      await peer.remove({ force: true }).catch(() => undefined);
     }
   });
 });

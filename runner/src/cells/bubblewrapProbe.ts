@@ -1,5 +1,5 @@
 import { execa } from 'execa';
-import { constants, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { release } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +41,7 @@ export async function probeBubblewrap(env: NodeJS.ProcessEnv = process.env, cach
     };
   }
   const key = cacheDir ? probeKey(path) : null;
-  const cached = key && cacheDir ? readCachedProbe(cacheDir, key) : null;
+  const cached = key && cacheDir ? readCachedProbe(cacheDir, key, path) : null;
   if (cached) return cached;
   // Two processes, side by side: a one-shot `cell run` waits for this probe.
   const [version, trial] = await Promise.all([
@@ -89,8 +89,9 @@ const PROBE_TTL_MS = 60 * 60 * 1000;
 const PROBE_CACHE = 'bwrap-probe.json';
 
 /**
- * What a probe result depends on: the bwrap binary, the kernel, the user. A stale "usable"
- * can only make a cell fail with bwrap's own error, never run it with less isolation.
+ * What a probe result depends on: the bwrap binary, the kernel, the user. Only "usable" and
+ * the version are kept; the binary run is always the one found on PATH, so a stale or forged
+ * "usable" can only make a cell fail with bwrap's own error, never run it with less isolation.
  */
 function probeKey(path: string): string | null {
   try {
@@ -101,23 +102,33 @@ function probeKey(path: string): string | null {
   }
 }
 
-function readCachedProbe(dir: string, key: string): BubblewrapProbe | null {
+/**
+ * The cached answer for the bwrap at `path` (found on PATH now, never taken from the file),
+ * or null. The file must be the runner's own: a regular file it owns, mode 0600 (a cell that
+ * could write the state directory must not be able to choose the answer).
+ */
+function readCachedProbe(dir: string, key: string, path: string): BubblewrapProbe | null {
+  let fd: number | null = null;
   try {
-    const saved = JSON.parse(readFileSync(join(dir, PROBE_CACHE), 'utf8')) as { key?: unknown; at?: unknown; probe?: BubblewrapProbe };
+    fd = openSync(join(dir, PROBE_CACHE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.uid !== (process.getuid?.() ?? -1) || (st.mode & 0o777) !== 0o600 || st.size > 4096) return null;
+    const saved = JSON.parse(readFileSync(fd, 'utf8')) as { key?: unknown; at?: unknown; version?: unknown };
     if (saved.key !== key || typeof saved.at !== 'number' || Date.now() - saved.at > PROBE_TTL_MS || saved.at > Date.now()) return null;
-    const p = saved.probe;
-    return p && p.usable === true && typeof p.path === 'string' && typeof p.reason === 'string'
-      ? { usable: true, path: p.path, version: typeof p.version === 'string' ? p.version : null, reason: p.reason }
-      : null;
+    const v = typeof saved.version === 'string' ? saved.version.slice(0, 200) : null;
+    return { usable: true, path, version: v, reason: `${v ?? 'bwrap'} at ${path} creates namespaces here` };
   } catch {
     return null;
+  } finally {
+    if (fd !== null) closeSync(fd);
   }
 }
 
 function writeCachedProbe(dir: string, key: string, probe: BubblewrapProbe): void {
   try {
     const tmp = join(dir, `${PROBE_CACHE}.${process.pid}`);
-    writeFileSync(tmp, JSON.stringify({ key, at: Date.now(), probe }), { mode: 0o600 });
+    rmSync(tmp, { force: true });
+    writeFileSync(tmp, JSON.stringify({ key, at: Date.now(), version: probe.version }), { mode: 0o600, flag: 'wx' });
     renameSync(tmp, join(dir, PROBE_CACHE));
   } catch {
     // Only a cache: the next cell probes again.

@@ -15,6 +15,14 @@ export interface EgressNetwork {
  */
 export async function ensureEgressNetwork(docker: Docker): Promise<EgressNetwork> {
   let info = await inspect(docker);
+  if (info && !containersIsolated(info) && info.Labels?.['forge.network'] === 'egress' && Object.keys(info.Containers ?? {}).length === 0) {
+    // Made by an older runner, which let its containers talk to each other: made again.
+    await docker
+      .getNetwork(EGRESS_NETWORK)
+      .remove()
+      .catch(() => undefined);
+    info = await inspect(docker);
+  }
   if (!info) {
     try {
       await docker.createNetwork({
@@ -23,6 +31,9 @@ export async function ensureEgressNetwork(docker: Docker): Promise<EgressNetwork
         Internal: true,
         CheckDuplicate: true,
         Labels: { 'forge.network': 'egress' },
+        // Cells on this network must not reach each other (a cell of another run, a peer it
+        // starts): their only way anywhere is the proxy, which checks each cell's allowlist.
+        Options: { [ICC_OPTION]: 'false' },
       });
     } catch (e) {
       // Another runner created it meanwhile.
@@ -33,10 +44,20 @@ export async function ensureEgressNetwork(docker: Docker): Promise<EgressNetwork
   if (!info) throw new Error(`docker network ${EGRESS_NETWORK} could not be created`);
   if (!info.Internal)
     throw new Error(`docker network ${EGRESS_NETWORK} exists but is not internal; remove it (docker network rm ${EGRESS_NETWORK})`);
+  if (!containersIsolated(info))
+    throw new Error(
+      `docker network ${EGRESS_NETWORK} lets containers reach each other (${ICC_OPTION} is not false) and is in use; remove it once its cells are done (docker network rm ${EGRESS_NETWORK})`,
+    );
   const gateway = info.IPAM?.Config?.[0]?.Gateway;
   if (!gateway) throw new Error(`docker network ${EGRESS_NETWORK} has no gateway address`);
   const bridge = info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
   return { name: EGRESS_NETWORK, gateway, bridge };
+}
+
+const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
+
+function containersIsolated(info: Docker.NetworkInspectInfo): boolean {
+  return info.Options?.[ICC_OPTION] === 'false';
 }
 
 async function inspect(docker: Docker): Promise<Docker.NetworkInspectInfo | null> {

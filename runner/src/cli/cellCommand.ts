@@ -1,6 +1,9 @@
 import { type Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { collectHealth, createProvider, providerNames } from '../cells/providerRegistry.js';
+import type { CellProvider } from '../cells/provider.js';
+import type { CellResult } from '../protocol/cellResult.js';
+import type { CellSpecInput } from '../protocol/cellSpec.js';
 import { InputError } from '../protocol/inputError.js';
 import { EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
 import { formatCellResult, formatHealth, printable } from './formatCellResult.js';
@@ -37,21 +40,12 @@ export function registerCellCommand(program: Command): void {
     .action(async (command: string[], flags: CellRunFlags & { json?: boolean }) => {
       const spec = cellSpecFromFlags(flags, command, process.cwd());
       const provider = createProvider(flags.provider, { prewarm: 0 });
-      const abort = new AbortController();
-      const onSignal = () => abort.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
-        const result = await provider.run(spec, { signal: abort.signal });
+      await runCancellable(provider, spec, (result, interrupted) => {
         if (flags.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
         else process.stdout.write(formatCellResult(result));
         for (const w of result.isolation.warnings) process.stderr.write(`forge-runner: warning: ${printable(w)}\n`);
-        process.exitCode = abort.signal.aborted ? EXIT_INTERRUPTED : EXIT_OK;
-      } finally {
-        await provider.drain();
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+        process.exitCode = interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+      });
     });
 }
 
@@ -80,16 +74,37 @@ export function registerSpecRunCommand(program: Command): void {
         throw new InputError(`cannot read a CellSpec from ${file}: ${(e as Error).message.split('\n')[0]}`);
       }
       const provider = createProvider(flags.provider, { prewarm: 0 });
-      try {
-        const result = await provider.run(raw as never);
+      await runCancellable(provider, raw as CellSpecInput, (result, interrupted) => {
         process.stdout.write(JSON.stringify(result, null, 2) + '\n');
-      } finally {
-        await provider.drain();
-      }
+        process.exitCode = interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+      });
     });
 }
 
 const MAX_SPEC_BYTES = 16 * 1024 * 1024;
+
+/**
+ * One cell that SIGINT/SIGTERM cancel like its timeout would: the provider kills and removes
+ * the cell (a container, a VM) and the result still comes back, instead of the runner dying
+ * with the cell left running.
+ */
+async function runCancellable(
+  provider: CellProvider,
+  spec: CellSpecInput,
+  report: (result: CellResult, interrupted: boolean) => void,
+): Promise<void> {
+  const abort = new AbortController();
+  const onSignal = () => abort.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    report(await provider.run(spec, { signal: abort.signal }), abort.signal.aborted);
+  } finally {
+    await provider.drain();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
 
 /**
  * Standard input to its end, whatever kind of descriptor it is: a slow or non-blocking pipe

@@ -88,6 +88,19 @@ describe('runCellLifecycle (the lifecycle every cell provider shares)', () => {
     assert.equal(r.killed_by, null);
   });
 
+  it('a cleanup that fails (a tree the cell made hard to remove) is a warning in the result, not an error instead of it', async () => {
+    const { driver } = fakeDriver((_ctx, exit) => exit(0));
+    driver.cleanup = () => {
+      throw new Error("EACCES: permission denied, scandir '/tmp/forge-cell-x/tmp/x'");
+    };
+    const r = await runCellLifecycle(facts({}), driver);
+    assert.equal(r.exit_code, 0);
+    assert.ok(
+      r.isolation.warnings.some((w) => /cell cleanup failed \(EACCES.*gc removes what is left/.test(w)),
+      JSON.stringify(r.isolation.warnings),
+    );
+  });
+
   it('kills on timeout once, and names the timeout', async () => {
     const { driver, calls } = fakeDriver(() => undefined);
     const r = await runCellLifecycle(facts({ timeout_s: 0.05 }), driver);

@@ -1,5 +1,16 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../../runner/src/cells/bubblewrapProbe.js';
@@ -29,24 +40,47 @@ describe('start-up work done once, not per cell', () => {
     assert.equal(logs(), 2);
   });
 
-  it('a successful bwrap probe is kept in the state directory; a bad or foreign cache entry is probed again', async function () {
+  it('a successful bwrap probe is kept in the state directory; a bad, foreign or planted cache entry is probed again', async function () {
     const first = await probeBubblewrap(process.env, dir);
     requireFeature(this, first.usable, `bubblewrap is not usable here: ${first.reason}`);
     const file = join(dir, 'bwrap-probe.json');
-    assert.ok(existsSync(file));
-    const saved = JSON.parse(readFileSync(file, 'utf8')) as { key: string; at: number; probe: { reason: string } };
-    // A cached answer is returned as saved (the reason is marked to tell it from a fresh probe).
-    writeFileSync(file, JSON.stringify({ ...saved, probe: { ...saved.probe, reason: 'from the cache' } }));
-    assert.equal((await probeBubblewrap(process.env, dir)).reason, 'from the cache');
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { key: string; at: number; version: string };
+    const plant = (entry: object, mode = 0o600) => {
+      rmSync(file, { force: true });
+      writeFileSync(file, JSON.stringify(entry), { mode });
+    };
+    // A cached answer is used as saved (its version is marked to tell it from a fresh probe)...
+    plant({ ...saved, version: 'from the cache' });
+    const cached = await probeBubblewrap(process.env, dir);
+    assert.equal(cached.version, 'from the cache');
+    // ...but never chooses the binary: that is always the bwrap found on PATH.
+    plant({ ...saved, version: 'from the cache', path: '/tmp/not-bwrap', probe: { usable: true, path: '/tmp/not-bwrap' } });
+    assert.equal((await probeBubblewrap(process.env, dir)).path, first.path);
     for (const bad of [
-      { ...saved, key: 'another bwrap', probe: { ...saved.probe, reason: 'from the cache' } },
-      { ...saved, at: Date.now() + 3_600_000, probe: { ...saved.probe, reason: 'from the cache' } },
-      { ...saved, at: 0, probe: { ...saved.probe, reason: 'from the cache' } },
+      { ...saved, key: 'another bwrap', version: 'from the cache' },
+      { ...saved, at: Date.now() + 3_600_000, version: 'from the cache' },
+      { ...saved, at: 0, version: 'from the cache' },
     ]) {
-      writeFileSync(file, JSON.stringify(bad));
-      assert.notEqual((await probeBubblewrap(process.env, dir)).reason, 'from the cache');
+      plant(bad);
+      assert.notEqual((await probeBubblewrap(process.env, dir)).version, 'from the cache', JSON.stringify(bad));
     }
-    writeFileSync(file, '{not json');
+    // Not the runner's own file: readable by others, owned by someone else, or a link.
+    plant({ ...saved, version: 'from the cache' }, 0o644);
+    chmodSync(file, 0o644);
+    assert.notEqual((await probeBubblewrap(process.env, dir)).version, 'from the cache', 'mode 644');
+    if (process.getuid?.() === 0) {
+      plant({ ...saved, version: 'from the cache' });
+      chownSync(file, 65532, 65532);
+      assert.notEqual((await probeBubblewrap(process.env, dir)).version, 'from the cache', 'owned by another user');
+    }
+    const elsewhere = join(dir, 'elsewhere.json');
+    writeFileSync(elsewhere, JSON.stringify({ ...saved, version: 'from the cache' }), { mode: 0o600 });
+    rmSync(file, { force: true });
+    symlinkSync(elsewhere, file);
+    assert.notEqual((await probeBubblewrap(process.env, dir)).version, 'from the cache', 'a link');
+    rmSync(file, { force: true });
+    writeFileSync(file, '{not json', { mode: 0o600 });
     assert.equal((await probeBubblewrap(process.env, dir)).usable, true);
   });
 });

@@ -1,3 +1,4 @@
+import { execa } from 'execa';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -259,8 +260,11 @@ export class HostCellProvider implements CellProvider {
         cleanup: async () => {
           // Removing the group waits for the dying processes to leave it; the result need not wait.
           if (cgroup) this.track(cgroup.release());
-          if (plainScratch) rmSync(plainScratch, { recursive: true, force: true });
-          await mounts?.deps.release();
+          try {
+            if (plainScratch) await removeScratch(plainScratch);
+          } finally {
+            await mounts?.deps.release();
+          }
           // Spawning is a synchronous fork of the runner: do it after the caller has its result.
           if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
         },
@@ -407,3 +411,17 @@ function countProcessesOfUid(uid: number): number {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/**
+ * A plain cell's scratch directory, which the cell (running as the runner's user when the
+ * runner is not root) may have made unreadable: given back its owner's permissions, then removed.
+ */
+async function removeScratch(dir: string): Promise<void> {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // chmod -R never follows a link it meets; a mode-000 directory is opened up before it is entered.
+    await execa('chmod', ['-R', 'u+rwX', '--', dir], { reject: false });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
