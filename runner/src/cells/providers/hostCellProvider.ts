@@ -326,7 +326,8 @@ export class HostCellProvider implements CellProvider {
     const rl = rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
     if (!cgroup.version)
       warnings.push(
-        `no cgroup limits (${cgroup.reason}): memory is capped by the address-space rlimit only and a fork bomb by RLIMIT_NPROC only`,
+        `no cgroup limits (${cgroup.reason}): memory is capped by the address-space rlimit only and a fork bomb by RLIMIT_NPROC only` +
+          (env.bubblewrap.usable ? '' : '; a process the command detaches from its process group (setsid) can outlive the cell'),
       );
     if (env.bubblewrap.usable) {
       if (shareNet) warnings.push('allow_net shares the host network: the host provider cannot filter by host name');
