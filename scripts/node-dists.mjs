@@ -8,9 +8,13 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-/** The supported majors, their pinned distributions and ABIs (process.versions.modules). */
+/**
+ * The supported majors, their pinned distributions and ABIs (process.versions.modules). The
+ * Node running a build or a test stands in for its own major's distribution.
+ */
 export const SUPPORTED_NODES = [
-  { major: '20', version: null, modules: '115' }, // the build's own Node (package.json engines, CI's node)
+  // Node 20 is normally the build's own (package.json engines, CI's node): its build is node_modules'.
+  { major: '20', version: '20.20.2', modules: '115' },
   { major: '22', version: '22.23.5', modules: '127' },
   { major: '24', version: '24.22.3', modules: '137' },
 ];
@@ -45,5 +49,5 @@ export function ensureNodeDist(version) {
 
 // `node scripts/node-dists.mjs`: downloads every pinned distribution and prints where.
 if (import.meta.url === `file://${process.argv[1]}`) {
-  for (const n of SUPPORTED_NODES) if (n.version) console.log(JSON.stringify(ensureNodeDist(n.version)));
+  for (const n of SUPPORTED_NODES) if (n.modules !== process.versions.modules) console.log(JSON.stringify(ensureNodeDist(n.version)));
 }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { SUPPORTED_NODES, ensureNodeDist } from '../../scripts/node-dists.mjs';
+import { resolveRunnerLaunch } from '../../extension/src/runner/runnerLaunch.js';
 import { openStore } from '../../runner/src/store/openStore.js';
 import { RunStore } from '../../runner/src/store/runStore.js';
 import { requireFeature } from '../helpers/requirement.js';
@@ -58,8 +59,7 @@ describe('packaged runner under Node 20, 22 and 24 (the VSIX ships a SQLite buil
     let reason = '';
     try {
       for (const n of SUPPORTED_NODES) {
-        const bin = n.modules === process.versions.modules ? process.execPath : n.version ? ensureNodeDist(n.version).bin : null;
-        if (!bin) throw new Error(`no Node ${n.major} binary (this is Node ${process.versions.node})`);
+        const bin = n.modules === process.versions.modules ? process.execPath : ensureNodeDist(n.version).bin;
         nodes.push({ major: n.major, bin, modules: n.modules });
       }
     } catch (e) {
@@ -123,7 +123,11 @@ describe('packaged runner under Node 20, 22 and 24 (the VSIX ships a SQLite buil
         [0],
       );
       db.close();
-      const s = serve(node.bin, join(ext, 'dist', 'runner.js'), stateDir);
+      // The extension's own choice, with forge.runner.nodePath pointing at this Node (as a desktop user would).
+      const launch = await resolveRunnerLaunch({ extensionPath: ext, nodePathSetting: node.bin, env: process.env });
+      assert.equal(launch.nodePath, node.bin);
+      assert.equal(launch.runnerScript, join(ext, 'dist', 'runner.js'));
+      const s = serve(launch.nodePath, launch.runnerScript, stateDir);
       try {
         const hello = (await s.rpc.sendRequest('runner/hello', {})) as { protocol_version: string; coordinator: string };
         assert.equal(hello.coordinator, 'embedded', s.stderr());
