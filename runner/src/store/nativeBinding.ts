@@ -35,7 +35,13 @@ let packageDir = '';
 
 function resolveBinding(): BindingChoice {
   if (resolved) return resolved;
-  packageDir = dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json'));
+  try {
+    packageDir = dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json'));
+  } catch {
+    // Not installed beside this runner: importing better-sqlite3 will say so where it is used.
+    resolved = { ok: true, file: null };
+    return resolved;
+  }
   const listing = join(packageDir, 'build', 'forge-abis.json');
   const shipped = existsSync(listing) ? (JSON.parse(readFileSync(listing, 'utf8')) as ShippedAbis) : null;
   resolved = chooseNativeBinding(shipped, process.versions.modules, process.versions.node);
