@@ -194,13 +194,13 @@ await Promise.all([
 await chmod('dist/runner.js', 0o755);
 // Icons for the webviews (<vscode-icon> and codicon classes), served from dist/ under the CSP.
 for (const f of ['codicon.css', 'codicon.ttf']) await copyFile(`node_modules/@vscode/codicons/dist/${f}`, `dist/${f}`);
-// The runner's native SQLite module is built for this Node's ABI; the extension picks a Node
-// runtime that matches it (extension/src/runner/nodeRuntime.ts).
+// The runner's native SQLite module in node_modules is built for this Node's ABI; the extension
+// picks a Node runtime that matches (extension/src/runner/nodeRuntime.ts). The VSIX ships a
+// build per supported Node and its staged copy of this file lists them all (scripts/package-vsix.mjs).
 await writeFile(
   'dist/native-abi.json',
   JSON.stringify({
-    modules: process.versions.modules,
-    node: process.versions.node.split('.')[0],
+    abis: [{ modules: process.versions.modules, node: process.versions.node.split('.')[0] }],
     platform: process.platform,
     arch: process.arch,
   }) + '\n',

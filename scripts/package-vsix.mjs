@@ -1,9 +1,11 @@
 // `npm run package`: builds, stages exactly what the extension needs (the bundles, the
-// runner, the webview, codicons, and the runner's native SQLite module with its two
-// pure-JS helpers), and packs it with @vscode/vsce. Output: forge-cells-<version>.vsix.
+// runner, the webview, codicons, and the runner's native SQLite module, one build per
+// supported Node ABI, with its two pure-JS helpers), and packs it with @vscode/vsce.
+// Output: forge-cells-<version>.vsix. `--stage-only` stops before vsce (.tmp/vsix-stage/).
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { buildNativeAbis } from './build-native-abis.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const stage = join(root, '.tmp', 'vsix-stage');
@@ -23,7 +25,25 @@ copy('README.md');
 copy('LICENSE');
 // The runner loads better-sqlite3 at run time (a native addon cannot be bundled).
 const sqlite = 'node_modules/better-sqlite3';
-for (const f of ['package.json', 'LICENSE', 'lib', 'build/Release/better_sqlite3.node']) copy(join(sqlite, f));
+for (const f of ['package.json', 'LICENSE', 'lib']) copy(join(sqlite, f));
+// One build per supported Node (20, 22, 24; scripts/build-native-abis.mjs, cached after the
+// first): build/abi-<modules>/better_sqlite3.node, listed in build/forge-abis.json, which the
+// runner reads to pick its own (runner/src/store/nativeBinding.ts) and the extension's
+// dist/native-abi.json to pick a Node (extension/src/runner/nodeRuntime.ts).
+const abis = buildNativeAbis();
+for (const a of abis) cpSync(a.file, join(stage, sqlite, 'build', `abi-${a.modules}`, 'better_sqlite3.node'));
+writeFileSync(
+  join(stage, sqlite, 'build', 'forge-abis.json'),
+  JSON.stringify(
+    { abis: abis.map((a) => ({ modules: a.modules, node: a.major, file: `build/abi-${a.modules}/better_sqlite3.node` })) },
+    null,
+    2,
+  ) + '\n',
+);
+writeFileSync(
+  join(stage, 'dist', 'native-abi.json'),
+  JSON.stringify({ abis: abis.map((a) => ({ modules: a.modules, node: a.major })), platform: process.platform, arch: process.arch }) + '\n',
+);
 for (const dep of ['bindings', 'file-uri-to-path']) copy(join('node_modules', dep));
 // Its install-time helper (prebuild-install) is not shipped: the binary is already built.
 const sqlitePkgPath = join(stage, sqlite, 'package.json');
@@ -40,6 +60,10 @@ writeFileSync(
     '\n',
 );
 
+if (process.argv.includes('--stage-only')) {
+  console.log(`staged ${stage}`);
+  process.exit(0);
+}
 execFileSync(
   process.execPath,
   [join(root, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--allow-missing-repository', '--skip-license', '--out', out],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AttemptSnapshot, CellSnapshot, RunSummary } from '../../runner/src/protocol/rpcFix.js';
 import type { HealthReport } from '../../runner/src/protocol/health.js';
-import { chooseNodeRuntime } from '../../extension/src/runner/nodeRuntime.js';
+import { chooseNodeRuntime, supportedNodes } from '../../extension/src/runner/nodeRuntime.js';
 import { decideRestart, MAX_CRASHES_IN_WINDOW } from '../../extension/src/runner/restartPolicy.js';
 import { describeApplyOutcome, parseLogUri, parseReviewUri, reviewUriParts } from '../../extension/src/review/reviewUris.js';
 import { fixStartParams, runnerModelSpec } from '../../extension/src/settings.js';
@@ -144,31 +144,58 @@ describe('extension presentation and decisions (pure)', () => {
     assert.equal(decideRestart(many.map((t) => t - 10 * 60_000).concat(now), now).restart, true, 'old crashes do not count');
   });
 
-  it('node runtime: the setting is checked, else a plain-Node host, else node on PATH; a mismatch names the fix', () => {
-    const want = { modules: '115', node: '20', platform: 'linux', arch: 'x64' };
+  it('node runtime: the setting is checked, else a plain-Node host, else node on PATH; any shipped ABI fits; a mismatch names the fix', () => {
+    const want = {
+      abis: [
+        { modules: '115', node: '20' },
+        { modules: '127', node: '22' },
+        { modules: '137', node: '24' },
+      ],
+      platform: 'linux',
+      arch: 'x64',
+    };
+    assert.equal(supportedNodes(want), 'Node 20, 22 or 24');
+    assert.equal(supportedNodes({ ...want, abis: want.abis.slice(0, 1) }), 'Node 20');
     assert.deepEqual(chooseNodeRuntime(want, [{ source: 'extension-host', path: '/n20', modules: '115', version: '20.1.0' }]), {
       ok: true,
       path: '/n20',
       source: 'extension-host',
     });
-    assert.deepEqual(chooseNodeRuntime(want, [{ source: 'path', path: 'node', modules: '115', version: '20.2.0' }]), {
+    for (const [modules, version] of [
+      ['115', '20.2.0'],
+      ['127', '22.12.0'],
+      ['137', '24.1.0'],
+    ] as const)
+      assert.deepEqual(chooseNodeRuntime(want, [{ source: 'path', path: 'node', modules, version }]), {
+        ok: true,
+        path: 'node',
+        source: 'path',
+      });
+    assert.deepEqual(
+      chooseNodeRuntime(want, [
+        { source: 'extension-host', path: '/n18', modules: '108', version: '18.0.0' },
+        { source: 'path', path: 'node', modules: '127', version: '22.12.0' },
+      ]),
+      { ok: true, path: 'node', source: 'path' },
+    );
+    assert.deepEqual(chooseNodeRuntime(want, [{ source: 'setting', path: '/n24', modules: '137', version: '24.1.0' }]), {
       ok: true,
-      path: 'node',
-      source: 'path',
+      path: '/n24',
+      source: 'setting',
     });
     const wrongSetting = chooseNodeRuntime(want, [
-      { source: 'setting', path: '/n22', modules: '127', version: '22.0.0' },
+      { source: 'setting', path: '/n26', modules: '147', version: '26.0.0' },
       { source: 'path', path: 'node', modules: '115', version: '20.2.0' },
     ]);
     assert.equal(wrongSetting.ok, false);
     assert.match(
       (wrongSetting as { message: string }).message,
-      /forge\.runner\.nodePath is \/n22, but it is Node 22\.0\.0 \(ABI 127\); the runner needs Node 20 \(ABI 115\)/,
+      /forge\.runner\.nodePath is \/n26, but it is Node 26\.0\.0 \(ABI 147\); the runner needs Node 20, 22 or 24 \(ABI 115, 127, 137\)/,
     );
     const none = chooseNodeRuntime(want, [{ source: 'path', path: 'node', modules: null, version: null, error: 'ENOENT' }]);
     assert.match(
       (none as { message: string }).message,
-      /no Node\.js 20 \(ABI 115\) found.*node: not runnable.*set forge\.runner\.nodePath/,
+      /no Node\.js runtime for the Forge runner: it needs Node 20, 22 or 24 \(ABI 115, 127, 137\); found node: not runnable.*set forge\.runner\.nodePath/,
     );
   });
 

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chooseNodeRuntime, type NativeAbi, type RuntimeCandidate } from './nodeRuntime.js';
+import { chooseNodeRuntime, fitsAbi, type NativeAbi, type RuntimeCandidate } from './nodeRuntime.js';
 import type { RunnerLaunch } from './runnerConnection.js';
 
 /** Asks a node binary for its version and ABI (about 40 ms); null fields when it cannot run. */
@@ -42,7 +42,7 @@ export async function resolveRunnerLaunch(s: LaunchSettings): Promise<RunnerLaun
       version: process.versions.node,
     });
   }
-  if (!candidates.some((c) => c.modules === want.modules) && !s.nodePathSetting.trim()) candidates.push(await probe('path', 'node'));
+  if (!candidates.some((c) => fitsAbi(want, c.modules)) && !s.nodePathSetting.trim()) candidates.push(await probe('path', 'node'));
   const choice = chooseNodeRuntime(want, candidates);
   if (!choice.ok) throw new Error(choice.message);
   return { nodePath: choice.path, runnerScript: join(s.extensionPath, 'dist', 'runner.js'), env: s.env, ...(s.cwd ? { cwd: s.cwd } : {}) };

@@ -3,12 +3,17 @@
 // loads the rest of the runner while it answers the handshake, and main.ts loads one command's
 // module (runner/src/cli/main.ts: COMMANDS).
 import { closeInheritedDescriptors } from '../cells/inheritedDescriptors.js';
+import { nativeAbiProblem } from '../store/nativeBinding.js';
 import { RUNNER_VERSION } from './version.js';
 
 const argv = process.argv.slice(2);
 if (argv[0] === '--version' || argv[0] === '-V') {
   // What commander prints for the program's version option, whatever follows it.
   process.stdout.write(`${RUNNER_VERSION}\n`);
+} else if (nativeAbiProblem()) {
+  // A packaged runner on a Node it has no SQLite build for: one line, before anything starts.
+  process.stderr.write(`${nativeAbiProblem()}\n`);
+  process.exitCode = 1;
 } else {
   // Before anything starts a child: no descriptor the runner inherited reaches a cell.
   closeInheritedDescriptors();

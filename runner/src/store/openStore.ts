@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { nativeBindingOptions } from './nativeBinding.js';
 
 export type Db = Database.Database;
 
@@ -132,7 +133,7 @@ const MIGRATIONS: string[] = [
  */
 export function openStore(path: string): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  const db = new Database(path, nativeBindingOptions());
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
