@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { release } from 'node:os';
@@ -43,7 +42,9 @@ export async function probeBubblewrap(env: NodeJS.ProcessEnv = process.env, cach
   const key = cacheDir ? probeKey(path) : null;
   const cached = key && cacheDir ? readCachedProbe(cacheDir, key, path) : null;
   if (cached) return cached;
-  // Two processes, side by side: a one-shot `cell run` waits for this probe.
+  // Two processes, side by side: a one-shot `cell run` waits for this probe. execa is loaded
+  // here, not at the top: a cached probe (the usual case) never evaluates it.
+  const { execa } = await import('execa');
   const [version, trial] = await Promise.all([
     execa(path, ['--version'], { reject: false }),
     execa(

@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { spawn } from 'node:child_process';
 import { closeSync, constants, fstatSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,6 +53,8 @@ export function openDirNoFollow(path: string): number {
  * a process of the cell may still be on its way out.
  */
 export async function removeLayer(dir: string): Promise<void> {
+  // execa is loaded on first use (see bubblewrapProbe.ts): most cells have no layer.
+  const { execa } = await import('execa');
   for (const m of [join(dir, 'merged'), dir]) {
     if ((await execa('umount', [m], { reject: false })).exitCode !== 0) await execa('umount', ['-l', m], { reject: false });
   }
@@ -66,6 +67,7 @@ export async function removeLayer(dir: string): Promise<void> {
  * does. Without it the directory merges with the installed one, which is then only partly writable.
  */
 async function markOpaque(dir: string): Promise<void> {
+  const { execa } = await import('execa');
   await execa('python3', ['-c', 'import os, sys; os.setxattr(sys.argv[1], "trusted.overlay.opaque", b"y", follow_symlinks=False)', dir], {
     reject: false,
   });

@@ -24,8 +24,6 @@ export interface DockerCellContext {
   caBundle?: string | null;
   /** Shared dependencies: read-only, or writable when the source is a discarded overlay layer. */
   deps?: { source: string; target: string; writable: boolean }[];
-  /** The image's own PATH (from its config): the runner's PATH means nothing inside. */
-  imagePath: string;
   uid: number;
   gid: number;
   runnerPid: number;
@@ -39,8 +37,9 @@ export interface DockerCellContext {
 
 /** Pure: the create options of one cell's container. */
 export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): ContainerCreateOptions {
+  // No PATH: the engine keeps the image's own (or its default), as `docker run` does; the
+  // runner's PATH means nothing inside. A spec may still set one.
   const env: Record<string, string> = {
-    PATH: ctx.imagePath,
     LANG: 'C.UTF-8',
     TERM: 'dumb',
     CI: 'true',

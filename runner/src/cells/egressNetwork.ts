@@ -1,5 +1,4 @@
 import type Docker from 'dockerode';
-import { execa } from 'execa';
 
 export const EGRESS_NETWORK = 'forge-egress';
 
@@ -78,6 +77,8 @@ export async function guardEgressBridge(
   bridge: string,
   proxyPort: number,
 ): Promise<{ release: () => Promise<void> } | { unguarded: string }> {
+  // execa is loaded on first use: only cells with an allowlist reach here.
+  const { execa } = await import('execa');
   const iptables = async (...args: string[]) => execa('iptables', ['-w', ...args], { reject: false });
   const drop = ['INPUT', '-i', bridge, '-j', 'DROP'];
   const accept = ['INPUT', '-i', bridge, '-p', 'tcp', '--dport', String(proxyPort), '-j', 'ACCEPT'];

@@ -4,6 +4,7 @@
 // module (runner/src/cli/main.ts: COMMANDS).
 import { closeInheritedDescriptors } from '../cells/inheritedDescriptors.js';
 import { nativeAbiProblem } from '../store/nativeBinding.js';
+import { enableCompileCache } from './compileCache.js';
 import { RUNNER_VERSION } from './version.js';
 
 const argv = process.argv.slice(2);
@@ -17,6 +18,7 @@ if (argv[0] === '--version' || argv[0] === '-V') {
 } else {
   // Before anything starts a child: no descriptor the runner inherited reaches a cell.
   closeInheritedDescriptors();
+  enableCompileCache();
   if (argv.length === 2 && argv[0] === 'serve' && argv[1] === '--stdio') {
     const { serveStdio } = await import('../server/serveStdio.js');
     // Handles (stdin, timers of instance drivers) would keep the process alive after the end.

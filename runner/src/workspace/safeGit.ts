@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -151,6 +150,8 @@ export function safeGitArgs(target: GitTarget, args: readonly string[]): string[
 export async function runGit(target: GitTarget, args: readonly string[], opts: GitCallOptions = {}): Promise<GitOutput> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const deadline = opts.deadline ?? Date.now() + DEFAULT_GIT_TIMEOUT_MS;
+  // Loaded on the first git call, not at import: a `cell run` without a worktree never needs it.
+  const { execa } = await import('execa');
   const child = execa('git', safeGitArgs(target, args), {
     cwd: target.cwd ?? target.workTree ?? target.gitDir ?? '/',
     env: safeGitEnvironment(target, opts.env),

@@ -34,7 +34,6 @@ interface EgressState {
   unguarded: string | null;
 }
 
-const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const MiB = 1024 * 1024;
 
 /** One-shot containers: created, attached, started, waited for and removed per cell. */
@@ -124,19 +123,6 @@ export class DockerCellProvider implements CellProvider {
     const spec = parseCellSpec(input);
     if (spec.image === '') throw new InputError('the docker provider needs an image; pass --image IMG (see forge-runner bake)');
     const { worktree, user } = await prepareCellWorktree(spec, this.env, this.stateDir);
-    let imageConfig: { Env?: string[] } | undefined;
-    try {
-      imageConfig = (await this.docker.getImage(spec.image).inspect()).Config as { Env?: string[] };
-    } catch (e) {
-      if ((e as { statusCode?: number }).statusCode === 404) {
-        throw new InputError(
-          `image "${spec.image}" is not in the local Docker engine; build it with forge-runner bake or docker import (no registry is reachable)`,
-        );
-      }
-      throw e;
-    }
-    const imagePath = imageConfig?.Env?.find((e) => e.startsWith('PATH='))?.slice(5) ?? DEFAULT_PATH;
-
     const cellId = newCellId();
     mkdirSync(this.logDir, { recursive: true });
     const logPath = join(this.logDir, `${cellId}.log`);
@@ -162,7 +148,6 @@ export class DockerCellProvider implements CellProvider {
       ...(mounts.plan.worktree ? { worktreeTarget: mounts.plan.worktree.target } : {}),
       deps: mounts.deps.mounts,
       caBundle: (this.caBundle ??= findHostCaBundle(this.env)?.path ?? null),
-      imagePath,
       uid: user.uid,
       gid: user.gid,
       runnerPid: process.pid,
@@ -186,7 +171,10 @@ export class DockerCellProvider implements CellProvider {
       {
         start: async (ctx) => {
           finished = ctx.finished;
-          const c = (container = await this.docker.createContainer(createOptions));
+          // No image inspection first (a round trip on every cell): the engine's 404 says it.
+          const c = (container = await this.docker.createContainer(createOptions).catch((e: unknown) => {
+            throw missingImage(e, spec.image) ?? e;
+          }));
           const sink = new Writable({
             write(chunk: Buffer, _enc, done) {
               ctx.output(chunk);
@@ -282,6 +270,15 @@ export function socketFromDockerHost(host: string | undefined): string | null {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** The one-line error for a create refused because the image is not in the engine; null for any other failure. */
+function missingImage(e: unknown, image: string): InputError | null {
+  const err = e as { statusCode?: number; message?: string };
+  if (err.statusCode !== 404 || !/no such image/i.test(err.message ?? '')) return null;
+  return new InputError(
+    `image "${image}" is not in the local Docker engine; build it with forge-runner bake or docker import (no registry is reachable)`,
+  );
+}
 
 /** Resolves once inspection shows the container stopped (polling slowly: the wait call is the fast path). */
 async function exitedByInspection(container: Docker.Container, settled: () => boolean): Promise<{ StatusCode: number }> {

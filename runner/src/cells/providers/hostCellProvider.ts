@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -422,6 +421,8 @@ async function removeScratch(dir: string): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   } catch {
     // chmod -R never follows a link it meets; a mode-000 directory is opened up before it is entered.
+    // Loaded here only: evaluating execa costs every one-shot `cell run` ~20 ms.
+    const { execa } = await import('execa');
     await execa('chmod', ['-R', 'u+rwX', '--', dir], { reject: false });
     rmSync(dir, { recursive: true, force: true });
   }
