@@ -38,6 +38,7 @@ const run = (over: Partial<RunSummary>): RunSummary => ({
   attempts: 2,
   winner_attempt: 0,
   review: 'pending',
+  environment: null,
   error: null,
   ...over,
 });

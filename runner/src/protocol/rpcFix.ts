@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { HealthReportSchema } from './health.js';
-import { VerdictSchema } from './fixReport.js';
+import { BrokenEnvironmentSchema, VerdictSchema } from './fixReport.js';
 import { FixStartParamsSchema } from './fixRequest.js';
 
 /**
@@ -35,6 +35,9 @@ export const RunSummarySchema = z
     winner_attempt: z.number().int().nullable(),
     review: RunReviewSchema.nullable().describe('Only for fixed runs: the winner waits for review, was applied, or was discarded.'),
     error: z.string().nullable(),
+    environment: BrokenEnvironmentSchema.nullable().describe(
+      'Set when the tests could not run on the base commit (the run ended before any attempt): the cause and the way out.',
+    ),
   })
   .strict();
 
@@ -95,7 +98,36 @@ export const ApplyFileOutcomeSchema = z
   })
   .strict();
 
+export const RepositoryProblemSchema = z
+  .object({
+    code: z.enum(['not_a_repository', 'no_commit', 'tracked_changes', 'no_test_command']),
+    message: z.string().describe('One line: what is wrong and what to do.'),
+    paths: z.array(z.string()).describe('For tracked_changes: the first changed paths.'),
+  })
+  .strict();
+
+/** fix/check: what would stop a fix run, found before the issue is asked for. */
+export const RepositoryCheckSchema = z
+  .object({
+    repo: z.string().nullable().describe('The top of the repository; null when the folder is not in one.'),
+    problems: z.array(RepositoryProblemSchema),
+    untracked: z
+      .object({ count: z.number().int(), sample: z.array(z.string()) })
+      .strict()
+      .describe('Files git does not track: they do not stop a run, but the attempts (from HEAD) do not see them.'),
+    test_cmd: z.string().nullable().describe('The test command a run would use (given or detected).'),
+  })
+  .strict();
+
 export const RPC_FIX_METHODS = {
+  'fix/check': {
+    params: z.object({ repo: repoPath, test_cmd: z.string().min(1).max(4096).optional() }).strict(),
+    result: RepositoryCheckSchema,
+  },
+  'repo/stash': {
+    params: z.object({ repo: repoPath }).strict(),
+    result: z.object({ stashed: z.boolean(), message: z.string().describe('What happened, e.g. the stash entry made.') }).strict(),
+  },
   'fix/start': {
     params: FixStartParamsSchema,
     result: z.object({ run_id: z.string() }).strict(),
@@ -181,6 +213,8 @@ export type AttemptSnapshot = z.infer<typeof AttemptSnapshotSchema>;
 export type CellSnapshot = z.infer<typeof CellSnapshotSchema>;
 export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;
 export type ReviewFile = z.infer<typeof ReviewFileSchema>;
+export type RepositoryCheck = z.infer<typeof RepositoryCheckSchema>;
+export type RepositoryProblem = z.infer<typeof RepositoryProblemSchema>;
 export type RpcFixParams<M extends RpcFixMethod> = z.input<(typeof RPC_FIX_METHODS)[M]['params']>;
 export type RpcFixResult<M extends RpcFixMethod> = z.output<(typeof RPC_FIX_METHODS)[M]['result']>;
 

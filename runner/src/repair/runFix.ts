@@ -1,3 +1,4 @@
+import { untrackedNote } from './fix/checkRepository.js';
 import type { FixRequest } from '../protocol/fixRequest.js';
 import type { AttemptWorktree } from '../workspace/attemptWorktree.js';
 import { checkGroundTruth, isFixed } from './fix/groundTruth.js';
@@ -35,6 +36,8 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
   progress(
     `run ${runId}: ${run.resumed ? 'resumed, ' : ''}${run.temperatures.length} attempt(s) on ${provider.name}${run.image ? ` (${run.image})` : ''}, tests: ${run.testCmd}`,
   );
+  const note = untrackedNote(run.untracked);
+  if (note) progress(`note: ${note}`);
   const scope: RunScope = { run, request, deps };
   const cells = new RunCells(scope);
   let depsWt: AttemptWorktree | null = null;

@@ -12,6 +12,8 @@ import { FixService } from './fixService.js';
 import { InstanceService } from './instanceService.js';
 import { cellSnapshot, runSummary } from './runSnapshots.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
+import { stashTrackedChanges } from '../workspace/stashChanges.js';
+import { checkRepository } from '../repair/fix/checkRepository.js';
 
 type MethodTable = Record<string, { params: z.ZodType; result: z.ZodType }>;
 type Handlers<T extends MethodTable> = { [M in keyof T]: (params: z.output<T[M]['params']>) => Promise<z.input<T[M]['result']>> };
@@ -79,6 +81,8 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
   };
 
   const fixHandlers: Handlers<typeof RPC_FIX_METHODS> = {
+    'fix/check': async ({ repo, test_cmd }) => checkRepository(repo, test_cmd),
+    'repo/stash': async ({ repo }) => stashTrackedChanges(repo),
     'fix/start': async (p) => fixes.start(p),
     'fix/cancel': async ({ run_id }) => ({ cancelled: fixes.cancel(run_id) }),
     'runs/list': async ({ limit }) => fixes.store.listRuns(limit).map((r) => runSummary(r, processAlive)),

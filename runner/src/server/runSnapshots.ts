@@ -1,3 +1,4 @@
+import { BrokenEnvironmentSchema } from '../protocol/fixReport.js';
 import type { AttemptSnapshot, CellSnapshot, RunSnapshot, RunSummary } from '../protocol/rpcFix.js';
 import { patchSize } from '../repair/selectWinner.js';
 import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js';
@@ -11,9 +12,14 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
       .find((l) => l.trim() !== '')
       ?.trim() ?? '';
   let error: string | null = null;
+  let environment: RunSummary['environment'] = null;
   if ((run.status === 'failed' || run.status === 'interrupted') && run.report_json) {
     try {
-      error = (JSON.parse(run.report_json) as { error?: string }).error ?? null;
+      const report = JSON.parse(run.report_json) as { error?: string; environment?: unknown };
+      error = report.error ?? null;
+      // Only a report that says it in the protocol's words (an older or damaged one says nothing).
+      const parsed = BrokenEnvironmentSchema.safeParse(report.environment);
+      environment = parsed.success ? parsed.data : null;
     } catch {
       error = null;
     }
@@ -34,6 +40,7 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
     winner_attempt: run.winner_attempt,
     review: run.status === 'fixed' ? (run.review ?? 'pending') : null,
     error,
+    environment,
   };
 }
 

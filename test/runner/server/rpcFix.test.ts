@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
@@ -210,6 +210,72 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
       JSON.stringify(gc.items),
     );
     await assert.rejects(call('cells/gc', { repo: state }), /not a git repository|git/i);
+  });
+
+  it('fix/check names what would stop a run before it starts; untracked files are only counted; repo/stash clears tracked changes', async () => {
+    const notRepo = await call('fix/check', { repo: state });
+    assert.equal(notRepo.repo, null);
+    assert.deepEqual(
+      notRepo.problems.map((p) => p.code),
+      ['not_a_repository'],
+    );
+    const d = repo('py-calc');
+    const clean = await call('fix/check', { repo: d });
+    assert.deepEqual(clean.problems, []);
+    assert.match(clean.test_cmd ?? '', /pytest|unittest/);
+    // What a new user has: an edited tracked file, a new untracked settings file.
+    writeFileSync(join(d, 'calc.py'), '# work in progress\n');
+    mkdirSync(join(d, '.vscode'));
+    writeFileSync(join(d, '.vscode', 'settings.json'), '{}\n');
+    const dirty = await call('fix/check', { repo: d });
+    assert.deepEqual(
+      dirty.problems.map((p) => [p.code, p.paths]),
+      [['tracked_changes', ['calc.py']]],
+    );
+    assert.deepEqual(dirty.untracked, { count: 1, sample: ['.vscode/settings.json'] });
+    const noTests = await call('fix/check', { repo: d, test_cmd: '  ' });
+    assert.ok(noTests.problems.some((p) => p.code === 'tracked_changes'));
+    const stash = await call('repo/stash', { repo: d });
+    assert.equal(stash.stashed, true, stash.message);
+    assert.match(git(d, 'stash', 'list'), /forge: before a fix run/);
+    assert.notEqual(readFileSync(join(d, 'calc.py'), 'utf8'), '# work in progress\n');
+    assert.ok(existsSync(join(d, '.vscode', 'settings.json')), 'untracked files stay');
+    assert.deepEqual((await call('fix/check', { repo: d })).problems, []);
+    assert.deepEqual(await call('repo/stash', { repo: d }), { stashed: false, message: `${d} had no tracked changes to stash` });
+    // An untracked file does not stop a run; the run says the attempts do not see it.
+    const { run_id } = await call('fix/start', {
+      repo: d,
+      issue: ISSUE,
+      model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`,
+      attempts: 1,
+      provider: 'host',
+    });
+    assert.equal((await waitFinished(run_id)).status, 'fixed', stderr);
+    assert.ok(
+      progress.some(
+        (p) => p.run_id === run_id && /1 untracked file\(s\) are not part of the attempts.*\.vscode\/settings\.json/.test(p.line),
+      ),
+      'the run names the untracked file',
+    );
+  });
+
+  it('a run whose tests cannot run on the base commit says why and how to fix it in runs/show', async () => {
+    const d = repo('py-calc');
+    const { run_id } = await call('fix/start', {
+      repo: d,
+      issue: ISSUE,
+      model: `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`,
+      attempts: 1,
+      provider: 'host',
+      test_cmd: 'forge-no-such-test-tool --run',
+    });
+    const done = await waitFinished(run_id);
+    assert.equal(done.status, 'failed');
+    const snap = await call('runs/show', { run_id });
+    assert.equal(snap.run.environment?.cause, 'command_not_found', JSON.stringify(snap.run));
+    assert.match(snap.run.environment?.detail ?? '', /forge-no-such-test-tool/);
+    assert.ok((snap.run.environment?.fix ?? '').length > 0);
+    assert.ok(snap.cells.some((c) => c.purpose === 'baseline' && c.exit_code === 127));
   });
 
   it('fix/cancel kills the run and its cells; the run is left interrupted', async () => {

@@ -34,6 +34,8 @@ export interface PreparedRun {
   started: number;
   /** Cell image ('' for host and qemu cells). */
   image: string;
+  /** Untracked files of the checkout: not part of the attempts (said once, at the start). */
+  untracked: string[];
 }
 
 export interface FixOutcome {

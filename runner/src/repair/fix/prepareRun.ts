@@ -5,8 +5,8 @@ import { readRepoFacts } from '../../images/readRepoFacts.js';
 import type { FixRequest } from '../../protocol/fixRequest.js';
 import { InputError } from '../../protocol/inputError.js';
 import { locateRepository } from '../../workspace/attemptWorktree.js';
-import { repoTarget, resolveCommit, userExcludesFile } from '../../workspace/repoLocation.js';
-import { runGit } from '../../workspace/safeGit.js';
+import { resolveCommit } from '../../workspace/repoLocation.js';
+import { workingTreeStatus } from './checkRepository.js';
 import { detectSharedDeps, readForgeConfig, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import type { FixDeps, PreparedRun } from './fixRun.js';
 
@@ -27,16 +27,12 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
   const started = Date.now();
   const loc = await locateRepository(request.repo);
   const repo = loc.top;
-  const excludes = userExcludesFile();
-  const status = await runGit(repoTarget(loc, excludes ? [`core.excludesFile=${excludes}`] : []), [
-    'status',
-    '--porcelain',
-    '--untracked-files=all',
-  ]);
-  const dirty = status.text.split('\n').filter(Boolean);
-  if (dirty.length > 0 && !request.allow_dirty) {
+  // Only tracked changes stop a run: untracked files (a new .vscode/settings.json) are simply
+  // not part of the attempts, which start from HEAD; the run says so.
+  const { tracked, untracked } = await workingTreeStatus(loc);
+  if (tracked.length > 0 && !request.allow_dirty) {
     throw new InputError(
-      `${repo} has uncommitted changes (${dirty.length} path(s), e.g. "${dirty[0]!.slice(3)}"); commit or stash them, or pass --allow-dirty`,
+      `${repo} has uncommitted changes to tracked files (${tracked.length} path(s), e.g. "${tracked[0]}"); commit or stash them, or pass --allow-dirty`,
     );
   }
   const base = await resolveCommit(loc, 'HEAD');
@@ -66,7 +62,19 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
     },
     temperatures,
   );
-  return { runId, repo, base, testCmd, temperatures, resumed: false, installCmd: request.install_cmd ?? null, shared, started, image };
+  return {
+    runId,
+    repo,
+    base,
+    testCmd,
+    temperatures,
+    resumed: false,
+    installCmd: request.install_cmd ?? null,
+    shared,
+    started,
+    image,
+    untracked,
+  };
 }
 
 function findSharedDeps(repo: string, request: Pick<FixRequest, 'shared_deps'>): SharedDependencies {
@@ -98,5 +106,6 @@ async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps,
     shared: findSharedDeps(row.repo, request),
     started,
     image: row.image,
+    untracked: [],
   };
 }
