@@ -13,7 +13,7 @@ import { RunnerConnection } from './runner/runnerConnection.js';
 import { runnerEvents } from './runnerEvents.js';
 import { CellsStatusBar } from './statusBar.js';
 import { ViewRefresh } from './viewRefresh.js';
-import { AttemptsTreeProvider } from './views/attemptsView.js';
+import { AttemptsTreeProvider, bindAttemptsScope } from './views/attemptsView.js';
 import { CellsTreeProvider } from './views/cellsView.js';
 import { InstancesTreeProvider } from './views/instancesView.js';
 import { readSettings } from './workspaceSettings.js';
@@ -48,14 +48,19 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
   const attemptDetails = new AttemptDetails({ runner, extensionUri: context.extensionUri });
   const review = new ReviewController(runner, state);
   const health = new HealthDocument();
+  const folderPaths = () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+  state.setScope(folderPaths());
+  const attemptsView = vscode.window.createTreeView('forge.attempts', {
+    treeDataProvider: new AttemptsTreeProvider(state, (runId) => void refresh.loadRun(runId)),
+    showCollapseAll: true,
+  });
 
   context.subscriptions.push(
     log,
     status,
-    vscode.window.createTreeView('forge.attempts', {
-      treeDataProvider: new AttemptsTreeProvider(state, (runId) => void refresh.loadRun(runId)),
-      showCollapseAll: true,
-    }),
+    attemptsView,
+    bindAttemptsScope(attemptsView, state),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => state.setScope(folderPaths())),
     vscode.window.createTreeView('forge.cells', { treeDataProvider: new CellsTreeProvider(state) }),
     vscode.window.createTreeView('forge.instances', { treeDataProvider: new InstancesTreeProvider(state) }),
     vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, new ReviewContentProvider(runner)),

@@ -1,6 +1,7 @@
 import type { HealthReport } from '../../runner/src/protocol/health.js';
 import type { CellSnapshot, RunSnapshot, RunSummary } from '../../runner/src/protocol/rpcFix.js';
 import type { RunnerResult } from './runner/runnerConnection.js';
+import { repoInFolders } from './workspaceScope.js';
 
 export type InstanceRow = RunnerResult<'instances/list'>[number];
 
@@ -15,6 +16,9 @@ export class ForgeState {
   running: CellSnapshot[] = [];
   health: HealthReport | null = null;
   instances: InstanceRow[] = [];
+  /** The window's workspace folders: runs of other repositories are hidden unless showAll. */
+  folders: string[] = [];
+  showAll = false;
   private readonly listeners = new Set<(what: 'runs' | 'cells' | 'health' | 'instances') => void>();
 
   onChange(listener: (what: 'runs' | 'cells' | 'health' | 'instances') => void): { dispose(): void } {
@@ -41,6 +45,28 @@ export class ForgeState {
     this.emit('cells');
   }
 
+  setScope(folders: string[], showAll = this.showAll): void {
+    this.folders = folders;
+    this.showAll = showAll;
+    this.emit('runs');
+    this.emit('cells');
+  }
+
+  /** Whether a run's repository is open in this window. */
+  inScope(run: Pick<RunSummary, 'repo'>): boolean {
+    return repoInFolders(run.repo, this.folders);
+  }
+
+  /** The runs the Attempts view lists: this window's, or every repository's when showAll. */
+  get visibleRuns(): RunSummary[] {
+    return this.showAll ? this.runs : this.runs.filter((r) => this.inScope(r));
+  }
+
+  /** Runs of other repositories the view leaves out. */
+  get hiddenRuns(): number {
+    return this.runs.length - this.visibleRuns.length;
+  }
+
   setHealth(health: HealthReport | null): void {
     this.health = health;
     this.emit('health');
@@ -51,14 +77,17 @@ export class ForgeState {
     this.emit('instances');
   }
 
-  /** The run the Cells view and the review commands act on: the newest one. */
+  /** The run the Cells view and the review commands act on: the newest one of this window's repositories. */
   get currentRun(): RunSummary | undefined {
-    return this.runs[0];
+    return this.runs.find((r) => this.inScope(r));
   }
 
-  /** The newest fixed run whose winner still waits for review. */
+  /**
+   * The newest fixed run of this window's repositories whose winner still waits for review:
+   * a palette command never reaches into a repository the window does not have open.
+   */
   get reviewableRun(): RunSummary | undefined {
-    return this.runs.find((r) => r.status === 'fixed' && r.review === 'pending');
+    return this.runs.find((r) => r.status === 'fixed' && r.review === 'pending' && this.inScope(r));
   }
 
   private emit(what: 'runs' | 'cells' | 'health' | 'instances'): void {

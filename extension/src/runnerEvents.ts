@@ -91,6 +91,10 @@ export function runnerEvents(deps: () => RunnerEventDeps, crashWarning = new Cra
         status.update();
       } else if (method === 'instances/changed') {
         void refresh.instances();
+      } else if (method === 'fix/progress') {
+        // Every run's progress (started here, resumed, or seen after a restart) in the Output channel.
+        const p = params as { run_id: string; line: string };
+        deps().log.info(`[${p.run_id}] ${p.line}`);
       } else if (method === 'fix/finished') {
         void refresh.health();
       }

@@ -9,6 +9,8 @@ export interface ForgeSettings {
   testCommand: string;
   model: string;
   maxTurns: number;
+  /** Seconds one cell may run (the runner's cell_timeout_s). */
+  cellTimeout: number;
 }
 
 /**
@@ -40,6 +42,7 @@ export function fixStartParams(settings: ForgeSettings, repo: string, issue: str
     ...(settings.image.trim() ? { image: settings.image.trim() } : {}),
     ...(settings.testCommand.trim() ? { test_cmd: settings.testCommand.trim() } : {}),
     max_turns: clampWhole(settings.maxTurns, FIX_LIMITS.max_turns),
+    cell_timeout_s: clampWhole(settings.cellTimeout, FIX_LIMITS.cell_timeout_s),
   };
 }
 

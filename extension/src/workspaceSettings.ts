@@ -12,5 +12,6 @@ export function readSettings(): ForgeSettings {
     testCommand: c.get<string>('testCommand', ''),
     model: c.get<string>('model', ''),
     maxTurns: c.get<number>('maxTurns', FIX_LIMITS.max_turns.default),
+    cellTimeout: c.get<number>('cellTimeout', FIX_LIMITS.cell_timeout_s.default),
   };
 }

@@ -207,8 +207,13 @@ describe('extension presentation and decisions (pure)', () => {
     assert.throws(() => runnerModelSpec('', '/ws'), /forge\.model is empty/);
     assert.throws(() => runnerModelSpec('gpt5', '/ws'), /is not a model/);
     assert.deepEqual(
-      fixStartParams({ attempts: 100, provider: 'docker', image: ' img ', testCommand: '', model: '', maxTurns: 0 }, '/r', 'i', 'm'),
-      { repo: '/r', issue: 'i', model: 'm', attempts: 64, provider: 'docker', image: 'img', max_turns: 1 },
+      fixStartParams(
+        { attempts: 100, provider: 'docker', image: ' img ', testCommand: '', model: '', maxTurns: 0, cellTimeout: Number.NaN },
+        '/r',
+        'i',
+        'm',
+      ),
+      { repo: '/r', issue: 'i', model: 'm', attempts: 64, provider: 'docker', image: 'img', max_turns: 1, cell_timeout_s: 300 },
     );
   });
 

@@ -9,6 +9,7 @@ import type { ForgeSettings } from '../settings.js';
 export interface FixIssueCommandDeps {
   runner: RunnerConnection;
   hub: NotificationHub;
+  log: vscode.LogOutputChannel;
   settings: () => ForgeSettings;
   review: ReviewController;
   /** Remembers the VS Code language model family the run asked for (model/reply answers with it). */
@@ -21,6 +22,7 @@ export function fixIssueCommand(deps: FixIssueCommandDeps): () => Promise<void> 
     fixIssueInCells({
       runner: deps.runner,
       hub: deps.hub,
+      log: deps.log,
       settings: deps.settings,
       onLanguageModelFamily: (f) => (deps.languageModel.family = f),
       review: (id) => deps.review.open(id),

@@ -50,6 +50,8 @@ export function forgeCommands(deps: CommandDeps): Record<string, CommandHandler>
     'forge.refresh': refreshCommand(deps),
     'forge.restartRunner': restartRunnerCommand(deps),
     'forge.setApiKey': setApiKeyCommand(deps),
+    'forge.showAllRuns': () => deps.state.setScope(deps.state.folders, true),
+    'forge.showWorkspaceRuns': () => deps.state.setScope(deps.state.folders, false),
   };
 }
 

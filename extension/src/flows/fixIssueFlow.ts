@@ -4,10 +4,13 @@ import type { ForgeSettings } from '../settings.js';
 import { fixStartParams, runnerModelSpec } from '../settings.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { NotificationHub } from '../notificationHub.js';
+import { announceRunEnd } from './announceRunEnd.js';
+import { preflight } from './preflight.js';
 
 export interface FixFlowDeps {
   runner: RunnerConnection;
   hub: NotificationHub;
+  log: vscode.LogOutputChannel;
   settings: () => ForgeSettings;
   onLanguageModelFamily: (family: string | null) => void;
   review: (runId: string) => Promise<void>;
@@ -17,7 +20,7 @@ export interface FixFlowDeps {
 }
 
 /** Asks for the issue: typed or pasted text, or a file (issue*.md files in the workspace are offered). */
-async function askIssue(folder: vscode.WorkspaceFolder): Promise<string | undefined> {
+async function askIssue(folder: vscode.WorkspaceFolder, untracked: string | null): Promise<string | undefined> {
   const found = await vscode.workspace.findFiles(
     new vscode.RelativePattern(folder, '**/*issue*.{md,txt}'),
     '**/{node_modules,.git,.forge}/**',
@@ -36,7 +39,7 @@ async function askIssue(folder: vscode.WorkspaceFolder): Promise<string | undefi
   ];
   const pick = await vscode.window.showQuickPick(items, {
     title: 'Forge: Fix Issue in Cells',
-    placeHolder: 'Which issue should the attempts fix?',
+    placeHolder: `Which issue should the attempts fix?${untracked ? ` (${untracked})` : ''}`,
     ignoreFocusOut: true,
   });
   if (!pick) return undefined;
@@ -78,12 +81,17 @@ export async function fixIssueInCells(deps: FixFlowDeps): Promise<void> {
     void vscode.window.showErrorMessage('Forge: open the repository to fix as a folder first (File > Open Folder).');
     return;
   }
-  const issue = await askIssue(folder);
+  const ready = await preflight(deps, folder);
+  if (!ready.go) return;
+  const issue = await askIssue(folder, ready.untracked);
   if (issue === undefined) return;
   const settings = deps.settings();
   const model = runnerModelSpec(settings.model, folder.uri.fsPath);
   deps.onLanguageModelFamily(model.lmFamily);
-  const { run_id: runId } = await deps.runner.request('fix/start', fixStartParams(settings, folder.uri.fsPath, issue, model.spec));
+  const { run_id: runId } = await deps.runner.request('fix/start', {
+    ...fixStartParams(settings, folder.uri.fsPath, issue, model.spec),
+    ...(ready.allowDirty ? { allow_dirty: true } : {}),
+  });
   deps.setRunActive(runId);
   const finished = await Promise.resolve(
     vscode.window.withProgress(
@@ -111,31 +119,5 @@ export async function fixIssueInCells(deps: FixFlowDeps): Promise<void> {
         }),
     ),
   ).finally(() => deps.setRunActive(null));
-  await announce(deps, runId, finished);
-}
-
-async function announce(deps: FixFlowDeps, runId: string, f: { status: string; error: string | null }): Promise<void> {
-  if (f.status === 'fixed') {
-    const snap = await deps.runner.request('runs/show', { run_id: runId });
-    const w = snap.attempts.find((a) => a.winner);
-    const choice = await vscode.window.showInformationMessage(
-      `Forge: fixed. Attempt ${w?.index ?? '?'} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`,
-      'Review',
-      'Apply',
-      'Discard',
-    );
-    if (choice === 'Review') await deps.review(runId);
-    else if (choice === 'Apply') await deps.apply(runId);
-    else if (choice === 'Discard') await deps.discard(runId);
-    return;
-  }
-  if (f.status === 'not_fixed') {
-    void vscode.window.showWarningMessage('Forge: not fixed: no attempt passed the tests. See the Attempts view for each verdict.');
-    return;
-  }
-  if (f.error === 'cancelled') {
-    void vscode.window.showInformationMessage(`Forge: run ${runId} cancelled; its cells were stopped.`);
-    return;
-  }
-  void vscode.window.showErrorMessage(`Forge: the run did not finish: ${f.error ?? f.status}`);
+  await announceRunEnd(deps, runId, finished);
 }

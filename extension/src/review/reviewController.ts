@@ -45,6 +45,7 @@ export class ReviewController {
       void vscode.window.showInformationMessage('Forge: no winning attempt to apply.');
       return false;
     }
+    if (!(await this.confirmOutsideWorkspace(id))) return false;
     const r = await this.runner.request('review/apply', { run_id: id });
     const message = describeApplyOutcome(r.applied, r.repo, r.files);
     if (!r.applied) {
@@ -76,6 +77,21 @@ export class ReviewController {
     await this.closeReviewEditors();
     await this.setReviewing(null);
     return true;
+  }
+
+  /**
+   * Apply writes into the run's repository: when this window does not have it open, the user
+   * says so first (a run listed from another repository must not change it unseen).
+   */
+  private async confirmOutsideWorkspace(runId: string): Promise<boolean> {
+    const run = this.state.runs.find((r) => r.run_id === runId) ?? (await this.runner.request('runs/show', { run_id: runId })).run;
+    if (this.state.inScope(run)) return true;
+    const choice = await vscode.window.showWarningMessage(
+      `Apply the winner of run ${runId} to ${run.repo}? That repository is not open in this window.`,
+      { modal: true, detail: 'Apply writes the changed files into its working tree.' },
+      'Apply There',
+    );
+    return choice === 'Apply There';
   }
 
   private async setReviewing(runId: string | null): Promise<void> {

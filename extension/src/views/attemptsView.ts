@@ -21,7 +21,7 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
   }
 
   getChildren(node?: AttemptsNode): AttemptsNode[] {
-    if (!node) return this.state.runs.slice(0, 20).map((run) => ({ kind: 'run', run }));
+    if (!node) return this.state.visibleRuns.slice(0, 20).map((run) => ({ kind: 'run', run }));
     if (node.kind === 'attempt') return [];
     const snap = this.state.snapshots.get(node.run.run_id);
     if (!snap) {
@@ -33,7 +33,7 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
 
   getTreeItem(node: AttemptsNode): vscode.TreeItem {
     if (node.kind === 'run') {
-      const newest = this.state.runs[0]?.run_id === node.run.run_id;
+      const newest = this.state.visibleRuns[0]?.run_id === node.run.run_id;
       return toTreeItem(
         runView(node.run),
         newest ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
@@ -44,4 +44,20 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
     item.command = { command: 'forge.openAttemptDetails', title: 'Open Attempt Details', arguments: [node] };
     return item;
   }
+}
+
+/** Pure: the line above the Attempts view when runs of other repositories are left out (undefined: none). */
+export function hiddenRunsMessage(hidden: number, showAll: boolean): string | undefined {
+  if (showAll || hidden === 0) return undefined;
+  return `${hidden} run${hidden === 1 ? '' : 's'} of repositories not open in this window ${hidden === 1 ? 'is' : 'are'} hidden ("Show Runs of All Repositories" in the view's menu).`;
+}
+
+/** Keeps the view's message and the forge.showAllRuns context in step with the state. */
+export function bindAttemptsScope(view: vscode.TreeView<AttemptsNode>, state: ForgeState): vscode.Disposable {
+  const update = () => {
+    view.message = hiddenRunsMessage(state.hiddenRuns, state.showAll);
+    void vscode.commands.executeCommand('setContext', 'forge.showAllRuns', state.showAll);
+  };
+  update();
+  return state.onChange((what) => what === 'runs' && update());
 }

@@ -116,6 +116,10 @@ export const RepositoryCheckSchema = z
       .strict()
       .describe('Files git does not track: they do not stop a run, but the attempts (from HEAD) do not see them.'),
     test_cmd: z.string().nullable().describe('The test command a run would use (given or detected).'),
+    install_cmd: z
+      .string()
+      .nullable()
+      .describe("The detected stack's install command (npm ci, pip install -r ...), to suggest when dependencies are missing."),
   })
   .strict();
 

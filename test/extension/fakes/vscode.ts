@@ -205,7 +205,7 @@ export const window = {
   },
   createTreeView: (id: string, options: { treeDataProvider: unknown }) => {
     fake.treeViews.set(id, options);
-    return { dispose() {} };
+    return { message: undefined as string | undefined, dispose() {} };
   },
   showInformationMessage: message('info'),
   showWarningMessage: message('warning'),
@@ -277,6 +277,7 @@ export const workspace = {
     return fake.workspaceFolders;
   },
   onDidChangeConfiguration: () => ({ dispose() {} }),
+  onDidChangeWorkspaceFolders: () => ({ dispose() {} }),
   findFiles: async () => [],
   openedDocuments: [] as Uri[],
   openTextDocument: async (uri: Uri) => {

@@ -46,10 +46,23 @@ describe('FixRequest', () => {
       [props['forge.maxTurns']!.default, props['forge.maxTurns']!.minimum, props['forge.maxTurns']!.maximum],
       [FIX_LIMITS.max_turns.default, FIX_LIMITS.max_turns.min, FIX_LIMITS.max_turns.max],
     );
-    const settings = { attempts: 100, provider: 'host' as const, image: '', testCommand: '', model: 'replay:x', maxTurns: 0 };
+    assert.deepEqual(
+      [props['forge.cellTimeout']!.default, props['forge.cellTimeout']!.minimum, props['forge.cellTimeout']!.maximum],
+      [FIX_LIMITS.cell_timeout_s.default, FIX_LIMITS.cell_timeout_s.min, FIX_LIMITS.cell_timeout_s.max],
+    );
+    const settings = {
+      attempts: 100,
+      provider: 'host' as const,
+      image: '',
+      testCommand: '',
+      model: 'replay:x',
+      maxTurns: 0,
+      cellTimeout: 100_000,
+    };
     const p = fixStartParams(settings, '/tmp/r', 'x', 'replay:x');
     assert.equal(p.attempts, 64);
     assert.equal(p.max_turns, 1);
+    assert.equal(p.cell_timeout_s, FIX_LIMITS.cell_timeout_s.max);
     assert.equal(RPC_FIX_METHODS['fix/start'].params.safeParse(p).success, true);
   });
 

@@ -61,6 +61,7 @@ export async function checkRepository(repoPath: string, testCmd?: string): Promi
       problems: [{ code: 'not_a_repository', message: e.message, paths: [] }],
       untracked: { count: 0, sample: [] },
       test_cmd: null,
+      install_cmd: null,
     };
   }
   const problems: RepositoryProblem[] = [];
@@ -75,7 +76,8 @@ export async function checkRepository(repoPath: string, testCmd?: string): Promi
       paths: status.tracked.slice(0, SAMPLE),
     });
   }
-  const detected = testCmd?.trim() || detectStacks(readRepoFacts(loc.top))[0]?.test || null;
+  const stack = detectStacks(readRepoFacts(loc.top))[0];
+  const detected = testCmd?.trim() || stack?.test || null;
   if (!detected) {
     problems.push({
       code: 'no_test_command',
@@ -88,5 +90,6 @@ export async function checkRepository(repoPath: string, testCmd?: string): Promi
     problems,
     untracked: { count: status.untracked.length, sample: status.untracked.slice(0, SAMPLE) },
     test_cmd: detected,
+    install_cmd: stack?.install ?? null,
   };
 }

@@ -1,0 +1,88 @@
+import * as vscode from 'vscode';
+import type { RunSnapshot } from '../../../runner/src/protocol/rpcFix.js';
+import type { RunnerConnection } from '../runner/runnerConnection.js';
+import { closestAttempt, describeRunEnd, type RunEndAction } from './runEnd.js';
+
+export interface RunEndDeps {
+  runner: RunnerConnection;
+  log: vscode.LogOutputChannel;
+  review: (runId: string) => Promise<unknown>;
+  apply: (runId: string) => Promise<unknown>;
+  discard: (runId: string) => Promise<unknown>;
+}
+
+/**
+ * The end of a run: the Forge view comes forward and a notification says what happened, with
+ * the next steps as buttons (runEnd.ts decides which). Resolves once the chosen action ran.
+ */
+export async function announceRunEnd(deps: RunEndDeps, runId: string, finished: { status: string; error: string | null }): Promise<void> {
+  const snap = await deps.runner.request('runs/show', { run_id: runId }).catch(() => null);
+  const view = describeRunEnd(finished, snap);
+  deps.log.info(`[${runId}] ${view.message}`);
+  void vscode.commands.executeCommand('forge.attempts.focus');
+  const show =
+    view.severity === 'info'
+      ? vscode.window.showInformationMessage
+      : view.severity === 'warning'
+        ? vscode.window.showWarningMessage
+        : vscode.window.showErrorMessage;
+  const choice = await show(view.message, ...view.actions.map((a) => a.label));
+  const action = view.actions.find((a) => a.label === choice)?.action;
+  if (action) await runEndAction(deps, action, runId, snap);
+}
+
+async function runEndAction(deps: RunEndDeps, action: RunEndAction, runId: string, snap: RunSnapshot | null): Promise<void> {
+  switch (action) {
+    case 'review':
+      return void (await deps.review(runId));
+    case 'apply':
+      return void (await deps.apply(runId));
+    case 'discard':
+      return void (await deps.discard(runId));
+    case 'showAttempts':
+      return void (await vscode.commands.executeCommand('forge.attempts.focus'));
+    case 'baselineLog': {
+      const cell = snap?.cells.find((c) => c.purpose === 'baseline' && !c.running);
+      if (!cell) return void vscode.window.showInformationMessage('Forge: this run has no baseline log (its baseline never ran).');
+      return void (await vscode.commands.executeCommand('forge.openCellLog', cell));
+    }
+    case 'attemptDetails': {
+      const index = snap ? closestAttempt(snap) : null;
+      const attempt = snap?.attempts.find((a) => a.index === index);
+      if (attempt) await vscode.commands.executeCommand('forge.openAttemptDetails', { kind: 'attempt', runId, attempt });
+      return;
+    }
+    case 'editTestCommand':
+      return void (await vscode.commands.executeCommand('workbench.action.openSettings', 'forge.testCommand'));
+    case 'cellTimeoutSetting':
+      return void (await vscode.commands.executeCommand('workbench.action.openSettings', 'forge.cellTimeout'));
+    case 'installDependencies':
+      return installDependencies(deps.runner, snap?.run.repo);
+    case 'showLog':
+      return deps.log.show();
+    case 'resume':
+      return void (await vscode.commands.executeCommand('forge.resumeRun', snap ? { kind: 'run', run: snap.run } : undefined));
+  }
+}
+
+/**
+ * "Install Dependencies…": the stack's install command, confirmed or edited by the user, run
+ * in a terminal in the repository, on this machine and its network (cells have none); the
+ * next run's cells share what it installed (node_modules, the virtualenv) read-only.
+ */
+export async function installDependencies(runner: RunnerConnection, repo: string | undefined): Promise<void> {
+  if (!repo) return;
+  const check = await runner.request('fix/check', { repo }).catch(() => null);
+  const command = await vscode.window.showInputBox({
+    title: 'Forge: Install Dependencies',
+    prompt: `Runs in a terminal in ${repo}, on this machine (cells have no network); the next run's cells share what it installs.`,
+    value: check?.install_cmd ?? '',
+    placeHolder: 'e.g. npm ci, python3 -m pip install -r requirements.txt',
+    ignoreFocusOut: true,
+    validateInput: (v) => (v.trim() === '' ? 'Type the command that installs the dependencies' : undefined),
+  });
+  if (!command) return;
+  const terminal = vscode.window.createTerminal({ name: 'Forge: install dependencies', cwd: repo });
+  terminal.show();
+  terminal.sendText(command.trim(), true);
+}

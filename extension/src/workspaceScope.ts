@@ -1,0 +1,15 @@
+/**
+ * Pure: whether a run's repository belongs to this window: it is one of the open folders,
+ * contains one (a folder opened below the repository's top), or lies inside one. No `vscode` import.
+ */
+export function repoInFolders(repo: string, folders: readonly string[]): boolean {
+  const r = trimSlash(repo);
+  return folders.some((f) => {
+    const d = trimSlash(f);
+    return d === r || d.startsWith(`${r}/`) || r.startsWith(`${d}/`);
+  });
+}
+
+function trimSlash(p: string): string {
+  return p.length > 1 ? p.replace(/\/+$/, '') : p;
+}

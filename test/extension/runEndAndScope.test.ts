@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import type { AttemptSnapshot, RepositoryCheck, RunSnapshot, RunSummary } from '../../runner/src/protocol/rpcFix.js';
+import { ForgeState } from '../../extension/src/forgeState.js';
+import { planPreflight } from '../../extension/src/flows/preflightPlan.js';
+import { closestAttempt, describeRunEnd } from '../../extension/src/flows/runEnd.js';
+import { hiddenRunsMessage } from '../../extension/src/views/attemptsView.js';
+import { repoInFolders } from '../../extension/src/workspaceScope.js';
+
+const summary = (over: Partial<RunSummary> = {}): RunSummary => ({
+  run_id: 'run-1',
+  status: 'not_fixed',
+  created_at: '',
+  updated_at: '',
+  repo: '/w/app',
+  base_commit: 'abc',
+  issue_title: 'x',
+  test_cmd: 'npm test',
+  provider: 'host',
+  image: '',
+  model: 'replay:x',
+  attempts: 3,
+  winner_attempt: null,
+  review: null,
+  error: null,
+  environment: null,
+  ...over,
+});
+const attempt = (index: number, over: Partial<AttemptSnapshot> = {}): AttemptSnapshot => ({
+  index,
+  attempt_id: `a${index}`,
+  temperature: 0,
+  status: 'finished',
+  turns: 2,
+  tokens: 1,
+  green: false,
+  passed: 5,
+  failed: 2,
+  diff_size: 4,
+  winner: false,
+  error: null,
+  ...over,
+});
+const snap = (run: Partial<RunSummary>, attempts: AttemptSnapshot[] = []): RunSnapshot => ({ run: summary(run), attempts, cells: [] });
+const check = (over: Partial<RepositoryCheck> = {}): RepositoryCheck => ({
+  repo: '/w/app',
+  problems: [],
+  untracked: { count: 0, sample: [] },
+  test_cmd: 'npm test',
+  install_cmd: 'npm ci',
+  ...over,
+});
+
+describe('extension: what a run end says and offers, the pre-flight, and the window scope', () => {
+  it('a fixed run offers Review, Apply and Discard and names the winner', () => {
+    const v = describeRunEnd(
+      { status: 'fixed', error: null },
+      snap({ status: 'fixed' }, [attempt(0), attempt(1, { winner: true, diff_size: 3 })]),
+    );
+    assert.equal(v.severity, 'info');
+    assert.match(v.message, /Attempt 1 won \(3 changed lines/);
+    assert.deepEqual(
+      v.actions.map((a) => a.action),
+      ['review', 'apply', 'discard'],
+    );
+  });
+
+  it('a broken environment says the cause and the fix in words and offers buttons that act on it', () => {
+    const env = {
+      cause: 'command_not_found' as const,
+      detail: 'the test command failed: eslint: not found',
+      fix: 'install the dependencies',
+    };
+    const v = describeRunEnd({ status: 'failed', error: 'x' }, snap({ status: 'failed', environment: env }));
+    assert.equal(v.severity, 'error');
+    assert.match(v.message, /could not run on the base commit.*eslint: not found\. install the dependencies\./);
+    assert.deepEqual(
+      v.actions.map((a) => a.label),
+      ['Install Dependencies…', 'Edit Test Command', 'Open Baseline Log'],
+    );
+    const timeout = describeRunEnd({ status: 'failed', error: 'x' }, snap({ environment: { ...env, cause: 'timeout' } }));
+    assert.equal(timeout.actions[0]!.action, 'cellTimeoutSetting');
+    const none = describeRunEnd({ status: 'failed', error: 'x' }, snap({ environment: { ...env, cause: 'no_tests' } }));
+    assert.ok(!none.actions.some((a) => a.action === 'installDependencies'));
+  });
+
+  it('a red run names the closest attempt and offers the evidence', () => {
+    const attempts = [
+      attempt(0, { failed: 3 }),
+      attempt(1, { failed: 1, diff_size: 9 }),
+      attempt(2, { failed: 1, diff_size: 2 }),
+      attempt(3, { status: 'failed', failed: null, passed: null }),
+    ];
+    assert.equal(closestAttempt(snap({}, attempts)), 2);
+    const v = describeRunEnd({ status: 'not_fixed', error: null }, snap({}, attempts));
+    assert.equal(v.severity, 'warning');
+    assert.match(v.message, /none of the 4 attempts passed the tests\. Closest: attempt 2 \(1 failing, 5 passing\)/);
+    assert.deepEqual(
+      v.actions.map((a) => a.action),
+      ['showAttempts', 'baselineLog', 'attemptDetails'],
+    );
+  });
+
+  it('a cancelled run offers Resume and Discard; any other end says the error and offers the log', () => {
+    assert.deepEqual(
+      describeRunEnd({ status: 'interrupted', error: 'cancelled' }, null).actions.map((a) => a.action),
+      ['resume', 'discard'],
+    );
+    const failed = describeRunEnd({ status: 'failed', error: 'the model endpoint refused the key' }, null);
+    assert.match(failed.message, /did not finish: the model endpoint refused the key/);
+    assert.equal(failed.actions[0]!.action, 'showLog');
+  });
+
+  it('pre-flight: the model comes first, then the repository, the commit and the test command; tracked changes ask; untracked files are said', () => {
+    assert.deepEqual(planPreflight('forge.model is empty: set it', check()).block?.actions, [
+      { label: 'Open Settings', action: 'openModelSettings' },
+    ]);
+    const notRepo = planPreflight(
+      null,
+      check({ repo: null, problems: [{ code: 'not_a_repository', message: '/w/app is not inside a git repository', paths: [] }] }),
+    );
+    assert.equal(notRepo.block?.actions[0]!.action, 'initRepository');
+    const noTests = planPreflight(null, check({ problems: [{ code: 'no_test_command', message: 'no test command detected', paths: [] }] }));
+    assert.equal(noTests.block?.actions[0]!.action, 'editTestCommand');
+    const dirty = planPreflight(
+      null,
+      check({
+        problems: [{ code: 'tracked_changes', message: '/w/app has uncommitted changes to 2 tracked path(s)', paths: ['a.js', 'b.js'] }],
+        untracked: { count: 2, sample: ['.forgeinclude', '.vscode/settings.json'] },
+      }),
+    );
+    assert.equal(dirty.block, null);
+    assert.equal(dirty.dirty?.detail, 'a.js\nb.js');
+    assert.match(dirty.untracked ?? '', /^2 untracked file\(s\) are not part of the attempts/);
+    assert.deepEqual(planPreflight(null, check()), { block: null, dirty: null, untracked: null });
+  });
+
+  it('scope: a run belongs to the window when its repository is open, holds an open folder, or lies in one', () => {
+    assert.ok(repoInFolders('/w/app', ['/w/app/']));
+    assert.ok(repoInFolders('/w/app', ['/w/app/packages/ui']));
+    assert.ok(repoInFolders('/w/app/sub', ['/w']));
+    assert.ok(!repoInFolders('/w/app', ['/w/app2']));
+    assert.ok(!repoInFolders('/w/app', []));
+    const state = new ForgeState();
+    state.setRuns([
+      summary({ run_id: 'other', repo: '/w/other', status: 'fixed', review: 'pending' }),
+      summary({ run_id: 'mine', repo: '/w/app', status: 'fixed', review: 'pending' }),
+    ]);
+    state.setScope(['/w/app']);
+    assert.deepEqual(
+      state.visibleRuns.map((r) => r.run_id),
+      ['mine'],
+    );
+    assert.equal(state.reviewableRun?.run_id, 'mine', "the palette's Review/Apply never picks another repository's run");
+    assert.equal(state.currentRun?.run_id, 'mine');
+    assert.match(hiddenRunsMessage(state.hiddenRuns, state.showAll) ?? '', /^1 run of repositories not open in this window is hidden/);
+    state.setScope(['/w/app'], true);
+    assert.equal(state.visibleRuns.length, 2);
+    assert.equal(hiddenRunsMessage(state.hiddenRuns, state.showAll), undefined);
+    state.setScope(['/w/elsewhere'], false);
+    assert.equal(state.reviewableRun, undefined);
+  });
+});
