@@ -13,3 +13,9 @@ export function repoInFolders(repo: string, folders: readonly string[]): boolean
 function trimSlash(p: string): string {
   return p.length > 1 ? p.replace(/\/+$/, '') : p;
 }
+
+/** Pure: the line above the Attempts view when runs of other repositories are left out (undefined: none). */
+export function hiddenRunsMessage(hidden: number, showAll: boolean): string | undefined {
+  if (showAll || hidden === 0) return undefined;
+  return `${hidden} run${hidden === 1 ? '' : 's'} of repositories not open in this window ${hidden === 1 ? 'is' : 'are'} hidden ("Show Runs of All Repositories" in the view's menu).`;
+}

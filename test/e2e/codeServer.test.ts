@@ -12,6 +12,7 @@ import {
   type RunningCodeServer,
   startCodeServer,
 } from '../helpers/codeServer.js';
+import { makeRepo } from '../helpers/gitRepo.js';
 import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
 
 /**
@@ -30,10 +31,13 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
   let browser: Browser | undefined;
   let page: Page;
   let repo: { dir: string; cleanup: () => void };
+  // A second window, on an npm package whose test tool was never installed.
+  let other: { dir: string; cleanup: () => void } | undefined;
+  let page2: Page | undefined;
   let step = 0;
-  const shot = async (name: string) => {
+  const shot = async (name: string, on: Page = page) => {
     step += 1;
-    await page.screenshot({ path: join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`) });
+    await on.screenshot({ path: join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`) });
   };
 
   before(async function () {
@@ -60,16 +64,17 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await browser?.close().catch(() => undefined);
     await server?.stop();
     repo?.cleanup();
+    other?.cleanup();
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  const palette = async (command: string) => {
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
+  const palette = async (command: string, on: Page = page) => {
+    await on.keyboard.press('F1');
+    const input = on.locator('.quick-input-widget input');
     await input.waitFor();
     await input.fill(`>${command}`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor();
-    await page.keyboard.press('Enter');
+    await on.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor();
+    await on.keyboard.press('Enter');
   };
 
   it('shows cell health in the status bar once the runner is up', async () => {
@@ -123,6 +128,58 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     assert.match(await frame.locator('[data-testid="verdict"]').innerText(), /green: \d+ passed, 0 failed/);
     assert.ok(Number((await frame.locator('[data-testid="turns"]').innerText()).split(' ')[0]) >= 1);
     await shot('attempt-details');
+  });
+
+  it("a second window on another repository lists none of the first one's runs and cannot Apply into it", async () => {
+    // What a new user's npm package looks like before `npm install`: the test tool is missing.
+    other = makeRepo({
+      'package.json': JSON.stringify({ name: 'tiny-lint', version: '1.0.0', scripts: { test: 'eslint-forge-missing .' } }, null, 2),
+      'index.js': 'module.exports = (a, b) => a - b;\n',
+    });
+    page2 = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
+    await page2.goto(`${server!.url}?folder=${encodeURIComponent(other.dir)}`);
+    await page2.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
+    await page2.locator('.statusbar-item', { hasText: /cells · .*host ✓/ }).waitFor({ timeout: 60_000 });
+    await page2.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
+    const attempts = page2.locator('.pane', { hasText: 'Attempts' });
+    await attempts.getByText(/1 run of repositories not open in this window is hidden/).waitFor({ timeout: 30_000 });
+    assert.equal(await attempts.locator('.monaco-list-row', { hasText: /fixed/ }).count(), 0, 'the py-calc run is not listed here');
+    const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
+    await palette('Forge: Apply Winning Attempt', page2);
+    await page2.locator('.notifications-toasts', { hasText: /no winning attempt to apply/ }).waitFor({ timeout: 30_000 });
+    // The toast slides in: let it settle before the screenshot.
+    await page2.waitForTimeout(500);
+    await shot('second-window-cannot-apply', page2);
+    assert.equal(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), before, 'the first repository is untouched');
+  });
+
+  it('a repository whose test tool is missing: the run ends with the cause in words and a button that opens the right setting', async () => {
+    const p = page2!;
+    await p.keyboard.press('Escape');
+    await palette('Forge: Fix Issue in Cells', p);
+    await p.locator('.quick-input-list .monaco-list-row', { hasText: 'Type or paste the issue text' }).waitFor();
+    await p.keyboard.press('Enter');
+    await p.locator('.quick-input-widget input').fill('subtract() should add');
+    await p.keyboard.press('Enter');
+    const toast = p.locator('.notifications-toasts .notification-toast', { hasText: /could not run on the base commit/ });
+    await toast.waitFor({ timeout: 180_000 });
+    await toast.getByRole('button', { name: 'Edit Test Command' }).waitFor();
+    assert.match(await toast.innerText(), /eslint-forge-missing: command not found/);
+    await shot('environment-broken', p);
+    await toast.getByRole('button', { name: 'Edit Test Command' }).click();
+    await p.locator('.settings-editor').waitFor({ timeout: 30_000 });
+    await p
+      .locator('.settings-editor .setting-item-contents', { hasText: /Test Command/ })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    await shot('edit-test-command', p);
+    const rows = await p.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row').allInnerTexts();
+    assert.ok(
+      rows.some((r) => /subtract\(\) should add/.test(r) && /failed/.test(r)),
+      `the failed run is listed in its own window: ${rows.join(' | ')}`,
+    );
+    await p.close();
+    page2 = undefined;
   });
 
   it('reviews the winner as a multi-file diff and applies it from the editor title; the file on disk changes', async () => {

@@ -3,8 +3,7 @@ import type { AttemptSnapshot, RepositoryCheck, RunSnapshot, RunSummary } from '
 import { ForgeState } from '../../extension/src/forgeState.js';
 import { planPreflight } from '../../extension/src/flows/preflightPlan.js';
 import { closestAttempt, describeRunEnd } from '../../extension/src/flows/runEnd.js';
-import { hiddenRunsMessage } from '../../extension/src/views/attemptsView.js';
-import { repoInFolders } from '../../extension/src/workspaceScope.js';
+import { hiddenRunsMessage, repoInFolders } from '../../extension/src/workspaceScope.js';
 
 const summary = (over: Partial<RunSummary> = {}): RunSummary => ({
   run_id: 'run-1',
@@ -72,7 +71,8 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
     };
     const v = describeRunEnd({ status: 'failed', error: 'x' }, snap({ status: 'failed', environment: env }));
     assert.equal(v.severity, 'error');
-    assert.match(v.message, /could not run on the base commit.*eslint: not found\. install the dependencies\./);
+    assert.match(v.message, /could not run on the base commit.*eslint: not found\. Install the project's dependencies in your checkout/);
+    assert.doesNotMatch(v.message, /--/, 'no CLI flag the editor cannot pass');
     assert.deepEqual(
       v.actions.map((a) => a.label),
       ['Install Dependencies…', 'Edit Test Command', 'Open Baseline Log'],

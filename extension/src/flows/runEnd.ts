@@ -66,7 +66,7 @@ export function describeRunEnd(finished: { status: string; error: string | null 
     };
     return {
       severity: 'error',
-      message: `Forge: the tests could not run on the base commit, so no attempt was started. ${sentence(env.detail)} ${sentence(env.fix)}`,
+      message: `Forge: the tests could not run on the base commit, so no attempt was started. ${sentence(env.detail)} ${EDITOR_FIX[env.cause]}`,
       actions: act(...byCause[env.cause]),
     };
   }
@@ -93,6 +93,18 @@ export function closestAttempt(snap: RunSnapshot): number | null {
   const judged = snap.attempts.filter((a) => a.failed !== null);
   return [...judged].sort((a, b) => (a.failed ?? 0) - (b.failed ?? 0) || a.diff_size - b.diff_size)[0]?.index ?? null;
 }
+
+/**
+ * The way out in the editor's terms: the runner's own fix text names CLI flags (--install-cmd,
+ * --test-cmd) the user of the editor cannot pass; the buttons are the editor's flags.
+ */
+const EDITOR_FIX: Record<NonNullable<RunSnapshot['run']['environment']>['cause'], string> = {
+  command_not_found: "Install the project's dependencies in your checkout, or set a test command that exists.",
+  missing_module: "Install the project's dependencies in your checkout (cells share them), or set another test command.",
+  no_tests: "Set a test command that runs this project's tests.",
+  network: 'Cells have no network: use a test command that needs none (or install what it downloads first).',
+  timeout: 'Raise the cell timeout, or narrow the test command to the tests of this issue.',
+};
 
 function sentence(text: string): string {
   const t = text.trim();

@@ -3,6 +3,7 @@ import type { AttemptSnapshot, RunSummary } from '../../../runner/src/protocol/r
 import type { ForgeState } from '../forgeState.js';
 import { attemptView, runView } from './presentation.js';
 import { toTreeItem } from './treeItem.js';
+import { hiddenRunsMessage } from '../workspaceScope.js';
 
 export type AttemptsNode = { kind: 'run'; run: RunSummary } | { kind: 'attempt'; runId: string; attempt: AttemptSnapshot };
 
@@ -44,12 +45,6 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
     item.command = { command: 'forge.openAttemptDetails', title: 'Open Attempt Details', arguments: [node] };
     return item;
   }
-}
-
-/** Pure: the line above the Attempts view when runs of other repositories are left out (undefined: none). */
-export function hiddenRunsMessage(hidden: number, showAll: boolean): string | undefined {
-  if (showAll || hidden === 0) return undefined;
-  return `${hidden} run${hidden === 1 ? '' : 's'} of repositories not open in this window ${hidden === 1 ? 'is' : 'are'} hidden ("Show Runs of All Repositories" in the view's menu).`;
 }
 
 /** Keeps the view's message and the forge.showAllRuns context in step with the state. */
