@@ -134,6 +134,33 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.ok(msg.data.turns.length >= 1 && msg.data.cells.some((c) => (c.log ?? '').length > 0));
   });
 
+  it('any attempt: View Diff shows its change, Compare with Winner puts it next to the winner; its menu offers Apply This Attempt', async () => {
+    const attempts = fake.treeViews.get('forge.attempts')!.treeDataProvider as Provider<AttemptsNode>;
+    const red = attempts.getChildren(attempts.getChildren()[0]).find((n) => n.kind === 'attempt' && !n.attempt.winner)!;
+    assert.equal(attempts.getTreeItem(red).contextValue, 'attempt.changed.comparable');
+    const content = fake.contentProviders.get('forge-review')!;
+    const read = async (u: unknown) => String(await content.provideTextDocumentContent(u as Uri));
+    fake.executed = [];
+    await command('forge.viewAttemptDiff', red);
+    const view = fake.executed.find((e) => e.command === 'vscode.changes')!;
+    assert.match(String(view.args[0]), /^Forge: attempt 1 of /);
+    const [, base, mine] = (view.args[1] as Uri[][])[0]!;
+    assert.match(await read(base), /len\(values\) \+ 1/);
+    assert.match(await read(mine), /sum\(values\) \/\/ len\(values\)/, 'the red attempt: integer division');
+    fake.executed = [];
+    await command('forge.compareWithWinner', red);
+    const compare = fake.executed.find((e) => e.command === 'vscode.changes')!;
+    assert.match(String(compare.args[0]), /^Forge: winner \(attempt 0\) vs attempt 1$/);
+    const [, left, right] = (compare.args[1] as Uri[][])[0]!;
+    assert.match(await read(left), /sum\(values\) \/ len\(values\)/);
+    assert.match(await read(right), /sum\(values\) \/\/ len\(values\)/);
+    // Apply This Attempt on the red one asks first; answered with nothing, nothing is written.
+    const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
+    await command('forge.applyAttempt', red);
+    assert.match(fake.messages.at(-1)!.text, /^Apply attempt 1 instead of the winner\? its tests were red/);
+    assert.equal(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), before);
+  });
+
   it('Apply writes the winner to the workspace and ends the review', async () => {
     await command('forge.applyWinner');
     assert.ok(
@@ -255,7 +282,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
     const before = fake.messages.length;
     await command('forge.fixIssue');
     const shown = fake.messages.slice(before);
-    const confirm = shown.find((m) => /^Discard the attempts of run/.test(m.text));
+    const confirm = shown.find((m) => /^Discard run \S+\? Its winner \(attempt \d+\) was not applied: its branch/.test(m.text));
     assert.ok(confirm, JSON.stringify(shown));
     assert.deepEqual(confirm.items, ['Discard']);
     assert.ok(
@@ -264,6 +291,6 @@ describe('extension with a fake VS Code API and the real runner', function () {
     );
     const discarded = await waitFor(() => api.state.runs[0]?.review === 'discarded' && api.state.runs[0], 5000, 'review discarded');
     assert.equal(git(repo.dir, 'branch', '--list', `forge/attempt/${discarded.run_id}-*`).trim(), '', 'its winner branch is gone');
-    assert.notEqual(git(repo.dir, 'branch', '--list', 'forge/attempt/*').trim(), '', 'the applied run keeps its branch');
+    assert.equal(git(repo.dir, 'branch', '--list', 'forge/attempt/*').trim(), '', 'the applied run lost its branch on Apply');
   });
 });

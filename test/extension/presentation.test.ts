@@ -21,6 +21,8 @@ const attempt = (over: Partial<AttemptSnapshot>): AttemptSnapshot => ({
   diff_size: 2,
   winner: false,
   error: null,
+  agrees_with: [],
+  rank: null,
   ...over,
 });
 const run = (over: Partial<RunSummary>): RunSummary => ({

@@ -37,9 +37,16 @@ const attempt = (index: number, over: Partial<AttemptSnapshot> = {}): AttemptSna
   diff_size: 4,
   winner: false,
   error: null,
+  agrees_with: [],
+  rank: null,
   ...over,
 });
-const snap = (run: Partial<RunSummary>, attempts: AttemptSnapshot[] = []): RunSnapshot => ({ run: summary(run), attempts, cells: [] });
+const snap = (run: Partial<RunSummary>, attempts: AttemptSnapshot[] = []): RunSnapshot => ({
+  run: summary(run),
+  attempts,
+  cells: [],
+  ranking: [],
+});
 const check = (over: Partial<RepositoryCheck> = {}): RepositoryCheck => ({
   repo: '/w/app',
   problems: [],

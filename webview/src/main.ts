@@ -127,7 +127,7 @@ function renderAttempt(d: AttemptData): TemplateResult {
       <dt>Turns</dt>
       <dd data-testid="turns">${a.turns} (${a.tokens} tokens)</dd>
       <dt>Diff</dt>
-      <dd>${a.diff_size} changed lines</dd>
+      <dd>${a.diff_size} changed lines${a.agrees_with.length > 0 ? ` · the same change as attempt ${a.agrees_with.join(', ')}` : ''}</dd>
       <dt>Model</dt>
       <dd>${d.run.model}</dd>
       <dt>Cells</dt>
@@ -141,6 +141,14 @@ function renderAttempt(d: AttemptData): TemplateResult {
     </dl>
     <h2>Verdict</h2>
     ${d.verdict ? renderVerdict(d.verdict, d.run.test_cmd) : html`<p class="sub">No verdict (the attempt did not finish).</p>`}
+    ${
+      d.ranking.length > 0
+        ? html`<h2>Ranking</h2>
+            <ul data-testid="ranking">
+              ${d.ranking.map((line) => html`<li>${line}</li>`)}
+            </ul>`
+        : nothing
+    }
     <h2>Turns</h2>
     ${
       d.turns.length === 0

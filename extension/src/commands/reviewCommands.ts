@@ -10,10 +10,30 @@ export const runIdOf = (node?: AttemptsNode): string | undefined =>
 
 /** forge.reviewWinner, forge.applyWinner, forge.discardAttempts: on the node's run, else the one under review or waiting for it. */
 export function reviewCommands(deps: { review: ReviewController }) {
+  const attemptOf = (node?: AttemptsNode) => (node?.kind === 'attempt' ? node : undefined);
   return {
     reviewWinner: (node?: AttemptsNode) => deps.review.open(runIdOf(node)),
     applyWinner: (node?: AttemptsNode) => deps.review.apply(runIdOf(node)),
     discardAttempts: (node?: AttemptsNode) => deps.review.discard(runIdOf(node)),
+    /** forge.viewAttemptDiff: any finished attempt's change against the base (context menu of an attempt). */
+    viewAttemptDiff: async (node?: AttemptsNode) => {
+      const a = attemptOf(node);
+      if (!a) return void vscode.window.showInformationMessage('Forge: pick an attempt in the Attempts view.');
+      await deps.review.open(a.runId, a.attempt.index);
+    },
+    /** forge.compareWithWinner: the attempt's change next to the winner's. */
+    compareWithWinner: async (node?: AttemptsNode) => {
+      const a = attemptOf(node);
+      if (!a) return void vscode.window.showInformationMessage('Forge: pick an attempt in the Attempts view.');
+      await deps.review.compareWithWinner(a.runId, a.attempt.index);
+    },
+    /** forge.applyAttempt: this attempt's change (the node's, else the one under review) into the working tree; asks when it is not the winner. */
+    applyAttempt: async (node?: AttemptsNode) => {
+      const a = attemptOf(node);
+      const target = a ? { runId: a.runId, attempt: a.attempt.index } : deps.review.reviewedAttempt;
+      if (!target) return void vscode.window.showInformationMessage('Forge: pick an attempt in the Attempts view.');
+      await deps.review.apply(target.runId, target.attempt);
+    },
   };
 }
 

@@ -10,6 +10,8 @@ import { describeApplyOutcome, reviewUriParts } from './reviewUris.js';
  */
 export class ReviewController {
   private reviewing: string | null = null;
+  /** The attempt under review when it is not the winner (Apply in the editor title applies it). */
+  private reviewingAttempt: number | undefined;
 
   constructor(
     private readonly runner: RunnerConnection,
@@ -20,34 +22,71 @@ export class ReviewController {
     return this.reviewing;
   }
 
+  /** The attempt under review when it is not shown as the winner (Apply This Attempt in the editor title applies it). */
+  get reviewedAttempt(): { runId: string; attempt: number } | null {
+    return this.reviewing !== null && this.reviewingAttempt !== undefined
+      ? { runId: this.reviewing, attempt: this.reviewingAttempt }
+      : null;
+  }
+
   /** The run a command acts on: the one under review, else the newest waiting for review. */
   targetRun(runId?: string): string | undefined {
     return runId ?? this.reviewing ?? this.state.reviewableRun?.run_id;
   }
 
-  async open(runId?: string): Promise<void> {
+  /** The winner (or the named attempt) as a multi-file diff against the base commit. */
+  async open(runId?: string, attempt?: number): Promise<void> {
     const id = this.targetRun(runId);
     if (!id) {
-      void vscode.window.showInformationMessage('Forge: no winning attempt waits for review. Run "Forge: Fix Issue in Cells" first.');
+      void vscode.window.showInformationMessage(
+        'Forge: no winning attempt waits for review in this window. Run "Forge: Fix Issue in Cells" first.',
+      );
       return;
     }
-    const review = await this.runner.request('review/files', { run_id: id });
-    const uri = (side: 'base' | 'attempt', path: string) => vscode.Uri.from(reviewUriParts({ runId: id, side, path }));
+    const review = await this.runner.request('review/files', { run_id: id, ...(attempt !== undefined ? { attempt } : {}) });
+    const uri = (side: 'base' | 'attempt', path: string) =>
+      vscode.Uri.from(reviewUriParts({ runId: id, side, path, ...(attempt !== undefined ? { attempt } : {}) }));
     const resources = review.files.map((f) => [vscode.Uri.file(join(review.repo, f.path)), uri('base', f.path), uri('attempt', f.path)]);
-    await this.setReviewing(id);
+    await this.setReviewing(id, attempt);
     const run = this.state.runs.find((r) => r.run_id === id);
-    await vscode.commands.executeCommand('vscode.changes', `Forge: winner of ${run?.issue_title || id}`, resources);
+    const who = attempt === undefined ? 'winner' : `attempt ${review.attempt}`;
+    await vscode.commands.executeCommand('vscode.changes', `Forge: ${who} of ${run?.issue_title || id}`, resources);
   }
 
-  async apply(runId?: string): Promise<boolean> {
+  /**
+   * Two attempts' changes side by side, file by file (the winner left, the attempt right): a
+   * file only one of them changed shows that one's change against the base.
+   */
+  async compareWithWinner(runId: string, attempt: number): Promise<void> {
+    const winner = await this.runner.request('review/files', { run_id: runId });
+    const other = await this.runner.request('review/files', { run_id: runId, attempt });
+    const inWinner = new Set(winner.files.map((f) => f.path));
+    const inOther = new Set(other.files.map((f) => f.path));
+    const side = (path: string, byWinner: boolean) => {
+      const mine = byWinner ? inWinner.has(path) : inOther.has(path);
+      // The side that did not change a file shows its base, read through the attempt that did.
+      const ref = mine
+        ? { runId, side: 'attempt' as const, path, ...(byWinner ? {} : { attempt }) }
+        : { runId, side: 'base' as const, path, ...(byWinner ? { attempt } : {}) };
+      return vscode.Uri.from(reviewUriParts(ref));
+    };
+    const paths = [...new Set([...inWinner, ...inOther])].sort();
+    const resources = paths.map((p) => [vscode.Uri.file(join(winner.repo, p)), side(p, true), side(p, false)]);
+    await vscode.commands.executeCommand('vscode.changes', `Forge: winner (attempt ${winner.attempt}) vs attempt ${attempt}`, resources);
+  }
+
+  async apply(runId?: string, attempt?: number): Promise<boolean> {
     const id = this.targetRun(runId);
     if (!id) {
-      void vscode.window.showInformationMessage('Forge: no winning attempt to apply.');
+      void vscode.window.showInformationMessage('Forge: no winning attempt to apply in this window.');
       return false;
     }
     if (!(await this.confirmOutsideWorkspace(id))) return false;
-    const r = await this.runner.request('review/apply', { run_id: id });
-    const message = describeApplyOutcome(r.applied, r.repo, r.files);
+    const chosen = attempt;
+    if (chosen !== undefined && !(await this.confirmNotWinner(id, chosen))) return false;
+    const r = await this.runner.request('review/apply', { run_id: id, ...(chosen !== undefined ? { attempt: chosen } : {}) });
+    const what = chosen === undefined ? 'the winner' : `attempt ${r.attempt}`;
+    const message = describeApplyOutcome(r.applied, r.repo, r.files, what, r.branch_removed);
     if (!r.applied) {
       void vscode.window.showErrorMessage(`Forge: ${message}`);
       return false;
@@ -58,6 +97,20 @@ export class ReviewController {
     return true;
   }
 
+  /** Applying an attempt that is not the winner says what its tests said first. */
+  private async confirmNotWinner(runId: string, attempt: number): Promise<boolean> {
+    const snap = this.state.snapshots.get(runId) ?? (await this.runner.request('runs/show', { run_id: runId }));
+    const a = snap.attempts.find((x) => x.index === attempt);
+    if (!a || a.winner) return true;
+    const tests = a.green ? `its tests were green (${a.passed} passed)` : `its tests were red (${a.failed ?? '?'} failing)`;
+    const choice = await vscode.window.showWarningMessage(
+      `Apply attempt ${attempt} instead of the winner? ${tests}.`,
+      { modal: true, detail: 'The winner ranked first for a reason: the run details explain the ranking.' },
+      'Apply This Attempt',
+    );
+    return choice === 'Apply This Attempt';
+  }
+
   async discard(runId?: string, confirm = true): Promise<boolean> {
     const id = this.targetRun(runId);
     if (!id) {
@@ -65,8 +118,12 @@ export class ReviewController {
       return false;
     }
     if (confirm) {
+      const run = this.state.runs.find((r) => r.run_id === id);
+      const pendingWinner = run?.status === 'fixed' && run.review === 'pending' && run.winner_attempt !== null;
       const choice = await vscode.window.showWarningMessage(
-        `Discard the attempts of run ${id}? The winner branch and any attempt worktrees are deleted.`,
+        pendingWinner
+          ? `Discard run ${id}? Its winner (attempt ${run.winner_attempt}) was not applied: its branch and any worktree left are deleted, and its attempts are no longer offered.`
+          : `Discard run ${id}? Its attempts are no longer offered for review or apply; any worktree left is deleted.`,
         { modal: true },
         'Discard',
       );
@@ -94,9 +151,11 @@ export class ReviewController {
     return choice === 'Apply There';
   }
 
-  private async setReviewing(runId: string | null): Promise<void> {
+  private async setReviewing(runId: string | null, attempt?: number): Promise<void> {
     this.reviewing = runId;
+    this.reviewingAttempt = attempt;
     await vscode.commands.executeCommand('setContext', 'forge.reviewing', runId !== null);
+    await vscode.commands.executeCommand('setContext', 'forge.reviewingAttempt', runId !== null && attempt !== undefined);
   }
 
   private async closeReviewEditors(): Promise<void> {
@@ -104,7 +163,7 @@ export class ReviewController {
       .flatMap((g) => g.tabs)
       .filter((t) => {
         const input = t.input as { original?: vscode.Uri; modified?: vscode.Uri; textDiffs?: unknown[] } | undefined;
-        return input?.original?.scheme === 'forge-review' || t.label.startsWith('Forge: winner');
+        return input?.original?.scheme === 'forge-review' || /^Forge: (winner|attempt)/.test(t.label);
       });
     if (tabs.length) await vscode.window.tabGroups.close(tabs);
   }

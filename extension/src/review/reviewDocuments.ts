@@ -9,7 +9,12 @@ export class ReviewContentProvider implements vscode.TextDocumentContentProvider
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const ref = parseReviewUri(uri.path, uri.query);
     if (!ref) return `(not a Forge review document: ${uri.toString()})`;
-    const r = await this.runner.request('review/content', { run_id: ref.runId, path: ref.path, side: ref.side });
+    const r = await this.runner.request('review/content', {
+      run_id: ref.runId,
+      path: ref.path,
+      side: ref.side,
+      ...(ref.attempt !== undefined ? { attempt: ref.attempt } : {}),
+    });
     if (r.content !== null) return r.content;
     return r.note === 'not present on this side' ? '' : `(${r.note ?? 'not shown'})`;
   }

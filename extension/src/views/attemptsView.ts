@@ -41,7 +41,12 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
         `run:${node.run.run_id}`,
       );
     }
-    const item = toTreeItem(attemptView(node.attempt), vscode.TreeItemCollapsibleState.None, `attempt:${node.runId}:${node.attempt.index}`);
+    const hasWinner = this.state.runs.find((r) => r.run_id === node.runId)?.winner_attempt != null;
+    const item = toTreeItem(
+      attemptView(node.attempt, hasWinner),
+      vscode.TreeItemCollapsibleState.None,
+      `attempt:${node.runId}:${node.attempt.index}`,
+    );
     item.command = { command: 'forge.openAttemptDetails', title: 'Open Attempt Details', arguments: [node] };
     return item;
   }

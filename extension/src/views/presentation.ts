@@ -46,7 +46,8 @@ export function runView(r: RunSummary): RowView {
   };
 }
 
-export function attemptView(a: AttemptSnapshot): RowView {
+/** `hasWinner`: the attempt's run has a winner (an attempt can then be compared with it). */
+export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   const turns = `${a.turns} ${a.turns === 1 ? 'turn' : 'turns'}`;
   const size = `${a.diff_size} ${a.diff_size === 1 ? 'line' : 'lines'}`;
   let state: string;
@@ -59,13 +60,18 @@ export function attemptView(a: AttemptSnapshot): RowView {
   else if (a.green) [state, icon, color] = ['green', 'pass', 'testing.iconPassed'];
   else [state, icon, color] = ['red', 'error', 'testing.iconFailed'];
   const tests = a.passed !== null ? ` · ${a.passed} passed, ${a.failed} failed` : '';
+  const agree = a.agrees_with.length > 0 ? ` · ${a.agrees_with.length + 1} agree` : '';
+  const changed = a.status === 'finished' && a.diff_size > 0;
   return {
     label: `attempt ${a.index}`,
-    description: a.status === 'queued' ? 'queued' : `${state} · ${turns}${a.status === 'finished' ? ` · ${size}` : ''}`,
-    tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${tests}${a.error ? `\n${a.error}` : ''}`,
+    description: a.status === 'queued' ? 'queued' : `${state} · ${turns}${a.status === 'finished' ? ` · ${size}` : ''}${agree}`,
+    tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${tests}${a.rank !== null ? ` · ranked #${a.rank}` : ''}${
+      a.agrees_with.length > 0 ? `\nthe same change as attempt${a.agrees_with.length === 1 ? '' : 's'} ${a.agrees_with.join(', ')}` : ''
+    }${a.error ? `\n${a.error}` : ''}`,
     icon,
     color,
-    contextValue: a.winner ? 'attempt.winner' : 'attempt',
+    // attempt.winner | attempt.changed[.comparable] | attempt: what its context menu offers.
+    contextValue: a.winner ? 'attempt.winner' : changed ? `attempt.changed${hasWinner ? '.comparable' : ''}` : 'attempt',
   };
 }
 

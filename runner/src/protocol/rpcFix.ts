@@ -15,6 +15,8 @@ const runId = z
   .max(200)
   .regex(/^[A-Za-z0-9._-]+$/, 'a run id (letters, digits, . _ -)');
 const repoPath = z.string().min(1).max(4096);
+/** Which attempt a review method acts on; absent: the run's winner. */
+const attemptIndex = z.number().int().min(0).max(63).optional();
 
 export const RunReviewSchema = z.enum(['pending', 'applied', 'discarded']);
 
@@ -55,6 +57,10 @@ export const AttemptSnapshotSchema = z
     diff_size: z.number().int().describe('Changed lines of the attempt patch.'),
     winner: z.boolean(),
     error: z.string().nullable(),
+    agrees_with: z
+      .array(z.number().int())
+      .describe('Other attempts that made the identical (normalized) change; filled once the run ended.'),
+    rank: z.number().int().nullable().describe("1-based place of this attempt's change in the ranking; null when not ranked (yet)."),
   })
   .strict();
 
@@ -80,6 +86,7 @@ export const RunSnapshotSchema = z
     run: RunSummarySchema,
     attempts: z.array(AttemptSnapshotSchema),
     cells: z.array(CellSnapshotSchema),
+    ranking: z.array(z.string()).describe('Why the attempts rank as they do, in words with the numbers (empty while the run goes on).'),
   })
   .strict();
 
@@ -166,6 +173,7 @@ export const RPC_FIX_METHODS = {
             .strict(),
         ),
         cells: z.array(CellSnapshotSchema),
+        ranking: z.array(z.string()).describe("The run's ranking in words (RunSnapshot.ranking)."),
       })
       .strict(),
   },
@@ -187,13 +195,21 @@ export const RPC_FIX_METHODS = {
       .strict(),
   },
   'review/files': {
-    params: z.object({ run_id: runId }).strict(),
+    params: z.object({ run_id: runId, attempt: attemptIndex }).strict(),
     result: z
-      .object({ run_id: z.string(), repo: z.string(), base_commit: z.string(), branch: z.string(), files: z.array(ReviewFileSchema) })
+      .object({
+        run_id: z.string(),
+        attempt: z.number().int().describe('The attempt reviewed (the winner unless one was asked for).'),
+        repo: z.string(),
+        base_commit: z.string(),
+        files: z.array(ReviewFileSchema),
+      })
       .strict(),
   },
   'review/content': {
-    params: z.object({ run_id: runId, path: z.string().min(1).max(4096), side: z.enum(['base', 'attempt']) }).strict(),
+    params: z
+      .object({ run_id: runId, attempt: attemptIndex, path: z.string().min(1).max(4096), side: z.enum(['base', 'attempt']) })
+      .strict(),
     result: z
       .object({
         content: z.string().nullable().describe('Null when the file does not exist on that side, is binary or too large.'),
@@ -202,8 +218,16 @@ export const RPC_FIX_METHODS = {
       .strict(),
   },
   'review/apply': {
-    params: z.object({ run_id: runId }).strict(),
-    result: z.object({ applied: z.boolean(), repo: z.string(), files: z.array(ApplyFileOutcomeSchema) }).strict(),
+    params: z.object({ run_id: runId, attempt: attemptIndex }).strict(),
+    result: z
+      .object({
+        applied: z.boolean(),
+        attempt: z.number().int(),
+        repo: z.string(),
+        files: z.array(ApplyFileOutcomeSchema),
+        branch_removed: z.string().nullable().describe('The winner branch, deleted once its change is in the working tree.'),
+      })
+      .strict(),
   },
   'review/discard': {
     params: z.object({ run_id: runId }).strict(),

@@ -11,8 +11,9 @@ import type { RepairModel } from '../repair/models/repairModel.js';
 import { prepareRun, runPreparedFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
-import { patchFromStore } from '../workspace/patchBytes.js';
-import { applyToWorkspace, discardRun, listReviewFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
+import { attemptTree } from '../workspace/attemptTree.js';
+import { isEmptyPatch, patchFromStore } from '../workspace/patchBytes.js';
+import { applyToWorkspace, discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { runSnapshot } from './runSnapshots.js';
 
@@ -36,6 +37,8 @@ interface ActiveRun {
 export class FixService {
   readonly store: RunStore;
   private readonly active = new Map<string, ActiveRun>();
+  /** Attempt trees already written (run:index -> tree id): a review reads many files of one. */
+  private readonly trees = new Map<string, string>();
   private readonly running = new Map<string, CellSnapshot>();
   private readonly pendingPush = new Map<string, NodeJS.Timeout>();
   private cellSeq = 0;
@@ -104,35 +107,45 @@ export class FixService {
     return [...this.running.values()];
   }
 
-  async reviewFiles(runId: string): Promise<RpcFixResult<'review/files'>> {
-    const { run, branch } = this.reviewable(runId);
+  async reviewFiles(runId: string, attempt?: number): Promise<RpcFixResult<'review/files'>> {
+    const t = await this.reviewTarget(runId, attempt);
     return {
       run_id: runId,
-      repo: run.repo,
-      base_commit: run.base_commit,
-      branch,
-      files: await listReviewFiles(run.repo, run.base_commit, branch),
+      attempt: t.index,
+      repo: t.run.repo,
+      base_commit: t.run.base_commit,
+      files: await listChangedFiles(t.run.repo, t.run.base_commit, t.tree),
     };
   }
 
-  async reviewContent(runId: string, path: string, side: 'base' | 'attempt'): Promise<RpcFixResult<'review/content'>> {
-    const { run, branch } = this.reviewable(runId);
-    // Only files the winner changed can be read: a review request is not a way to read the repo.
-    const files = await listReviewFiles(run.repo, run.base_commit, branch);
-    if (!files.some((f) => f.path === path)) throw new InputError(`${path} is not one of the files run ${runId} changed; see review/files`);
-    return readReviewContent(run.repo, side === 'base' ? run.base_commit : branch, path);
+  async reviewContent(runId: string, path: string, side: 'base' | 'attempt', attempt?: number): Promise<RpcFixResult<'review/content'>> {
+    const t = await this.reviewTarget(runId, attempt);
+    // Only files the attempt changed can be read: a review request is not a way to read the repo.
+    const files = await listChangedFiles(t.run.repo, t.run.base_commit, t.tree);
+    if (!files.some((f) => f.path === path))
+      throw new InputError(`${path} is not one of the files attempt ${t.index} of run ${runId} changed; see review/files`);
+    return readReviewContent(t.run.repo, side === 'base' ? t.run.base_commit : t.tree, path);
   }
 
-  async apply(runId: string): Promise<RpcFixResult<'review/apply'>> {
-    const { run } = this.reviewable(runId);
-    if (run.review === 'applied') throw new InputError(`run ${runId} was already applied to ${run.repo}`);
-    const winner = this.store.attempts(runId).find((a) => a.idx === run.winner_attempt);
-    const outcome = await applyToWorkspace(run.repo, patchFromStore(winner?.patch));
+  async apply(runId: string, attempt?: number): Promise<RpcFixResult<'review/apply'>> {
+    const t = await this.reviewTarget(runId, attempt);
+    if (t.run.review === 'applied') throw new InputError(`run ${runId} was already applied to ${t.run.repo}`);
+    const outcome = await applyToWorkspace(t.run.repo, t.patch);
+    let branchRemoved: string | null = null;
     if (outcome.applied) {
       this.store.setReview(runId, 'applied');
+      // The change is in the working tree now; the winner branch (and any worktree left) would only repeat it.
+      if (t.run.winner_attempt !== null) {
+        const branch = winnerBranchName(runId, t.run.winner_attempt);
+        const removed = await discardRun(t.run.repo, runId, branch).catch((e: Error) => {
+          this.hooks.log(`run ${runId}: applied, but removing ${branch} failed: ${e.message}`);
+          return [] as string[];
+        });
+        if (removed.includes(`branch ${branch}`)) branchRemoved = branch;
+      }
       this.pushNow(runId);
     }
-    return { applied: outcome.applied, repo: run.repo, files: outcome.files };
+    return { applied: outcome.applied, attempt: t.index, repo: t.run.repo, files: outcome.files, branch_removed: branchRemoved };
   }
 
   async discard(runId: string): Promise<RpcFixResult<'review/discard'>> {
@@ -153,13 +166,35 @@ export class FixService {
     for (const t of this.pendingPush.values()) clearTimeout(t);
   }
 
-  private reviewable(runId: string) {
+  /**
+   * The attempt a review method acts on (the winner unless one is named) and the tree its
+   * stored patch makes of the base commit: any finished attempt can be reviewed and applied,
+   * from the store, whether or not its branch or worktree still exists.
+   */
+  private async reviewTarget(runId: string, attempt?: number) {
     const run = this.store.getRun(runId);
     if (!run) throw new InputError(`no run ${runId}; see runs/list`);
-    if (run.status !== 'fixed' || run.winner_attempt === null)
-      throw new InputError(`run ${runId} has no winner to review (status ${run.status})`);
-    if (run.review === 'discarded') throw new InputError(`run ${runId} was discarded; its winner branch is gone`);
-    return { run, branch: winnerBranchName(runId, run.winner_attempt) };
+    if (this.active.has(runId)) throw new InputError(`run ${runId} is still in progress; review its attempts once it ends`);
+    if (run.review === 'discarded') throw new InputError(`run ${runId} was discarded; its attempts are no longer offered`);
+    let index = attempt;
+    if (index === undefined) {
+      if (run.status !== 'fixed' || run.winner_attempt === null)
+        throw new InputError(`run ${runId} has no winner to review (status ${run.status}); name one of its attempts`);
+      index = run.winner_attempt;
+    }
+    const row = this.store.attempts(runId).find((a) => a.idx === index);
+    if (!row) throw new InputError(`run ${runId} has no attempt ${index}; see runs/show`);
+    if (row.status !== 'finished')
+      throw new InputError(`attempt ${index} of run ${runId} did not finish (${row.status}): it has no change`);
+    const patch = patchFromStore(row.patch);
+    if (isEmptyPatch(patch)) throw new InputError(`attempt ${index} of run ${runId} changed nothing`);
+    const key = `${runId}:${index}`;
+    let tree = this.trees.get(key);
+    if (!tree) {
+      tree = await attemptTree(run.repo, run.base_commit, patch);
+      this.trees.set(key, tree);
+    }
+    return { run, index, patch, tree };
   }
 
   private createModel(spec: string): RepairModel {

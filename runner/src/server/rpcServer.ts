@@ -108,6 +108,7 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
       });
       return {
         run: snap.run,
+        ranking: snap.ranking,
         attempt,
         verdict: row.verdict_json ? JSON.parse(row.verdict_json) : null,
         turns,
@@ -128,9 +129,9 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
       const { items, notes } = await collectGarbage(repo, false);
       return { items: items.map((i) => ({ kind: i.kind, id: i.id, action: i.action, reason: i.reason })), notes };
     },
-    'review/files': async ({ run_id }) => fixes.reviewFiles(run_id),
-    'review/content': async ({ run_id, path, side }) => fixes.reviewContent(run_id, path, side),
-    'review/apply': async ({ run_id }) => fixes.apply(run_id),
+    'review/files': async ({ run_id, attempt }) => fixes.reviewFiles(run_id, attempt),
+    'review/content': async ({ run_id, path, side, attempt }) => fixes.reviewContent(run_id, path, side, attempt),
+    'review/apply': async ({ run_id, attempt }) => fixes.apply(run_id, attempt),
     'review/discard': async ({ run_id }) => fixes.discard(run_id),
   };
 

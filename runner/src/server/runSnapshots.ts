@@ -1,6 +1,9 @@
 import { BrokenEnvironmentSchema } from '../protocol/fixReport.js';
 import type { AttemptSnapshot, CellSnapshot, RunSnapshot, RunSummary } from '../protocol/rpcFix.js';
+import { explainRanking, type RankingExplained } from '../repair/explainRanking.js';
 import { patchSize } from '../repair/selectWinner.js';
+import type { Verdict } from '../repair/verdicts/judgeTestRun.js';
+import { patchFromStore } from '../workspace/patchBytes.js';
 import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js';
 
 /** Store rows -> protocol snapshots. Everything a view shows comes from here, so a restarted runner shows the same. */
@@ -44,7 +47,7 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
   };
 }
 
-export function attemptSnapshot(a: AttemptRow, winner: number | null, liveTurns: number): AttemptSnapshot {
+export function attemptSnapshot(a: AttemptRow, winner: number | null, liveTurns: number, ranking?: RankingExplained): AttemptSnapshot {
   const v = a.verdict_json ? (JSON.parse(a.verdict_json) as { green: boolean; passed: number; failed: number }) : null;
   return {
     index: a.idx,
@@ -59,6 +62,8 @@ export function attemptSnapshot(a: AttemptRow, winner: number | null, liveTurns:
     diff_size: a.patch ? patchSize(a.patch) : 0,
     winner: winner === a.idx,
     error: a.error,
+    agrees_with: ranking?.agreesWith.get(a.idx) ?? [],
+    rank: ranking?.rank.get(a.idx) ?? null,
   };
 }
 
@@ -89,9 +94,25 @@ export function runSnapshot(
   const run = store.getRun(runId);
   if (!run) return null;
   const turns = store.turnCounts(runId);
+  const attempts = store.attempts(runId);
+  // Ranked once the run ended: while it goes on, attempts are still arriving.
+  const ranking = run.status === 'running' ? undefined : rankAttempts(attempts);
   return {
     run: runSummary(run, runnerAlive),
-    attempts: store.attempts(runId).map((a) => attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0)),
+    attempts: attempts.map((a) => attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking)),
     cells: [...store.cells(runId).map(cellSnapshot), ...running.filter((c) => c.run_id === runId)],
+    ranking: ranking?.lines ?? [],
   };
+}
+
+/** The stored attempts ranked as the run ranked them (selectWinner over verdicts and patches). */
+export function rankAttempts(attempts: AttemptRow[]): RankingExplained {
+  return explainRanking(
+    attempts.map((a) => ({
+      index: a.idx,
+      attemptId: a.attempt_id,
+      verdict: a.status === 'finished' && a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
+      patch: patchFromStore(a.patch),
+    })),
+  );
 }

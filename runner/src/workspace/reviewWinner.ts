@@ -38,8 +38,13 @@ async function branchExists(repo: string, branch: string): Promise<boolean> {
 export async function listReviewFiles(repo: string, base: string, branch: string): Promise<ReviewFile[]> {
   if (!(await branchExists(repo, branch)))
     throw new InputError(`the winner branch ${branch} is gone (discarded or deleted); nothing to review`);
+  return listChangedFiles(repo, base, branch);
+}
+
+/** The files `rev` (a commit or a tree, e.g. attemptTree's) changes against `base`. */
+export async function listChangedFiles(repo: string, base: string, rev: string): Promise<ReviewFile[]> {
   const out = (
-    await userGit(repo, ['diff', '--no-ext-diff', '--no-textconv', '--name-status', '--no-renames', '-z', base, branch, '--'])
+    await userGit(repo, ['diff', '--no-ext-diff', '--no-textconv', '--name-status', '--no-renames', '-z', base, rev, '--'])
   ).text.split('\0');
   const files: ReviewFile[] = [];
   for (let i = 0; i + 1 < out.length; i += 2) {

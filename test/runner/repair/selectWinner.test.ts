@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { explainRanking } from '../../../runner/src/repair/explainRanking.js';
 import { normalizePatch, selectWinner, type Candidate } from '../../../runner/src/repair/selectWinner.js';
 import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
 
@@ -84,5 +85,47 @@ describe('selectWinner', () => {
   it('normalizes line endings, blob ids and trailing blanks only', () => {
     assert.equal(normalizePatch('index 1a..2b 100644\r\n+a  \r\n'), '+a');
     assert.notEqual(normalizePatch('+a\n'), normalizePatch('+b\n'));
+  });
+});
+
+describe('explainRanking', () => {
+  const attempt = (index: number, v: Verdict | null, p: string) => ({ index, attemptId: `a${index}`, verdict: v, patch: Buffer.from(p) });
+
+  it('says why attempts rank as they do, groups identical changes and names what was not ranked', () => {
+    const r = explainRanking([
+      attempt(0, verdict(true), patch(2)),
+      attempt(1, { ...verdict(false, 2), regressions: ['t.test_a'] }, patch(1, 'y')),
+      attempt(2, verdict(true), patch(2)),
+      attempt(3, verdict(true), patch(5, 'z')),
+      attempt(4, verdict(false), ''),
+      attempt(5, null, ''),
+    ]);
+    assert.deepEqual(
+      [...r.agreesWith].sort(([a], [b]) => a - b),
+      [
+        [0, [2]],
+        [1, []],
+        [2, [0]],
+        [3, []],
+      ],
+    );
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5].map((i) => r.rank.get(i) ?? null),
+      [1, 3, 1, 2, null, null],
+    );
+    assert.deepEqual(r.lines, [
+      'Ranked: green first (tests pass, nothing that passed before fails), then the smaller diff, then more attempts agreeing, then attempt order.',
+      'won: attempts 0, 2 (2 agree: the same change): green (3 passed), 2 changed line(s).',
+      '#2: attempt 3: green (3 passed), 5 changed line(s).',
+      '#3: attempt 1: red (2 failing, 1 regression(s)), 1 changed line(s).',
+      'Not ranked: attempt 4 changed nothing.',
+      'Not ranked: attempt 5 did not finish.',
+    ]);
+  });
+
+  it('with nothing green, no line says "won"', () => {
+    const r = explainRanking([attempt(0, verdict(false), patch(1)), attempt(1, verdict(false, 3), patch(2, 'q'))]);
+    assert.ok(r.lines.slice(1).every((l) => l.startsWith('#')));
+    assert.deepEqual(explainRanking([]).lines, []);
   });
 });

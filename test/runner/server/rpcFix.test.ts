@@ -151,7 +151,22 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.notEqual(baseline.exit_code, 0);
     const log = await call('cells/log', { run_id: runId, cell_id: baseline.cell_id });
     assert.match(log.log, /failed|FAILED|assert/);
+    // The sample's replay: attempts 0 and 2 make the same fix, 3 a larger green one, 1 a red one.
+    assert.deepEqual(
+      snap.attempts.map((a) => [a.index, a.agrees_with, a.rank]),
+      [
+        [0, [2], 1],
+        [1, [], 3],
+        [2, [0], 1],
+        [3, [], 2],
+      ],
+    );
+    assert.match(snap.ranking[0]!, /^Ranked: green first/);
+    assert.match(snap.ranking[1]!, /^won: attempts 0, 2 \(2 agree: the same change\): green \(\d+ passed\), 2 changed line/);
+    assert.match(snap.ranking[2]!, /^#2: attempt 3: green/);
+    assert.match(snap.ranking[3]!, /^#3: attempt 1: red \(\d+ failing/);
     const details = await call('attempts/details', { run_id: runId, index: winner.index });
+    assert.deepEqual(details.ranking, snap.ranking);
     assert.equal(details.verdict?.green, true);
     assert.ok(details.turns.some((t) => t.tool_calls.some((c) => c.tool === 'edit_file')));
     assert.ok(details.cells.length >= 1 && details.cells.every((c) => c.attempt_index === winner.index));
@@ -170,18 +185,32 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.doesNotMatch(mine.content!, /len\(values\) \+ 1/);
     await assert.rejects(call('review/content', { run_id: runId, path: '../../../etc/passwd', side: 'base' }), /not one of the files/);
     await assert.rejects(call('review/content', { run_id: runId, path: 'test_calc.py', side: 'attempt' }), /not one of the files/);
+    // Any finished attempt, from its stored patch (its worktree and branch are long gone).
+    const third = await call('review/files', { run_id: runId, attempt: 3 });
+    assert.equal(third.attempt, 3);
+    assert.deepEqual(third.files, [{ path: 'calc.py', status: 'modified' }]);
+    const thirdSide = await call('review/content', { run_id: runId, attempt: 3, path: 'calc.py', side: 'attempt' });
+    assert.match(thirdSide.content!, /raise ValueError/);
+    assert.equal((await call('review/content', { run_id: runId, attempt: 3, path: 'calc.py', side: 'base' })).content, base.content);
+    assert.equal((await call('review/files', { run_id: runId })).attempt, 0, 'the winner by default');
+    await assert.rejects(call('review/files', { run_id: runId, attempt: 9 }), /has no attempt 9/);
+    await assert.rejects(call('review/files', { run_id: runId, attempt: 64 }), /attempt/);
+    assert.equal(git(dir, 'status', '--porcelain').trim(), '', 'reviewing writes nothing to the working tree');
   });
 
-  it('apply writes the winner to the working tree once; discard then removes the winner branch', async () => {
-    const applied = await call('review/apply', { run_id: runId });
+  it('apply writes a chosen attempt to the working tree once and removes the winner branch; discard finds nothing more', async () => {
+    assert.notEqual(git(dir, 'branch', '--list', 'forge/attempt/*').trim(), '', 'the winner branch exists before apply');
+    const applied = await call('review/apply', { run_id: runId, attempt: 3 });
     assert.equal(applied.applied, true);
+    assert.equal(applied.attempt, 3);
     assert.deepEqual(applied.files, [{ path: 'calc.py', ok: true, reason: null }]);
-    assert.doesNotMatch(readFileSync(join(dir, 'calc.py'), 'utf8'), /len\(values\) \+ 1/);
+    assert.match(applied.branch_removed ?? '', /^forge\/attempt\/run-.*-a0$/);
+    assert.match(readFileSync(join(dir, 'calc.py'), 'utf8'), /raise ValueError/);
+    assert.equal(git(dir, 'branch', '--list', 'forge/attempt/*').trim(), '');
     await assert.rejects(call('review/apply', { run_id: runId }), /already applied/);
     assert.equal((await call('runs/show', { run_id: runId })).run.review, 'applied');
     const discarded = await call('review/discard', { run_id: runId });
-    assert.ok(discarded.removed.some((r) => r.startsWith('branch forge/attempt/')));
-    assert.equal(git(dir, 'branch', '--list', 'forge/attempt/*').trim(), '');
+    assert.ok(!discarded.removed.some((r) => r.startsWith('branch ')), JSON.stringify(discarded));
     assert.equal((await call('runs/show', { run_id: runId })).run.review, 'applied', 'an applied run stays applied');
   });
 

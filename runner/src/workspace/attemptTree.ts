@@ -1,0 +1,35 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { locateRepository } from './attemptWorktree.js';
+import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
+import { repoTarget } from './repoLocation.js';
+import { runGit, withGitView } from './safeGit.js';
+
+/**
+ * The tree an attempt's stored patch makes of the base commit, written into the repository's
+ * object store (objects only: no ref, no working tree, no index of the user's changes). Any
+ * finished attempt can then be reviewed like the winner, from git objects, after its worktree
+ * and branch are gone. The patch is applied through a runner-made view (apply --cached: no
+ * filters or attributes from the repository act on it).
+ */
+export async function attemptTree(repo: string, base: string, patch: PatchBytes): Promise<string> {
+  const loc = await locateRepository(repo);
+  if (isEmptyPatch(patch))
+    return (await runGit(repoTarget(loc), ['rev-parse', '--verify', '--end-of-options', `${base}^{tree}`])).text.trim();
+  const scratch = mkdtempSync(join(tmpdir(), 'forge-attempt-tree-'));
+  const file = join(scratch, 'attempt.patch');
+  writeFileSync(file, patch);
+  mkdirSync(join(scratch, 'empty'));
+  try {
+    return await withGitView(
+      { objectsDir: loc.objectsDir, head: base, workTree: join(scratch, 'empty'), objectFormat: loc.objectFormat },
+      async (view) => {
+        await runGit(view, ['apply', '--cached', '--whitespace=nowarn', file]);
+        return (await runGit(view, ['write-tree'])).text.trim();
+      },
+    );
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
