@@ -170,7 +170,14 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.ok(fake.progress.some((l) => /cancelling/.test(l)));
     await waitFor(() => api.state.running.length === 0, 10_000, 'no cell running');
     assert.equal(fake.contexts.get('forge.runActive'), false);
-    assert.equal(api.state.runs[0]!.status, 'interrupted');
+    assert.equal(api.state.runs[0]!.status, 'cancelled');
+    const cells = fake.treeViews.get('forge.cells')!.treeDataProvider as Provider<CellSnapshot>;
+    const killed = await waitFor(
+      () => cells.getChildren().find((c) => c.purpose === 'run_command'),
+      5000,
+      'the killed cell in the Cells view',
+    );
+    assert.match(cells.getTreeItem(killed).description!, / · cancelled$/, 'the cell the cancel killed is not shown as a failure');
     fake.config.set('forge.model', `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`);
   });
 
@@ -236,7 +243,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.deepEqual(
       api.state.runs.map((r) => [r.status, r.review]),
       [
-        ['interrupted', null],
+        ['cancelled', null],
         ['fixed', 'applied'],
       ],
     );

@@ -21,7 +21,9 @@ export const RunReviewSchema = z.enum(['pending', 'applied', 'discarded']);
 export const RunSummarySchema = z
   .object({
     run_id: z.string(),
-    status: z.enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted']),
+    status: z
+      .enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted', 'cancelled'])
+      .describe('interrupted: its runner died; cancelled: stopped on purpose. Both can be resumed (fix --resume).'),
     created_at: z.string(),
     updated_at: z.string(),
     repo: z.string(),
@@ -43,7 +45,9 @@ export const AttemptSnapshotSchema = z
     index: z.number().int(),
     attempt_id: z.string(),
     temperature: z.number(),
-    status: z.enum(['queued', 'running', 'finished', 'failed']),
+    status: z
+      .enum(['queued', 'running', 'finished', 'failed', 'cancelled', 'skipped'])
+      .describe('cancelled: stopped mid-way by a cancel; skipped: the run was cancelled before it started. A resume redoes both.'),
     turns: z.number().int(),
     tokens: z.number().int(),
     green: z.boolean().nullable(),
@@ -66,7 +70,7 @@ export const CellSnapshotSchema = z
     command: z.string(),
     running: z.boolean(),
     exit_code: z.number().int().nullable(),
-    killed_by: z.string().nullable(),
+    killed_by: z.string().nullable().describe('As in CellResult: "cancel" when the run\'s cancel killed the cell.'),
     duration_ms: z.number().int().nullable(),
     started_at: z.string(),
   })

@@ -3,7 +3,7 @@ import { patchSize } from '../repair/selectWinner.js';
 import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js';
 
 /** Store rows -> protocol snapshots. Everything a view shows comes from here, so a restarted runner shows the same. */
-/** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted. */
+/** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted; a cancelled one says so itself. */
 export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = () => true): RunSummary {
   const firstLine =
     run.issue

@@ -212,7 +212,7 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     await assert.rejects(call('cells/gc', { repo: state }), /not a git repository|git/i);
   });
 
-  it('fix/cancel kills the run and its cells; the run is left interrupted', async () => {
+  it('fix/cancel kills the run and its cells; the run, its attempt and the killed cell say cancelled', async () => {
     const d = repo('py-calc');
     const script = join(state, 'slow.json');
     writeFileSync(
@@ -228,9 +228,12 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: true });
     const done = await waitFinished(run_id);
     assert.ok(Date.now() - t0 < 30_000, 'cancel did not wait for the cell');
-    assert.deepEqual([done.status, done.error], ['interrupted', 'cancelled']);
+    assert.deepEqual([done.status, done.error], ['cancelled', 'cancelled']);
     assert.equal(runningSeen.at(-1), 0);
     assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: false });
     assert.equal(git(d, 'worktree', 'list').trim().split('\n').length, 1, 'no attempt worktree left');
+    const snap = await call('runs/show', { run_id });
+    assert.deepEqual([snap.run.status, snap.attempts.map((a) => a.status)], ['cancelled', ['cancelled']]);
+    assert.equal(snap.cells.find((c) => c.purpose === 'run_command')?.killed_by, 'cancel');
   });
 });
