@@ -23,7 +23,7 @@ export const RunSummarySchema = z
     run_id: z.string(),
     status: z
       .enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted', 'cancelled'])
-      .describe('interrupted: its runner died; cancelled: stopped on purpose. Both can be resumed (fix --resume).'),
+      .describe('interrupted: its runner died; cancelled: stopped on purpose. Both can be resumed (fix/resume).'),
     created_at: z.string(),
     updated_at: z.string(),
     repo: z.string(),
@@ -107,6 +107,15 @@ export const RPC_FIX_METHODS = {
   'fix/cancel': {
     params: z.object({ run_id: runId }).strict(),
     result: z.object({ cancelled: z.boolean().describe('False when the run is not in progress in this runner.') }).strict(),
+  },
+  'fix/resume': {
+    params: z.object({ run_id: runId }).strict(),
+    result: z
+      .object({ run_id: z.string() })
+      .strict()
+      .describe(
+        'Continues a cancelled or interrupted run in this runner, as fix --resume does: finished attempts kept, the rest redone; then fix/progress and fix/finished as for fix/start.',
+      ),
   },
   'runs/list': {
     params: z.object({ limit: z.number().int().min(1).max(1000).default(20) }).strict(),

@@ -212,9 +212,11 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     await assert.rejects(call('cells/gc', { repo: state }), /not a git repository|git/i);
   });
 
+  let cancelledRun = '';
+  let slowScript = '';
   it('fix/cancel kills the run and its cells; the run, its attempt and the killed cell say cancelled', async () => {
     const d = repo('py-calc');
-    const script = join(state, 'slow.json');
+    const script = (slowScript = join(state, 'slow.json'));
     writeFileSync(
       script,
       JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }),
@@ -224,6 +226,7 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
       () => snapshots.find((s) => s.run.run_id === run_id && s.cells.some((c) => c.running && c.purpose === 'run_command')),
       60_000,
     );
+    await assert.rejects(call('fix/resume', { run_id }), /is in progress in this runner; nothing to resume/);
     const t0 = Date.now();
     assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: true });
     const done = await waitFinished(run_id);
@@ -235,5 +238,24 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     const snap = await call('runs/show', { run_id });
     assert.deepEqual([snap.run.status, snap.attempts.map((a) => a.status)], ['cancelled', ['cancelled']]);
     assert.equal(snap.cells.find((c) => c.purpose === 'run_command')?.killed_by, 'cancel');
+    cancelledRun = run_id;
+  });
+
+  it('fix/resume continues the cancelled run in this runner to its end; bad run ids are refused in one line', async () => {
+    await assert.rejects(call('fix/resume', { run_id: 'run-nope' }), /no run run-nope; see runs\/list/);
+    await assert.rejects(call('fix/resume', { run_id: runId }), /already ended \(fixed\); start a new run/);
+    // The run's model is its replay file: now it fixes instead of sleeping.
+    writeFileSync(slowScript, readFileSync(join(SAMPLES, 'py-calc', 'replay.json')));
+    const before = finished.length;
+    assert.deepEqual(await call('fix/resume', { run_id: cancelledRun }), { run_id: cancelledRun });
+    const done = await waitFor(() => finished.slice(before).find((f) => f.run_id === cancelledRun), 200_000);
+    assert.deepEqual([done.status, done.error], ['fixed', null], stderr);
+    assert.ok(progress.some((p) => p.run_id === cancelledRun && /resumed, 1 attempt/.test(p.line)));
+    const snap = await call('runs/show', { run_id: cancelledRun });
+    assert.deepEqual(
+      snap.attempts.map((a) => [a.status, a.winner]),
+      [['finished', true]],
+    );
+    await call('review/discard', { run_id: cancelledRun });
   });
 });
