@@ -4,6 +4,11 @@ import type { RunnerResult } from './runner/runnerConnection.js';
 
 export type InstanceRow = RunnerResult<'instances/list'>[number];
 
+/** A run that never finished (cancelled, or its runner died) and can be continued with fix/resume. */
+export function isResumable(r: Pick<RunSummary, 'status'>): boolean {
+  return r.status === 'cancelled' || r.status === 'interrupted';
+}
+
 /**
  * What the views show, as last pushed or read from the runner. Filled from notifications
  * (runs/changed, cells/changed, instances/changed) and, after a (re)start, from the store
@@ -54,6 +59,12 @@ export class ForgeState {
   /** The run the Cells view and the review commands act on: the newest one. */
   get currentRun(): RunSummary | undefined {
     return this.runs[0];
+  }
+
+  /** The newest run when it can be resumed: what Resume Run from the palette acts on. */
+  get resumableRun(): RunSummary | undefined {
+    const run = this.currentRun;
+    return run && isResumable(run) ? run : undefined;
   }
 
   /** The newest fixed run whose winner still waits for review. */

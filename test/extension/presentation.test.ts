@@ -7,6 +7,8 @@ import { describeApplyOutcome, parseLogUri, parseReviewUri, reviewUriParts } fro
 import { fixStartParams, runnerModelSpec } from '../../extension/src/settings.js';
 import { formatStatus } from '../../extension/src/statusText.js';
 import { attemptView, cellView, duration, runView } from '../../extension/src/views/presentation.js';
+import { isResumable } from '../../extension/src/forgeState.js';
+import { resumedMessage } from '../../extension/src/flows/runEnding.js';
 
 const attempt = (over: Partial<AttemptSnapshot>): AttemptSnapshot => ({
   index: 0,
@@ -94,13 +96,34 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(skipped.tooltip, /: skipped$/);
   });
 
-  it('a cancelled run is grey (run.cancelled); an interrupted one stays a warning', () => {
+  it('a cancelled run is grey and offers Resume (run.cancelled); an interrupted one stays a warning', () => {
     const cancelled = runView(run({ status: 'cancelled', review: null, winner_attempt: null, error: null }));
     assert.deepEqual(
       [cancelled.icon, cancelled.color, cancelled.description, cancelled.contextValue],
       ['debug-stop', 'disabledForeground', 'cancelled · 2 on host', 'run.cancelled'],
     );
     assert.equal(runView(run({ status: 'interrupted', review: null })).contextValue, 'run.interrupted');
+    assert.deepEqual(
+      ['running', 'fixed', 'not_fixed', 'failed', 'interrupted', 'cancelled'].map((status) => isResumable({ status } as RunSummary)),
+      [false, false, false, false, true, true],
+    );
+  });
+
+  it('a resumed run ending: fixed offers review, not fixed warns, a second cancel is no error, anything else is', () => {
+    assert.deepEqual(
+      [
+        { status: 'fixed', error: null },
+        { status: 'not_fixed', error: null },
+        { status: 'cancelled', error: 'cancelled' },
+        { status: 'failed', error: 'model endpoint answered 500' },
+      ].map((e) => resumedMessage('run-1', e).level),
+      ['info', 'warning', 'info', 'error'],
+    );
+    assert.match(resumedMessage('run-1', { status: 'cancelled', error: 'cancelled' }).text, /cancelled again.*Resume Run continues it/);
+    assert.match(
+      resumedMessage('run-1', { status: 'failed', error: 'model endpoint answered 500' }).text,
+      /did not finish: model endpoint/,
+    );
   });
 
   it('run rows carry a context value the menus match on', () => {

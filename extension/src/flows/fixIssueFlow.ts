@@ -4,6 +4,7 @@ import type { ForgeSettings } from '../settings.js';
 import { fixStartParams, runnerModelSpec } from '../settings.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { NotificationHub } from '../notificationHub.js';
+import { followRun } from './followRun.js';
 
 export interface FixFlowDeps {
   runner: RunnerConnection;
@@ -84,33 +85,7 @@ export async function fixIssueInCells(deps: FixFlowDeps): Promise<void> {
   const model = runnerModelSpec(settings.model, folder.uri.fsPath);
   deps.onLanguageModelFamily(model.lmFamily);
   const { run_id: runId } = await deps.runner.request('fix/start', fixStartParams(settings, folder.uri.fsPath, issue, model.spec));
-  deps.setRunActive(runId);
-  const finished = await Promise.resolve(
-    vscode.window.withProgress(
-      {
-        location: vscode.ProgressLocation.Notification,
-        title: `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`,
-        cancellable: true,
-      },
-      (progress, token) =>
-        new Promise<{ status: string; error: string | null }>((resolve) => {
-          const subs = [
-            deps.hub.on('fix/progress', (p: { run_id: string; line: string }) => {
-              if (p.run_id === runId) progress.report({ message: p.line });
-            }),
-            deps.hub.on('fix/finished', (p: { run_id: string; status: string; error: string | null }) => {
-              if (p.run_id !== runId) return;
-              for (const s of subs) s.dispose();
-              resolve(p);
-            }),
-          ];
-          token.onCancellationRequested(() => {
-            progress.report({ message: 'cancelling: stopping the cells…' });
-            void deps.runner.request('fix/cancel', { run_id: runId });
-          });
-        }),
-    ),
-  ).finally(() => deps.setRunActive(null));
+  const finished = await followRun(deps, runId, `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`);
   await announce(deps, runId, finished);
 }
 
