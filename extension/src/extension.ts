@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands/index.js';
+import { trackResumable } from './commands/resumeRun.js';
 import { ForgeState } from './forgeState.js';
 import { LanguageModelChoice, replyWithLanguageModel } from './flows/languageModelBridge.js';
 import { HealthDocument } from './healthDocument.js';
@@ -85,6 +86,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
       if (e.affectsConfiguration('forge.runner.nodePath'))
         void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
     }),
+    trackResumable(state),
     { dispose: () => void runner.stop() },
   );
   status.update();

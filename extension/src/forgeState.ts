@@ -5,6 +5,11 @@ import { repoInFolders } from './workspaceScope.js';
 
 export type InstanceRow = RunnerResult<'instances/list'>[number];
 
+/** A run that never finished (cancelled, or its runner died) and can be continued with fix/resume. */
+export function isResumable(r: Pick<RunSummary, 'status'>): boolean {
+  return r.status === 'cancelled' || r.status === 'interrupted';
+}
+
 /**
  * What the views show, as last pushed or read from the runner. Filled from notifications
  * (runs/changed, cells/changed, instances/changed) and, after a (re)start, from the store
@@ -80,6 +85,12 @@ export class ForgeState {
   /** The run the Cells view and the review commands act on: the newest one of this window's repositories. */
   get currentRun(): RunSummary | undefined {
     return this.runs.find((r) => this.inScope(r));
+  }
+
+  /** The newest run (of this window's repositories) when it can be resumed: what Resume Run from the palette acts on. */
+  get resumableRun(): RunSummary | undefined {
+    const run = this.currentRun;
+    return run && isResumable(run) ? run : undefined;
   }
 
   /**

@@ -197,7 +197,15 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.ok(fake.progress.some((l) => /cancelling/.test(l)));
     await waitFor(() => api.state.running.length === 0, 10_000, 'no cell running');
     assert.equal(fake.contexts.get('forge.runActive'), false);
-    assert.equal(api.state.runs[0]!.status, 'interrupted');
+    assert.equal(api.state.runs[0]!.status, 'cancelled');
+    assert.equal(fake.contexts.get('forge.canResume'), true, 'Resume Run is in the palette');
+    const cells = fake.treeViews.get('forge.cells')!.treeDataProvider as Provider<CellSnapshot>;
+    const killed = await waitFor(
+      () => cells.getChildren().find((c) => c.purpose === 'run_command'),
+      5000,
+      'the killed cell in the Cells view',
+    );
+    assert.match(cells.getTreeItem(killed).description!, / · cancelled$/, 'the cell the cancel killed is not shown as a failure');
     fake.config.set('forge.model', `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`);
   });
 
@@ -263,7 +271,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.deepEqual(
       api.state.runs.map((r) => [r.status, r.review]),
       [
-        ['interrupted', null],
+        ['cancelled', null],
         ['fixed', 'applied'],
       ],
     );
@@ -273,6 +281,30 @@ describe('extension with a fake VS Code API and the real runner', function () {
     const warnings = fake.messages.filter((m) => /the Forge runner killed by SIGKILL/.test(m.text));
     assert.equal(warnings.length, 1, 'two crashes in a row, one message');
     assert.deepEqual(warnings[0]!.items, ['Show Log']);
+  });
+
+  it('Resume Run on the cancelled row continues it with its progress shown, to a fix', async () => {
+    // The cancelled run's model is its replay file: now it fixes instead of sleeping.
+    writeFileSync(join(state, 'slow.json'), readFileSync(join(SAMPLES, 'py-calc', 'replay.json')));
+    const attempts = fake.treeViews.get('forge.attempts')!.treeDataProvider as Provider<AttemptsNode>;
+    const row = attempts.getChildren().find((n) => n.kind === 'run' && n.run.status === 'cancelled')!;
+    assert.equal(attempts.getTreeItem(row).contextValue, 'run.cancelled');
+    const runId = (row as { run: { run_id: string } }).run.run_id;
+    const before = fake.messages.length;
+    const progressBefore = fake.progress.length;
+    await command('forge.resumeRun', row);
+    assert.ok(
+      fake.messages.slice(before).some((m) => /^Forge: fixed\. Attempt \d+ won/.test(m.text) && m.items.includes('Review')),
+      JSON.stringify(fake.messages.slice(before)),
+    );
+    assert.ok(
+      fake.progress.slice(progressBefore).some((l) => /^attempt 0: started/.test(l)),
+      `the resumed run showed its progress: ${JSON.stringify(fake.progress.slice(progressBefore))}`,
+    );
+    await waitFor(() => api.state.runs.find((r) => r.run_id === runId)?.status === 'fixed', 5000, 'the run fixed in the view state');
+    assert.equal(fake.contexts.get('forge.canResume'), false);
+    assert.equal(fake.contexts.get('forge.runActive'), false);
+    await assert.rejects(api.runner.request('fix/resume', { run_id: runId }), /already ended \(fixed\)/);
   });
 
   it('Discard from the fixed message asks first, then deletes the winner branch', async () => {
@@ -291,6 +323,11 @@ describe('extension with a fake VS Code API and the real runner', function () {
     );
     const discarded = await waitFor(() => api.state.runs[0]?.review === 'discarded' && api.state.runs[0], 5000, 'review discarded');
     assert.equal(git(repo.dir, 'branch', '--list', `forge/attempt/${discarded.run_id}-*`).trim(), '', 'its winner branch is gone');
-    assert.equal(git(repo.dir, 'branch', '--list', 'forge/attempt/*').trim(), '', 'the applied run lost its branch on Apply');
+    const applied = api.state.runs.find((r) => r.review === 'applied')!;
+    assert.equal(
+      git(repo.dir, 'branch', '--list', `forge/attempt/${applied.run_id}-*`).trim(),
+      '',
+      'the applied run lost its branch on Apply',
+    );
   });
 });

@@ -7,6 +7,7 @@ import { describeApplyOutcome, parseLogUri, parseReviewUri, reviewUriParts } fro
 import { fixStartParams, runnerModelSpec } from '../../extension/src/settings.js';
 import { formatStatus } from '../../extension/src/statusText.js';
 import { attemptView, cellView, duration, runView } from '../../extension/src/views/presentation.js';
+import { isResumable } from '../../extension/src/forgeState.js';
 
 const attempt = (over: Partial<AttemptSnapshot>): AttemptSnapshot => ({
   index: 0,
@@ -89,6 +90,27 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(views[5]!.tooltip, /answered 500/);
   });
 
+  it('attempts a cancel stopped or never started are grey, not queued forever or red', () => {
+    const cancelled = attemptView(attempt({ status: 'cancelled', turns: 2, green: null, passed: null, failed: null }));
+    const skipped = attemptView(attempt({ status: 'skipped', turns: 0, green: null, passed: null, failed: null }));
+    assert.deepEqual([cancelled.icon, cancelled.color, cancelled.description], ['debug-stop', 'disabledForeground', 'cancelled · 2 turns']);
+    assert.deepEqual([skipped.icon, skipped.color, skipped.description], ['debug-step-over', 'disabledForeground', 'skipped']);
+    assert.match(skipped.tooltip, /: skipped$/);
+  });
+
+  it('a cancelled run is grey and offers Resume (run.cancelled); an interrupted one stays a warning', () => {
+    const cancelled = runView(run({ status: 'cancelled', review: null, winner_attempt: null, error: null }));
+    assert.deepEqual(
+      [cancelled.icon, cancelled.color, cancelled.description, cancelled.contextValue],
+      ['debug-stop', 'disabledForeground', 'cancelled · 2 on host', 'run.cancelled'],
+    );
+    assert.equal(runView(run({ status: 'interrupted', review: null })).contextValue, 'run.interrupted');
+    assert.deepEqual(
+      ['running', 'fixed', 'not_fixed', 'failed', 'interrupted', 'cancelled'].map((status) => isResumable({ status } as RunSummary)),
+      [false, false, false, false, true, true],
+    );
+  });
+
   it('run rows carry a context value the menus match on', () => {
     assert.equal(runView(run({})).contextValue, 'run.fixed.pending');
     assert.equal(runView(run({ review: 'applied' })).contextValue, 'run.fixed.applied');
@@ -118,6 +140,14 @@ describe('extension presentation and decisions (pure)', () => {
     );
     assert.equal(cellView({ ...c, exit_code: 137, killed_by: 'timeout' }).description, 'docker py:1 · 2.5 s · exit 137 (timeout)');
     assert.equal(cellView({ ...c, running: true, exit_code: null, duration_ms: null }).contextValue, 'cell.running');
+    // Killed by the run's cancel: grey and said so, not a red exit 137.
+    const stopped = cellView({ ...c, purpose: 'baseline', attempt_index: null, exit_code: 137, killed_by: 'cancel' });
+    assert.deepEqual(
+      [stopped.description, stopped.icon, stopped.color, stopped.contextValue],
+      ['docker py:1 · 2.5 s · cancelled', 'debug-stop', 'disabledForeground', 'cell'],
+    );
+    assert.match(stopped.tooltip, /stopped by the run's cancel \(exit 137\)/);
+    assert.equal(cellView({ ...c, exit_code: 137, killed_by: 'signal' }).icon, 'error', 'any other kill is still a failure');
     assert.deepEqual([duration(999), duration(61_000)], ['999 ms', '1 min 1 s']);
   });
 

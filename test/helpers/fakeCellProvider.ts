@@ -25,7 +25,7 @@ export interface FakeCellOutcome {
   timed_out?: boolean;
   /** Overrides the (empty, complete) diff a capture_diff cell reports. */
   diff?: Partial<WorktreeDiff>;
-  /** Never returns by itself: ends when the run's signal aborts (killed_by signal). */
+  /** Never returns by itself: ends when the run's signal aborts (killed_by cancel, as the real lifecycle says). */
   hang?: boolean;
 }
 
@@ -95,7 +95,7 @@ export class FakeCellProvider implements CellProvider {
       exit_code: killed ? 137 : outcome.exit_code,
       signal: killed ? 'SIGKILL' : null,
       timed_out: outcome.timed_out ?? false,
-      killed_by: killed ? 'signal' : outcome.timed_out ? 'timeout' : null,
+      killed_by: killed ? 'cancel' : outcome.timed_out ? 'timeout' : null,
       limits_hit: [],
       duration_ms: Date.now() - started,
       output: outcome.output,

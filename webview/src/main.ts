@@ -79,6 +79,9 @@ const shared = css`
   .bad {
     color: var(--vscode-testing-iconFailed);
   }
+  .stopped {
+    color: var(--vscode-disabledForeground);
+  }
   .call {
     margin: 6px 0 10px;
   }
@@ -182,9 +185,14 @@ function renderAttempt(d: AttemptData): TemplateResult {
           (c) =>
             html`<vscode-table-row>
               <vscode-table-cell>${c.purpose}</vscode-table-cell><vscode-table-cell>${c.command}</vscode-table-cell>
-              <vscode-table-cell class=${c.exit_code === 0 ? 'ok' : 'bad'}
-                >${c.running ? 'running' : c.exit_code}${c.killed_by ? ` (${c.killed_by})` : ''}</vscode-table-cell
-              >
+              ${
+                // A cell the run's cancel killed: its exit code (137) is no verdict on what it ran.
+                c.killed_by === 'cancel'
+                  ? html`<vscode-table-cell class="stopped">cancelled</vscode-table-cell>`
+                  : html`<vscode-table-cell class=${c.exit_code === 0 ? 'ok' : 'bad'}
+                      >${c.running ? 'running' : c.exit_code}${c.killed_by ? ` (${c.killed_by})` : ''}</vscode-table-cell
+                    >`
+              }
               <vscode-table-cell>${c.duration_ms === null ? '' : `${(c.duration_ms / 1000).toFixed(1)} s`}</vscode-table-cell>
             </vscode-table-row>`,
         )}

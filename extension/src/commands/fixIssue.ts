@@ -1,5 +1,6 @@
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
 import { fixIssueInCells } from '../flows/fixIssueFlow.js';
+import { setRunActiveContext } from '../flows/followRun.js';
 import type { LanguageModelChoice } from '../flows/languageModelBridge.js';
 import type { NotificationHub } from '../notificationHub.js';
 import type { ReviewController } from '../review/reviewController.js';
@@ -28,6 +29,6 @@ export function fixIssueCommand(deps: FixIssueCommandDeps): () => Promise<void> 
       review: (id) => deps.review.open(id),
       apply: (id) => deps.review.apply(id),
       discard: (id) => deps.review.discard(id),
-      setRunActive: (id) => void vscode.commands.executeCommand('setContext', 'forge.runActive', id !== null),
+      setRunActive: setRunActiveContext,
     });
 }

@@ -12,6 +12,7 @@ import { openAttemptDetailsCommand, openCellLogCommand } from './detailsCommands
 import { fixIssueCommand } from './fixIssue.js';
 import { type CommandHandler, registerGuarded } from './guard.js';
 import { openInstanceDetailsCommand, reconcileInstanceCommand } from './instanceCommands.js';
+import { resumeRunCommand } from './resumeRun.js';
 import { cancelRunCommand, reviewCommands } from './reviewCommands.js';
 import { gcCommand, refreshCommand, restartRunnerCommand, showCellHealthCommand } from './runnerCommands.js';
 import { setApiKeyCommand } from './setApiKey.js';
@@ -44,6 +45,7 @@ export function forgeCommands(deps: CommandDeps): Record<string, CommandHandler>
     'forge.compareWithWinner': review.compareWithWinner,
     'forge.applyAttempt': review.applyAttempt,
     'forge.cancelRun': cancelRunCommand(deps),
+    'forge.resumeRun': resumeRunCommand(deps),
     'forge.showCellHealth': showCellHealthCommand(deps),
     'forge.openAttemptDetails': openAttemptDetailsCommand(deps),
     'forge.openCellLog': openCellLogCommand(),

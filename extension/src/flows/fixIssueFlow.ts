@@ -5,6 +5,7 @@ import { fixStartParams, runnerModelSpec } from '../settings.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { NotificationHub } from '../notificationHub.js';
 import { announceRunEnd } from './announceRunEnd.js';
+import { followRun } from './followRun.js';
 import { preflight } from './preflight.js';
 
 export interface FixFlowDeps {
@@ -92,32 +93,6 @@ export async function fixIssueInCells(deps: FixFlowDeps): Promise<void> {
     ...fixStartParams(settings, folder.uri.fsPath, issue, model.spec),
     ...(ready.allowDirty ? { allow_dirty: true } : {}),
   });
-  deps.setRunActive(runId);
-  const finished = await Promise.resolve(
-    vscode.window.withProgress(
-      {
-        location: vscode.ProgressLocation.Notification,
-        title: `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`,
-        cancellable: true,
-      },
-      (progress, token) =>
-        new Promise<{ status: string; error: string | null }>((resolve) => {
-          const subs = [
-            deps.hub.on('fix/progress', (p: { run_id: string; line: string }) => {
-              if (p.run_id === runId) progress.report({ message: p.line });
-            }),
-            deps.hub.on('fix/finished', (p: { run_id: string; status: string; error: string | null }) => {
-              if (p.run_id !== runId) return;
-              for (const s of subs) s.dispose();
-              resolve(p);
-            }),
-          ];
-          token.onCancellationRequested(() => {
-            progress.report({ message: 'cancelling: stopping the cells…' });
-            void deps.runner.request('fix/cancel', { run_id: runId });
-          });
-        }),
-    ),
-  ).finally(() => deps.setRunActive(null));
+  const finished = await followRun(deps, runId, `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`);
   await announceRunEnd(deps, runId, finished);
 }

@@ -19,6 +19,9 @@ export function duration(ms: number | null): string {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
+/** Grey: what the user stopped is neither a failure nor a success. */
+const STOPPED = 'disabledForeground';
+
 export function runView(r: RunSummary): RowView {
   const state: Record<RunSummary['status'], [string, string | null, string]> = {
     running: ['sync~spin', null, 'running'],
@@ -26,6 +29,7 @@ export function runView(r: RunSummary): RowView {
     not_fixed: ['circle-slash', 'testing.iconFailed', 'not fixed'],
     failed: ['error', 'errorForeground', 'failed'],
     interrupted: ['debug-pause', 'editorWarning.foreground', 'interrupted'],
+    cancelled: ['debug-stop', STOPPED, 'cancelled'],
   };
   const [icon, color, text] = state[r.status];
   return {
@@ -55,6 +59,8 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   let color: string | null = null;
   if (a.status === 'queued') [state, icon] = ['queued', 'circle-outline'];
   else if (a.status === 'running') [state, icon] = ['running', 'sync~spin'];
+  else if (a.status === 'cancelled') [state, icon, color] = ['cancelled', 'debug-stop', STOPPED];
+  else if (a.status === 'skipped') [state, icon, color] = ['skipped', 'debug-step-over', STOPPED];
   else if (a.status === 'failed') [state, icon, color] = ['error', 'error', 'errorForeground'];
   else if (a.winner) [state, icon, color] = ['winner', 'star-full', 'charts.yellow'];
   else if (a.green) [state, icon, color] = ['green', 'pass', 'testing.iconPassed'];
@@ -64,7 +70,9 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   const changed = a.status === 'finished' && a.diff_size > 0;
   return {
     label: `attempt ${a.index}`,
-    description: a.status === 'queued' ? 'queued' : `${state} · ${turns}${a.status === 'finished' ? ` · ${size}` : ''}${agree}`,
+    // A queued or skipped attempt has not done anything to count.
+    description:
+      a.status === 'queued' || a.status === 'skipped' ? state : `${state} · ${turns}${a.status === 'finished' ? ` · ${size}` : ''}${agree}`,
     tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${tests}${a.rank !== null ? ` · ranked #${a.rank}` : ''}${
       a.agrees_with.length > 0 ? `\nthe same change as attempt${a.agrees_with.length === 1 ? '' : 's'} ${a.agrees_with.join(', ')}` : ''
     }${a.error ? `\n${a.error}` : ''}`,
@@ -86,6 +94,17 @@ export function cellView(c: CellSnapshot): RowView {
       icon: 'sync~spin',
       color: null,
       contextValue: 'cell.running',
+    };
+  }
+  if (c.killed_by === 'cancel') {
+    // Killed because the run was cancelled: its exit code (137) says nothing about the code it ran.
+    return {
+      label: `${c.purpose}${who}`,
+      description: `${where} · ${duration(c.duration_ms)} · cancelled`,
+      tooltip: `${c.command}\n${c.cell_id}\nstopped by the run's cancel (exit ${c.exit_code})`,
+      icon: 'debug-stop',
+      color: STOPPED,
+      contextValue: 'cell',
     };
   }
   const ok = c.exit_code === 0;

@@ -17,7 +17,7 @@ export function decideKilledBy(f: TerminationFacts): KilledBy | null {
   if (f.oomKills > 0 && f.exitCode !== 0) return 'memory';
   if (f.killReason === 'output') return 'output';
   if (f.killReason === 'timeout') return 'timeout';
-  if (f.killReason === 'cancel') return 'signal';
+  if (f.killReason === 'cancel') return 'cancel';
   if (f.pidsLimitHits > 0 && f.exitCode !== 0) return 'pids';
   if (f.signal !== null) return 'signal';
   return null;

@@ -5,7 +5,7 @@ import type { ProviderHealth } from '../protocol/health.js';
 import { describeZodError, InputError } from '../protocol/inputError.js';
 
 export interface CellRunOptions {
-  /** Aborting kills the cell's whole process tree; the result has killed_by=signal. */
+  /** Aborting kills the cell's whole process tree; the result has killed_by=cancel. */
   signal?: AbortSignal;
   /** Live output (merged stdout+stderr) as it arrives, for progress displays. */
   onOutput?: (chunk: Buffer) => void;

@@ -8,7 +8,7 @@ import { FIX_LIMITS, type FixRequest, type FixRequestInput, FixRequestSchema } f
 import { InputError } from '../protocol/inputError.js';
 import { hostName } from '../protocol/cellSpec.js';
 import { createModel } from '../repair/models/createModel.js';
-import { BrokenEnvironmentError, runFix } from '../repair/runFix.js';
+import { BrokenEnvironmentError, resumeRequest, runFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
@@ -83,12 +83,12 @@ export function registerFixCommand(program: Command): void {
     .option('--out <dir>', 'write winner.diff, report.json and summary.md there')
     .option('--apply', 'apply the winner to your working tree (only if it applies cleanly)')
     .option('--branch <name>', 'create this branch at the winning commit')
-    .option('--resume <run_id>', 'continue a run whose runner was killed: finished attempts are kept, the rest redone')
+    .option('--resume <run_id>', 'continue a cancelled run, or one whose runner was killed: finished attempts are kept, the rest redone')
     .option('--allow-dirty', 'run even with uncommitted changes (they are not part of the attempts)')
     .option('--allow-green-baseline', 'continue even if the tests already pass on the base commit')
     .option('--json', 'print only the report (JSON) on stdout')
     .action(async (flags: FixFlags) => {
-      // Ctrl-C stops the cells and leaves the run "interrupted", resumable with --resume.
+      // Ctrl-C stops the cells and leaves the run "cancelled", resumable with --resume.
       const abort = new AbortController();
       const onSignal = () => abort.abort();
       process.once('SIGINT', onSignal);
@@ -109,7 +109,7 @@ export function registerFixCommand(program: Command): void {
           return;
         }
         if (abort.signal.aborted) {
-          process.stderr.write('forge-runner: interrupted; continue with forge-runner fix --resume RUN_ID (see forge-runner runs list)\n');
+          process.stderr.write('forge-runner: cancelled; continue with forge-runner fix --resume RUN_ID (see forge-runner runs list)\n');
           process.exitCode = 130;
           return;
         }
@@ -275,26 +275,13 @@ function checkBranchName(name: string): void {
   if (r.status !== 0) throw new InputError(`--branch ${name} is not a valid branch name (git check-ref-format); pick another`);
 }
 
-/** --resume RUN_ID: repository, issue, model, provider and image come from the stored run. */
+/** --resume RUN_ID: what defines the run comes from the store (resumeRequest); budgets and outputs from the flags. */
 async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: string) => void, signal?: AbortSignal) {
   const row = store.getRun(flags.resume!);
   if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
+  const request = parseFixRequest(resumeRequest(row, runSettings(flags)), flags);
   const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4) });
   const model = createModel(row.model);
-  const request = parseFixRequest(
-    {
-      repo: row.repo,
-      issue: row.issue,
-      model: row.model,
-      attempts: row.attempts,
-      ...(row.image ? { image: row.image } : {}),
-      ...runSettings(flags),
-      // The run's base commit is fixed; the user's later edits are not part of it.
-      allow_dirty: true,
-      resume_run_id: row.id,
-    },
-    flags,
-  );
   return runFix(request, { store, provider, model, progress, signal });
 }
 

@@ -4,7 +4,8 @@ import { IsolationReportSchema } from './isolation.js';
 export const ProviderNameSchema = z.enum(['host', 'docker', 'qemu']);
 export type ProviderName = z.infer<typeof ProviderNameSchema>;
 
-export const KilledBySchema = z.enum(['timeout', 'memory', 'pids', 'output', 'signal']);
+/** `cancel`: the caller's AbortSignal ended the cell (Ctrl-C, a cancelled run); `signal`: any other signal. */
+export const KilledBySchema = z.enum(['timeout', 'memory', 'pids', 'output', 'signal', 'cancel']);
 export type KilledBy = z.infer<typeof KilledBySchema>;
 
 export const DiffFileSchema = z

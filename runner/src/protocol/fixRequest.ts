@@ -58,7 +58,9 @@ export const FixRequestSchema = z
     apply: z.boolean().default(false),
     branch: z.string().min(1).optional(),
     allow_green_baseline: z.boolean().default(false),
-    resume_run_id: runId.optional().describe('Continue this run (its runner died): finished attempts are kept, the rest redone.'),
+    resume_run_id: runId
+      .optional()
+      .describe('Continue this run (cancelled, or its runner died): finished attempts are kept, the rest redone.'),
   })
   .strict();
 

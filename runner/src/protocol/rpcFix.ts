@@ -23,7 +23,9 @@ export const RunReviewSchema = z.enum(['pending', 'applied', 'discarded']);
 export const RunSummarySchema = z
   .object({
     run_id: z.string(),
-    status: z.enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted']),
+    status: z
+      .enum(['running', 'fixed', 'not_fixed', 'failed', 'interrupted', 'cancelled'])
+      .describe('interrupted: its runner died; cancelled: stopped on purpose. Both can be resumed (fix/resume).'),
     created_at: z.string(),
     updated_at: z.string(),
     repo: z.string(),
@@ -48,7 +50,9 @@ export const AttemptSnapshotSchema = z
     index: z.number().int(),
     attempt_id: z.string(),
     temperature: z.number(),
-    status: z.enum(['queued', 'running', 'finished', 'failed']),
+    status: z
+      .enum(['queued', 'running', 'finished', 'failed', 'cancelled', 'skipped'])
+      .describe('cancelled: stopped mid-way by a cancel; skipped: the run was cancelled before it started. A resume redoes both.'),
     turns: z.number().int(),
     tokens: z.number().int(),
     green: z.boolean().nullable(),
@@ -75,7 +79,7 @@ export const CellSnapshotSchema = z
     command: z.string(),
     running: z.boolean(),
     exit_code: z.number().int().nullable(),
-    killed_by: z.string().nullable(),
+    killed_by: z.string().nullable().describe('As in CellResult: "cancel" when the run\'s cancel killed the cell.'),
     duration_ms: z.number().int().nullable(),
     started_at: z.string(),
   })
@@ -146,6 +150,15 @@ export const RPC_FIX_METHODS = {
   'fix/cancel': {
     params: z.object({ run_id: runId }).strict(),
     result: z.object({ cancelled: z.boolean().describe('False when the run is not in progress in this runner.') }).strict(),
+  },
+  'fix/resume': {
+    params: z.object({ run_id: runId }).strict(),
+    result: z
+      .object({ run_id: z.string() })
+      .strict()
+      .describe(
+        'Continues a cancelled or interrupted run in this runner, as fix --resume does: finished attempts kept, the rest redone; then fix/progress and fix/finished as for fix/start.',
+      ),
   },
   'runs/list': {
     params: z.object({ limit: z.number().int().min(1).max(1000).default(20) }).strict(),

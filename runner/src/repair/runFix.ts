@@ -14,7 +14,7 @@ import { selectWinner } from './selectWinner.js';
 
 export { BrokenEnvironmentError } from './fix/runBaseline.js';
 export type { FixDeps, FixOutcome, PreparedRun } from './fix/fixRun.js';
-export { prepareRun } from './fix/prepareRun.js';
+export { prepareRun, resumeRequest } from './fix/prepareRun.js';
 
 /**
  * Fix Issue in Cells: baseline (must fail), K sampled attempts in parallel worktrees whose
@@ -55,8 +55,11 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
     return finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });
   } catch (e) {
     const row = store.getRun(runId);
-    if (row?.status === 'running')
-      store.finishRun(runId, signal?.aborted ? 'interrupted' : 'failed', null, { error: (e as Error).message });
+    if (row?.status === 'running') {
+      // A cancel is not a failure: the run says so, and so does each attempt it stopped or never started.
+      if (signal?.aborted) store.cancelRun(runId, { error: 'cancelled' });
+      else store.finishRun(runId, 'failed', null, { error: (e as Error).message });
+    }
     throw e;
   } finally {
     await provider.drain();

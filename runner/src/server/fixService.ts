@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 import type { CellProvider } from '../cells/provider.js';
-import { createProvider } from '../cells/providerRegistry.js';
+import { createProvider, type ProviderOptions } from '../cells/providerRegistry.js';
 import type { CellSpecInput } from '../protocol/cellSpec.js';
-import { FixRequestSchema, type FixStartParams } from '../protocol/fixRequest.js';
+import { type FixRequest, FixRequestSchema, type FixStartParams } from '../protocol/fixRequest.js';
 import { InputError } from '../protocol/inputError.js';
 import type { CellSnapshot, RpcFixNotification, RpcFixResult, RunSnapshot } from '../protocol/rpcFix.js';
 import { ClientModel } from '../repair/models/clientModel.js';
 import { createModel } from '../repair/models/createModel.js';
 import type { RepairModel } from '../repair/models/repairModel.js';
-import { prepareRun, runPreparedFix } from '../repair/runFix.js';
+import { prepareRun, resumeRequest, runPreparedFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { attemptTree } from '../workspace/attemptTree.js';
@@ -46,6 +46,8 @@ export class FixService {
   constructor(
     stateDir: string,
     private readonly hooks: FixServiceHooks,
+    /** How a run gets its cells (tests pass the in-process fake provider). */
+    private readonly makeProvider: (name: string, options: ProviderOptions) => CellProvider = createProvider,
   ) {
     this.store = new RunStore(openStore(join(stateDir, 'forge.db')));
   }
@@ -55,11 +57,29 @@ export class FixService {
     const providerName = p.provider ?? (p.image ? 'docker' : 'host');
     if (providerName === 'docker' && !p.image)
       throw new InputError('docker cells need an image: set forge.image (or run forge-runner bake and pass its image)');
-    const model = this.createModel(p.model);
-    const provider = this.observe(createProvider(providerName, { prewarm: Math.min(p.attempts, 4) }));
-    const abort = new AbortController();
     const { image, ...params } = p;
-    const request = FixRequestSchema.parse({ ...params, ...(providerName === 'docker' && image ? { image } : {}) });
+    return this.launch(FixRequestSchema.parse({ ...params, ...(providerName === 'docker' && image ? { image } : {}) }), providerName);
+  }
+
+  /**
+   * Continues a cancelled or interrupted run here, as `fix --resume` does, with what the store
+   * recorded of it. A run this runner is still stopping is waited for first, so Resume right
+   * after Cancel works; one it is still running is refused.
+   */
+  async resume(runId: string): Promise<{ run_id: string }> {
+    const current = this.active.get(runId);
+    if (current && !current.abort.signal.aborted) throw new InputError(`run ${runId} is in progress in this runner; nothing to resume`);
+    if (current) await current.done;
+    const row = this.store.getRun(runId);
+    if (!row) throw new InputError(`no run ${runId}; see runs/list`);
+    return this.launch(FixRequestSchema.parse(resumeRequest(row)), row.provider);
+  }
+
+  /** Records (or resumes) the run, then runs it in the background; resolves with its id. */
+  private async launch(request: FixRequest, providerName: string): Promise<{ run_id: string }> {
+    const model = this.createModel(request.model);
+    const provider = this.observe(this.makeProvider(providerName, { prewarm: Math.min(request.attempts, 4) }));
+    const abort = new AbortController();
     // The run is recorded (or refused) here, in this service's own store: the id is known
     // before anything runs, so no progress line is lost and nothing races to learn it.
     const run = await prepareRun(request, { store: this.store, provider, model });

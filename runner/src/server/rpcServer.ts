@@ -85,6 +85,7 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
     'repo/stash': async ({ repo }) => stashTrackedChanges(repo),
     'fix/start': async (p) => fixes.start(p),
     'fix/cancel': async ({ run_id }) => ({ cancelled: fixes.cancel(run_id) }),
+    'fix/resume': async ({ run_id }) => fixes.resume(run_id),
     'runs/list': async ({ limit }) => fixes.store.listRuns(limit).map((r) => runSummary(r, processAlive)),
     'runs/show': async ({ run_id }) => {
       const snap = fixes.snapshot(run_id);

@@ -7,7 +7,7 @@ import { patchFromStore } from '../workspace/patchBytes.js';
 import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js';
 
 /** Store rows -> protocol snapshots. Everything a view shows comes from here, so a restarted runner shows the same. */
-/** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted. */
+/** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted; a cancelled one says so itself. */
 export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = () => true): RunSummary {
   const firstLine =
     run.issue
@@ -47,13 +47,21 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
   };
 }
 
-export function attemptSnapshot(a: AttemptRow, winner: number | null, liveTurns: number, ranking?: RankingExplained): AttemptSnapshot {
+export function attemptSnapshot(
+  a: AttemptRow,
+  winner: number | null,
+  liveTurns: number,
+  ranking?: RankingExplained,
+  runEnded = false,
+): AttemptSnapshot {
   const v = a.verdict_json ? (JSON.parse(a.verdict_json) as { green: boolean; passed: number; failed: number }) : null;
   return {
     index: a.idx,
     attempt_id: a.attempt_id,
     temperature: a.temperature,
-    status: a.status,
+    // A run that ended before an attempt started (its tests could not run, an error) never
+    // will start it: it is skipped, not waiting. An interrupted run's stay queued for Resume.
+    status: runEnded && a.status === 'queued' ? 'skipped' : a.status,
     turns: Math.max(a.turns, liveTurns),
     tokens: a.tokens,
     green: v ? v.green : null,
@@ -97,9 +105,11 @@ export function runSnapshot(
   const attempts = store.attempts(runId);
   // Ranked once the run ended: while it goes on, attempts are still arriving.
   const ranking = run.status === 'running' ? undefined : rankAttempts(attempts);
+  const summary = runSummary(run, runnerAlive);
+  const ended = summary.status !== 'running' && summary.status !== 'interrupted';
   return {
-    run: runSummary(run, runnerAlive),
-    attempts: attempts.map((a) => attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking)),
+    run: summary,
+    attempts: attempts.map((a) => attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, ended)),
     cells: [...store.cells(runId).map(cellSnapshot), ...running.filter((c) => c.run_id === runId)],
     ranking: ranking?.lines ?? [],
   };

@@ -41,7 +41,7 @@ export async function serveStdio(): Promise<number> {
   });
   connection.listen();
   await Promise.race([closed, stop]);
-  // Runs in progress are cancelled (cells killed, runs left interrupted and resumable).
+  // Runs in progress are cancelled (cells killed, runs left cancelled and resumable).
   await (await server).close();
   return 0;
 }

@@ -1,7 +1,13 @@
 import type { Db } from './openStore.js';
 
-export type RunStatus = 'running' | 'fixed' | 'not_fixed' | 'failed' | 'interrupted';
-export type AttemptStatus = 'queued' | 'running' | 'finished' | 'failed';
+/**
+ * 'cancelled': stopped on purpose (fix/cancel, Ctrl-C, the serving runner stopping);
+ * 'interrupted': stopped by a runner that was killed (older stores also wrote it for a cancel).
+ * Both never finished and can be resumed.
+ */
+export type RunStatus = 'running' | 'fixed' | 'not_fixed' | 'failed' | 'interrupted' | 'cancelled';
+/** 'cancelled': stopped mid-way by a cancel; 'skipped': never started because the run was cancelled first. */
+export type AttemptStatus = 'queued' | 'running' | 'finished' | 'failed' | 'cancelled' | 'skipped';
 
 export interface RunRow {
   id: string;
@@ -213,8 +219,39 @@ export class RunStore {
       .run(status, winner, JSON.stringify(report), now(), runId);
   }
 
-  /** A resumed run belongs to the new runner process from now on. */
+  /**
+   * A cancelled run, with what each unfinished attempt got to: one stopped mid-way is
+   * cancelled, one that never started is skipped. Finished and failed attempts stay as they are.
+   */
+  cancelRun(runId: string, report: unknown): void {
+    this.db
+      .transaction(() => {
+        const t = now();
+        this.db.prepare(`UPDATE attempts SET status = 'cancelled', finished_at = ? WHERE run_id = ? AND status = 'running'`).run(t, runId);
+        this.db.prepare(`UPDATE attempts SET status = 'skipped' WHERE run_id = ? AND status = 'queued'`).run(runId);
+        this.db
+          .prepare(`UPDATE runs SET status = 'cancelled', winner_attempt = NULL, report_json = ?, updated_at = ? WHERE id = ?`)
+          .run(JSON.stringify(report), t, runId);
+      })
+      .immediate();
+  }
+
+  /**
+   * A resumed run belongs to the new runner process from now on; the attempts it will redo
+   * (every one not finished or failed) wait in the queue again instead of showing how the
+   * last runner left them.
+   */
   claimRun(runId: string, pid: number): void {
-    this.db.prepare(`UPDATE runs SET runner_pid = ?, status = 'running', updated_at = ? WHERE id = ?`).run(pid, now(), runId);
+    this.db
+      .transaction(() => {
+        const t = now();
+        this.db.prepare(`UPDATE runs SET runner_pid = ?, status = 'running', updated_at = ? WHERE id = ?`).run(pid, t, runId);
+        this.db
+          .prepare(
+            `UPDATE attempts SET status = 'queued', started_at = NULL, finished_at = NULL WHERE run_id = ? AND status NOT IN ('finished', 'failed')`,
+          )
+          .run(runId);
+      })
+      .immediate();
   }
 }

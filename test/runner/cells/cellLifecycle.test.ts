@@ -121,7 +121,7 @@ describe('runCellLifecycle (the lifecycle every cell provider shares)', () => {
     ac.abort();
     const { driver } = fakeDriver(() => undefined);
     const r = await runCellLifecycle(facts({}, { signal: ac.signal }), driver);
-    assert.equal(r.killed_by, 'signal');
+    assert.equal(r.killed_by, 'cancel');
   });
 
   it('a failed start still cleans up (handle null) and revokes the egress grant', async () => {

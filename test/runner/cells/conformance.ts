@@ -307,7 +307,7 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
       const abort = new AbortController();
       setTimeout(() => abort.abort(), 300);
       const r = await provider.run({ image, cmd: 'sleep 60' } as never, { signal: abort.signal });
-      assert.equal(r.killed_by, 'signal');
+      assert.equal(r.killed_by, 'cancel');
       assert.ok(r.duration_ms < 15_000);
     });
   });

@@ -69,7 +69,8 @@ describe('decideKilledBy', () => {
     assert.equal(decideKilledBy({ ...base, oomKills: 1, exitCode: 137, killReason: 'timeout' }), 'memory');
     assert.equal(decideKilledBy({ ...base, killReason: 'timeout', exitCode: 137, pidsLimitHits: 5 }), 'timeout');
     assert.equal(decideKilledBy({ ...base, killReason: 'output', exitCode: 137 }), 'output');
-    assert.equal(decideKilledBy({ ...base, killReason: 'cancel', exitCode: 137 }), 'signal');
+    // A cancel is the runner's own kill: said as such, not confused with a signal the command got.
+    assert.equal(decideKilledBy({ ...base, killReason: 'cancel', exitCode: 137, signal: 'SIGKILL' }), 'cancel');
     assert.equal(decideKilledBy({ ...base, pidsLimitHits: 2, exitCode: 2 }), 'pids');
     assert.equal(decideKilledBy({ ...base, pidsLimitHits: 2, exitCode: 0 }), null);
     assert.equal(decideKilledBy({ ...base, exitCode: 143, signal: 'SIGTERM' }), 'signal');

@@ -7,9 +7,10 @@ import { type FixRequestInput, FixRequestSchema } from '../../../runner/src/prot
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { ReplayModel } from '../../../runner/src/repair/models/replayModel.js';
 import type { ReplayScript } from '../../../runner/src/repair/models/replayScript.js';
-import { BrokenEnvironmentError, type FixDeps, runFix } from '../../../runner/src/repair/runFix.js';
+import { notResumable } from '../../../runner/src/repair/fix/prepareRun.js';
+import { BrokenEnvironmentError, type FixDeps, resumeRequest, runFix } from '../../../runner/src/repair/runFix.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
-import { RunStore } from '../../../runner/src/store/runStore.js';
+import { type RunRow, RunStore } from '../../../runner/src/store/runStore.js';
 import {
   type FakeCell,
   type FakeCellOutcome,
@@ -220,33 +221,48 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     assert.equal(store.listRuns(10)[0]!.status, 'failed');
   });
 
-  it('cancel mid-run leaves the unfinished attempt not finished; a resume keeps the finished one and redoes the rest', async () => {
+  it('cancel mid-run: the run and the attempt it stopped are cancelled, the one never started skipped; a resume keeps the finished one and redoes the rest', async () => {
     const attempts: ReplayScript['attempts'] = [
       [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }],
       [{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 30' } }] }, { tool_calls: [FINISH] }],
+      [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }],
     ];
     const abort = new AbortController();
     const provider = new FakeCellProvider(script((c) => (c.purpose === 'run_command' ? { ...ok, hang: true } : null)));
     provider.onCell = (c) => {
       if (c.purpose === 'run_command' && c.attempt === 1) abort.abort();
     };
-    // One attempt at a time: attempt 0 has finished when attempt 1 is cancelled.
-    await assert.rejects(runFix(request({ concurrency: 1 }), deps(provider, attempts, abort.signal)), /cancelled/);
+    // One attempt at a time: attempt 0 has finished when attempt 1 is cancelled, and attempt 2 waits its turn.
+    await assert.rejects(runFix(request({ concurrency: 1, attempts: 3 }), deps(provider, attempts, abort.signal)), /cancelled/);
     const [run] = store.listRuns(10);
     const runId = run!.id;
-    assert.equal(run!.status, 'interrupted');
-    const rows = store.attempts(runId);
-    assert.equal(rows[0]!.status, 'finished');
-    assert.equal(rows[1]!.status, 'running', 'a cancelled attempt is not recorded as finished');
+    assert.equal(run!.status, 'cancelled');
+    assert.deepEqual(
+      store.attempts(runId).map((a) => a.status),
+      ['finished', 'cancelled', 'skipped'],
+    );
+    assert.ok(!provider.cells.some((c) => c.attempt === 2), 'nothing of attempt 2 ran after the cancel');
     assert.ok(!existsSync(join(repo.dir, '.git', 'forge-cells', `${runId}-a1`)), "the cancelled attempt's worktree is gone");
+    assert.deepEqual(
+      store.cells(runId, 1).map((c) => [c.purpose, c.killed_by]),
+      [['run_command', 'cancel']],
+      'the cell the cancel killed says so',
+    );
     const cellsBefore = provider.cells.length;
 
     provider.setScript(script());
     lines = [];
-    const { report } = await runFix(request({ resume_run_id: runId, allow_dirty: true }), deps(provider, attempts));
+    // While the resumed run works on attempt 1, attempt 2 waits in the queue again (not "skipped").
+    let waiting: string[] = [];
+    provider.onCell = (c) => {
+      if (c.attempt === 1 && waiting.length === 0) waiting = store.attempts(runId).map((a) => a.status);
+    };
+    const { report } = await runFix(request({ resume_run_id: runId, allow_dirty: true, concurrency: 1 }), deps(provider, attempts));
+    assert.deepEqual(waiting, ['finished', 'running', 'queued']);
     assert.equal(report.run_id, runId);
     assert.equal(report.status, 'fixed');
-    assert.deepEqual(report.winner!.attempts, [`${runId}-a0`]);
+    // Attempt 2 made the same change as the kept attempt 0: one candidate, agreed on twice.
+    assert.deepEqual(report.winner!.attempts, [`${runId}-a0`, `${runId}-a2`]);
     assert.ok(lines.includes('attempt 0: finished before the interruption, kept'), lines.join('\n'));
     assert.ok(lines.includes('baseline: kept from the interrupted run'), lines.join('\n'));
     const resumedCells = provider.cells.slice(cellsBefore);
@@ -254,12 +270,86 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
       resumedCells.every((c) => c.attempt !== 0 && c.purpose !== 'baseline'),
       `attempt 0 or the baseline ran again: ${purposes(provider).slice(cellsBefore).join(', ')}`,
     );
-    assert.ok(
-      resumedCells.some((c) => c.purpose === 'verdict' && c.attempt === 1),
-      'attempt 1 was redone',
+    assert.deepEqual(
+      resumedCells.filter((c) => c.purpose === 'verdict').map((c) => c.attempt),
+      [1, 2],
+      'attempts 1 and 2 were redone',
     );
+    assert.deepEqual(
+      store.attempts(runId).map((a) => a.status),
+      ['finished', 'finished', 'finished'],
+    );
+    assert.equal(store.getRun(runId)!.status, 'fixed');
     assert.deepEqual(forgeBranches(), [`forge/attempt/${runId}-a0`]);
     assert.equal(worktrees(), 1);
     await assert.rejects(runFix(request({ resume_run_id: runId }), deps(provider, attempts)), /already ended/);
+  });
+
+  it('a cancel during ground truth leaves the run cancelled, not "not fixed" from the killed cell', async () => {
+    const abort = new AbortController();
+    const provider = new FakeCellProvider(script((c) => (c.purpose === 'ground_truth' ? { ...ok, hang: true } : null)));
+    provider.onCell = (c) => {
+      if (c.purpose === 'ground_truth') abort.abort();
+    };
+    await assert.rejects(
+      runFix(request({ attempts: 1 }), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]], abort.signal)),
+      /cancelled/,
+    );
+    const [run] = store.listRuns(10);
+    assert.equal(run!.status, 'cancelled');
+    assert.deepEqual(
+      store.attempts(run!.id).map((a) => a.status),
+      ['finished'],
+      'a finished attempt stays finished',
+    );
+    assert.equal(store.cells(run!.id).find((c) => c.purpose === 'ground_truth')?.killed_by, 'cancel');
+  });
+
+  it('which runs can be resumed: never finished, and nobody works on it', () => {
+    const row = (over: Partial<RunRow>): RunRow => ({
+      id: 'run-x',
+      created_at: '',
+      updated_at: '',
+      repo: repo.dir,
+      base_commit: 'abc',
+      issue: 'average is wrong',
+      test_cmd: TEST_CMD,
+      provider: 'host',
+      image: '',
+      model: 'replay:x',
+      attempts: 2,
+      status: 'cancelled',
+      winner_attempt: null,
+      baseline_json: null,
+      report_json: null,
+      runner_pid: process.pid,
+      install_cmd: null,
+      review: null,
+      ...over,
+    });
+    const gone = () => false;
+    const alive = () => true;
+    assert.equal(
+      notResumable(row({ status: 'cancelled', runner_pid: process.pid }), alive),
+      null,
+      'a cancelled run, even of a live runner',
+    );
+    assert.equal(notResumable(row({ status: 'interrupted' }), alive), null);
+    assert.equal(notResumable(row({ status: 'running', runner_pid: 999_999 }), gone), null, 'its runner died');
+    assert.match(notResumable(row({ status: 'running', runner_pid: 999_999 }), alive)!, /still in progress in runner pid 999999/);
+    assert.match(notResumable(row({ status: 'running', runner_pid: process.pid }), gone)!, /in progress in this runner/);
+    for (const status of ['fixed', 'not_fixed', 'failed'] as const)
+      assert.match(notResumable(row({ status }), gone)!, new RegExp(`already ended \\(${status}\\)`));
+    const request = resumeRequest(row({ status: 'cancelled', provider: 'docker', image: 'img:1', install_cmd: 'pip install .' }), {
+      max_turns: 7,
+    });
+    assert.deepEqual(
+      [request.provider, request.image, request.install_cmd, request.max_turns, request.allow_dirty, request.resume_run_id],
+      ['docker', 'img:1', 'pip install .', 7, true, 'run-x'],
+    );
+    assert.throws(
+      () => resumeRequest(row({ status: 'fixed' })),
+      (e: Error) => e instanceof InputError && /already ended/.test(e.message),
+    );
   });
 });

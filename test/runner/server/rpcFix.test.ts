@@ -305,11 +305,18 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
     assert.match(snap.run.environment?.detail ?? '', /forge-no-such-test-tool/);
     assert.ok((snap.run.environment?.fix ?? '').length > 0);
     assert.ok(snap.cells.some((c) => c.purpose === 'baseline' && c.exit_code === 127));
+    assert.deepEqual(
+      snap.attempts.map((a) => a.status),
+      ['skipped'],
+      'no attempt started: none is left queued',
+    );
   });
 
-  it('fix/cancel kills the run and its cells; the run is left interrupted', async () => {
+  let cancelledRun = '';
+  let slowScript = '';
+  it('fix/cancel kills the run and its cells; the run, its attempt and the killed cell say cancelled', async () => {
     const d = repo('py-calc');
-    const script = join(state, 'slow.json');
+    const script = (slowScript = join(state, 'slow.json'));
     writeFileSync(
       script,
       JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }),
@@ -319,13 +326,36 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
       () => snapshots.find((s) => s.run.run_id === run_id && s.cells.some((c) => c.running && c.purpose === 'run_command')),
       60_000,
     );
+    await assert.rejects(call('fix/resume', { run_id }), /is in progress in this runner; nothing to resume/);
     const t0 = Date.now();
     assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: true });
     const done = await waitFinished(run_id);
     assert.ok(Date.now() - t0 < 30_000, 'cancel did not wait for the cell');
-    assert.deepEqual([done.status, done.error], ['interrupted', 'cancelled']);
+    assert.deepEqual([done.status, done.error], ['cancelled', 'cancelled']);
     assert.equal(runningSeen.at(-1), 0);
     assert.deepEqual(await call('fix/cancel', { run_id }), { cancelled: false });
     assert.equal(git(d, 'worktree', 'list').trim().split('\n').length, 1, 'no attempt worktree left');
+    const snap = await call('runs/show', { run_id });
+    assert.deepEqual([snap.run.status, snap.attempts.map((a) => a.status)], ['cancelled', ['cancelled']]);
+    assert.equal(snap.cells.find((c) => c.purpose === 'run_command')?.killed_by, 'cancel');
+    cancelledRun = run_id;
+  });
+
+  it('fix/resume continues the cancelled run in this runner to its end; bad run ids are refused in one line', async () => {
+    await assert.rejects(call('fix/resume', { run_id: 'run-nope' }), /no run run-nope; see runs\/list/);
+    await assert.rejects(call('fix/resume', { run_id: runId }), /already ended \(fixed\); start a new run/);
+    // The run's model is its replay file: now it fixes instead of sleeping.
+    writeFileSync(slowScript, readFileSync(join(SAMPLES, 'py-calc', 'replay.json')));
+    const before = finished.length;
+    assert.deepEqual(await call('fix/resume', { run_id: cancelledRun }), { run_id: cancelledRun });
+    const done = await waitFor(() => finished.slice(before).find((f) => f.run_id === cancelledRun), 200_000);
+    assert.deepEqual([done.status, done.error], ['fixed', null], stderr);
+    assert.ok(progress.some((p) => p.run_id === cancelledRun && /resumed, 1 attempt/.test(p.line)));
+    const snap = await call('runs/show', { run_id: cancelledRun });
+    assert.deepEqual(
+      snap.attempts.map((a) => [a.status, a.winner]),
+      [['finished', true]],
+    );
+    await call('review/discard', { run_id: cancelledRun });
   });
 });

@@ -4,7 +4,7 @@ import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import type { CandidateGroup } from '../selectWinner.js';
 import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
 import type { TestReport } from '../verdicts/testReport.js';
-import type { RunScope } from './fixRun.js';
+import { type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
 import type { RunCells } from './runCells.js';
 
@@ -29,6 +29,8 @@ export async function checkGroundTruth({ run, deps, cells, winner, baselineRepor
     if (applied.applied) {
       await purgePythonCaches(gtWt.path);
       const t = await cells.testCell(gtWt.path, 'ground_truth', null);
+      // A cell killed by the cancel says nothing about the patch: the run is cancelled, not "not fixed".
+      throwIfCancelled(deps.signal);
       verdict = judgeTestRun(t.result.exit_code, t.output, baselineReport, t.written);
     }
     return { applied: applied.applied, conflicts: applied.conflicts, verdict };

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { detectStacks } from '../../images/detectStack.js';
 import { readRepoFacts } from '../../images/readRepoFacts.js';
-import type { FixRequest } from '../../protocol/fixRequest.js';
+import type { FixRequest, FixRequestInput } from '../../protocol/fixRequest.js';
 import { InputError } from '../../protocol/inputError.js';
+import type { RunRow } from '../../store/runStore.js';
 import { locateRepository } from '../../workspace/attemptWorktree.js';
 import { resolveCommit } from '../../workspace/repoLocation.js';
 import { workingTreeStatus } from './checkRepository.js';
@@ -12,7 +13,7 @@ import type { FixDeps, PreparedRun } from './fixRun.js';
 
 /**
  * Phase 1, prepare the run: check the request against the repository and record the run (a
- * new one, or the interrupted one it resumes). Bad input is refused before anything is
+ * new one, or the cancelled or interrupted one it resumes). Bad input is refused before anything is
  * recorded; once this resolves the run id is in the store, so a caller can hand it out.
  */
 export async function prepareRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'provider' | 'model'>): Promise<PreparedRun> {
@@ -83,16 +84,55 @@ function findSharedDeps(repo: string, request: Pick<FixRequest, 'shared_deps'>):
   return detectSharedDeps(repo, repo, { env: process.env, config });
 }
 
-/** A run may be resumed when it never finished and the runner that owned it is gone. */
+const runnerAlive = (pid: number) => existsSync(`/proc/${pid}`);
+
+/**
+ * Why a stored run cannot be resumed, or null when it can: it never finished (cancelled,
+ * interrupted, or still marked running by a runner that is gone) and nobody works on it. A run
+ * marked running by this very process is in progress here, so two resumes of one run in one
+ * runner cannot both start.
+ */
+export function notResumable(row: RunRow, alive: (pid: number) => boolean = runnerAlive): string | null {
+  if (row.status === 'cancelled' || row.status === 'interrupted') return null;
+  if (row.status !== 'running') return `run ${row.id} already ended (${row.status}); start a new run`;
+  if (row.runner_pid === process.pid) return `run ${row.id} is in progress in this runner; cancel it first`;
+  if (alive(row.runner_pid)) return `run ${row.id} is still in progress in runner pid ${row.runner_pid}`;
+  return null;
+}
+
+/**
+ * The request that resumes a stored run (`fix --resume`, `fix/resume`): what defines the run
+ * comes from the store; the caller adds the budgets and outputs it wants (defaults otherwise).
+ * Refused with one line, before any provider or model is made, when the run cannot be resumed.
+ */
+export function resumeRequest(row: RunRow, settings: Partial<FixRequestInput> = {}): FixRequestInput {
+  const why = notResumable(row);
+  if (why) throw new InputError(why);
+  return {
+    repo: row.repo,
+    issue: row.issue,
+    model: row.model,
+    attempts: row.attempts,
+    provider: row.provider as FixRequestInput['provider'],
+    ...(row.image ? { image: row.image } : {}),
+    test_cmd: row.test_cmd,
+    ...(row.install_cmd ? { install_cmd: row.install_cmd } : {}),
+    ...settings,
+    // The run's base commit is fixed; the user's later edits are not part of it.
+    allow_dirty: true,
+    resume_run_id: row.id,
+  };
+}
+
+/** A run may be resumed when it never finished and no runner works on it (notResumable). */
 async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps, 'store'>): Promise<PreparedRun> {
   const started = Date.now();
   const { store } = deps;
   const row = store.getRun(runId);
   if (!row) throw new InputError(`no run ${runId}; see forge-runner runs list`);
-  if (row.status !== 'running' && row.status !== 'interrupted')
-    throw new InputError(`run ${runId} already ended (${row.status}); start a new run`);
-  if (row.runner_pid !== process.pid && existsSync(`/proc/${row.runner_pid}`))
-    throw new InputError(`run ${runId} is still in progress in runner pid ${row.runner_pid}`);
+  // Checked again here, and claimed in the same synchronous step: nothing can claim it in between.
+  const why = notResumable(row);
+  if (why) throw new InputError(why);
   store.claimRun(runId, process.pid);
   const temperatures = store.attempts(runId).map((a) => a.temperature);
   return {

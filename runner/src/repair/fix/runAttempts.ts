@@ -61,6 +61,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
       }).catch(() => undefined);
       return runAttempt({ ...input, index: i, temperature: t });
     },
+    deps.signal,
   );
   throwIfCancelled(deps.signal);
   return results;
@@ -69,7 +70,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
 /**
  * One attempt: the agent loop in its own worktree, then the verdict from a fresh test cell
  * and the patch as it would be applied. A failure ends this attempt only; a cancel leaves it
- * unfinished in the store, so a resumed run redoes it.
+ * unfinished (the run then records it as cancelled), so a resumed run redoes it.
  */
 export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
   const { run, request, deps, cells, index, temperature, baselineReport } = input;
@@ -179,11 +180,16 @@ async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<A
   };
 }
 
-async function boundedParallel<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+/**
+ * Runs `work` on the items, at most `limit` at a time. Once `signal` aborts no further item is
+ * started (an attempt still queued then stays queued, and is recorded as skipped); the
+ * caller must not read the results of an aborted call, which has holes.
+ */
+async function boundedParallel<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>, signal?: AbortSignal): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
+    while (next < items.length && !signal?.aborted) {
       const i = next++;
       results[i] = await work(items[i]!);
     }
