@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { registerCommands } from './commands/index.js';
 import { trackResumable } from './commands/resumeRun.js';
 import { ForgeState } from './forgeState.js';
+import { IssueDrafts } from './flows/issueDraft.js';
 import { LanguageModelChoice, replyWithLanguageModel } from './flows/languageModelBridge.js';
 import { HealthDocument } from './healthDocument.js';
 import { extensionRunnerLaunch } from './launchRunner.js';
@@ -49,6 +50,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
   const attemptDetails = new AttemptDetails({ runner, extensionUri: context.extensionUri });
   const review = new ReviewController(runner, state);
   const health = new HealthDocument();
+  const drafts = new IssueDrafts();
   const folderPaths = () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
   state.setScope(folderPaths());
   const attemptsView = vscode.window.createTreeView('forge.attempts', {
@@ -59,6 +61,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
   context.subscriptions.push(
     log,
     status,
+    drafts,
     attemptsView,
     bindAttemptsScope(attemptsView, state),
     vscode.workspace.onDidChangeWorkspaceFolders(() => state.setScope(folderPaths())),
@@ -80,6 +83,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
       languageModel,
       extensionUri: context.extensionUri,
       secrets: context.secrets,
+      drafts,
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('forge.provider')) status.update();

@@ -84,19 +84,40 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await shot('workbench-status-bar');
   });
 
-  it('runs "Forge: Fix Issue in Cells" from the command palette; the Attempts view shows the winner', async () => {
+  it('runs "Forge: Fix Issue in Cells" from the command palette with a multi-line issue written in the draft; the Attempts view shows the winner', async () => {
     await palette('Forge: Fix Issue in Cells');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Type or paste the issue text' }).waitFor();
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Write or paste the issue' }).waitFor();
     await shot('issue-source-pick');
     await page.keyboard.press('Enter');
-    const input = page.locator('.quick-input-widget input');
-    await input.fill(
-      readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .join(' '),
-    );
-    await page.keyboard.press('Enter');
+    const startFix = page.locator('.editor-actions a[aria-label*="Start Fix"]');
+    await startFix.waitFor({ timeout: 30_000 });
+    await page.locator('.monaco-editor .view-line', { hasText: '<!-- Forge: write the issue above' }).waitFor();
+    // Ctrl+Enter in the draft is Start Fix too; an empty draft is refused in one line and stays open.
+    await page.keyboard.press('Control+Enter');
+    await page.locator('.notifications-toasts', { hasText: /Forge: the issue is empty/ }).waitFor({ timeout: 30_000 });
+    await page.locator('.monaco-editor .view-line', { hasText: '<!-- Forge: write the issue above' }).waitFor();
+    await page.locator('.monaco-editor textarea').first().focus();
+    // The sample's one-line issue under a short title: if the newlines were lost, the run's title would be all of it.
+    const lines = [
+      'average() is wrong',
+      '',
+      ...readFileSync(join(SAMPLES, 'py-calc', 'issue.md'), 'utf8')
+        .trim()
+        .split('\n'),
+    ];
+    for (const [i, line] of lines.entries()) {
+      if (i > 0) await page.keyboard.press('Enter');
+      if (line) await page.keyboard.insertText(line);
+    }
+    await page.locator('.monaco-editor .view-line', { hasText: 'returns 2.0 instead of 3.0' }).waitFor();
+    // VS Code names an untitled document after its first line: the draft's tab shows the title.
+    const tab = page.locator('.tabs-container .tab', { hasText: 'average() is wrong' });
+    await tab.waitFor();
+    await shot('issue-draft');
+    await startFix.click();
+    // The draft closes without asking to save it.
+    await tab.waitFor({ state: 'detached', timeout: 30_000 });
+    assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no save prompt');
     await page.locator('.notifications-toasts', { hasText: /attempt\(s\) in host cells/ }).waitFor({ timeout: 30_000 });
     await shot('progress-notification');
     await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
@@ -105,6 +126,10 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await page.locator('.notifications-toasts', { hasText: /Forge: fixed/ }).waitFor({ timeout: 60_000 });
     await shot('attempts-winner');
     const rows = await page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row').allInnerTexts();
+    assert.ok(
+      rows.some((r) => /^average\(\) is wrong\s*(?:[A-Z][a-z]{2} \d{1,2} )?\d\d:\d\d · fixed/.test(r)),
+      `the run is titled by the issue's first line, then its start time: ${rows.join(' | ')}`,
+    );
     assert.ok(
       rows.some((r) => /attempt \d/.test(r) && /red/.test(r)),
       `a red attempt is listed: ${rows.join(' | ')}`,
@@ -135,6 +160,7 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     other = makeRepo({
       'package.json': JSON.stringify({ name: 'tiny-lint', version: '1.0.0', scripts: { test: 'eslint-forge-missing .' } }, null, 2),
       'index.js': 'module.exports = (a, b) => a - b;\n',
+      'ISSUE.md': '# subtract() should add\n\nsubtract(2, 3) returns -1; it should return 5.\n',
     });
     page2 = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
     await page2.goto(`${server!.url}?folder=${encodeURIComponent(other.dir)}`);
@@ -153,14 +179,16 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     assert.equal(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), before, 'the first repository is untouched');
   });
 
-  it('a repository whose test tool is missing: the run ends with the cause in words and a button that opens the right setting', async () => {
+  it('a repository whose test tool is missing, its issue from a file in the Explorer: the run ends with the cause in words and a button that opens the right setting', async () => {
     const p = page2!;
     await p.keyboard.press('Escape');
-    await palette('Forge: Fix Issue in Cells', p);
-    await p.locator('.quick-input-list .monaco-list-row', { hasText: 'Type or paste the issue text' }).waitFor();
-    await p.keyboard.press('Enter');
-    await p.locator('.quick-input-widget input').fill('subtract() should add');
-    await p.keyboard.press('Enter');
+    // The issue from a file, through the Explorer's context menu.
+    await p.locator('.activitybar .action-item a[aria-label^="Explorer"]').click();
+    await p.locator('.explorer-folders-view .monaco-list-row', { hasText: 'ISSUE.md' }).click({ button: 'right' });
+    const fromFile = p.locator('.monaco-menu .action-item', { hasText: 'Fix Issue from File...' });
+    await fromFile.waitFor({ timeout: 30_000 });
+    await shot('explorer-fix-issue-from-file', p);
+    await fromFile.click();
     const toast = p.locator('.notifications-toasts .notification-toast', { hasText: /could not run on the base commit/ });
     await toast.waitFor({ timeout: 180_000 });
     await toast.getByRole('button', { name: 'Edit Test Command' }).waitFor();

@@ -6,6 +6,7 @@ import { activate, deactivate, type ForgeApi } from '../../extension/src/extensi
 import type { AttemptsNode } from '../../extension/src/views/attemptsView.js';
 import type { CellSnapshot } from '../../runner/src/protocol/rpcFix.js';
 import { fake, fakeExtensionContext, Uri, workspace } from './fakes/vscode.js';
+import { fixIssueWrittenInDraft, openIssueDraft, writeIssueAndStart } from './fakes/draftUser.js';
 import { SAMPLES, sampleRepo } from '../helpers/sampleRepo.js';
 import { git } from '../helpers/gitRepo.js';
 import { waitFor } from '../helpers/waitFor.js';
@@ -75,10 +76,8 @@ describe('extension with a fake VS Code API and the real runner', function () {
   });
 
   it('Fix Issue in Cells: issue typed, run to the winner, review opens as a multi-file diff of read-only documents', async () => {
-    fake.quickPickAnswers.push((items) => items.find((i) => /Type or paste/.test(i.label)));
-    fake.inputAnswers.push('average() divides by n+1; test_average_of_two fails');
     fake.messageAnswers.push('Review');
-    await command('forge.fixIssue');
+    await fixIssueWrittenInDraft('average() divides by n+1; test_average_of_two fails');
     const fixed = fake.messages.find((m) => /Forge: fixed/.test(m.text));
     assert.ok(fixed, JSON.stringify(fake.messages));
     assert.deepEqual(fixed.items, ['Review', 'Apply', 'Discard']);
@@ -180,10 +179,9 @@ describe('extension with a fake VS Code API and the real runner', function () {
     );
     fake.config.set('forge.model', `replay:${script}`);
     git(repo.dir, 'checkout', '--', 'calc.py'); // the bug back: a failing baseline, a clean tree
-    fake.quickPickAnswers.push((items) => items.find((i) => /Type or paste/.test(i.label)));
-    fake.inputAnswers.push('slow issue');
     const before = fake.messages.length;
-    const flow = command('forge.fixIssue');
+    const { flow, draft } = await openIssueDraft();
+    await writeIssueAndStart(draft, 'slow issue');
     await waitFor(() => api.state.running.some((c) => c.purpose === 'run_command'), 60_000, 'the slow cell to run');
     assert.equal(fake.contexts.get('forge.runActive'), true);
     const t0 = Date.now();
@@ -308,11 +306,9 @@ describe('extension with a fake VS Code API and the real runner', function () {
   });
 
   it('Discard from the fixed message asks first, then deletes the winner branch', async () => {
-    fake.quickPickAnswers.push((items) => items.find((i) => /Type or paste/.test(i.label)));
-    fake.inputAnswers.push('average() divides by n+1');
     fake.messageAnswers.push('Discard', 'Discard');
     const before = fake.messages.length;
-    await command('forge.fixIssue');
+    await fixIssueWrittenInDraft('average() divides by n+1');
     const shown = fake.messages.slice(before);
     const confirm = shown.find((m) => /^Discard run \S+\? Its winner \(attempt \d+\) was not applied: its branch/.test(m.text));
     assert.ok(confirm, JSON.stringify(shown));

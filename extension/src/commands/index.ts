@@ -1,6 +1,7 @@
 import type * as vscode from 'vscode';
 import type { ForgeState } from '../forgeState.js';
 import type { HealthDocument } from '../healthDocument.js';
+import type { IssueDrafts } from '../flows/issueDraft.js';
 import type { LanguageModelChoice } from '../flows/languageModelBridge.js';
 import type { NotificationHub } from '../notificationHub.js';
 import type { AttemptDetails } from '../panels/attemptDetails.js';
@@ -9,7 +10,7 @@ import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { ForgeSettings } from '../settings.js';
 import type { ViewRefresh } from '../viewRefresh.js';
 import { openAttemptDetailsCommand, openCellLogCommand } from './detailsCommands.js';
-import { fixIssueCommand } from './fixIssue.js';
+import { fixIssueCommand, fixIssueFromFileCommand, startFixFromEditorCommand } from './fixIssue.js';
 import { type CommandHandler, registerGuarded } from './guard.js';
 import { openInstanceDetailsCommand, reconcileInstanceCommand } from './instanceCommands.js';
 import { resumeRunCommand } from './resumeRun.js';
@@ -31,6 +32,7 @@ export interface CommandDeps {
   languageModel: LanguageModelChoice;
   extensionUri: vscode.Uri;
   secrets: vscode.SecretStorage;
+  drafts: IssueDrafts;
 }
 
 /** The extension's commands by id (package.json contributes each one: test/extension/commandContributions.test.ts). */
@@ -38,6 +40,8 @@ export function forgeCommands(deps: CommandDeps): Record<string, CommandHandler>
   const review = reviewCommands(deps);
   return {
     'forge.fixIssue': fixIssueCommand(deps),
+    'forge.fixIssueFromFile': fixIssueFromFileCommand(deps),
+    'forge.startFixFromEditor': startFixFromEditorCommand(deps),
     'forge.reviewWinner': review.reviewWinner,
     'forge.applyWinner': review.applyWinner,
     'forge.discardAttempts': review.discardAttempts,

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import type { ForgeSettings } from '../settings.js';
 import { fixStartParams, runnerModelSpec } from '../settings.js';
@@ -6,6 +5,8 @@ import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { NotificationHub } from '../notificationHub.js';
 import { announceRunEnd } from './announceRunEnd.js';
 import { followRun } from './followRun.js';
+import type { IssueDrafts } from './issueDraft.js';
+import { pickIssueFile, readIssueFile } from './issueFile.js';
 import { preflight } from './preflight.js';
 
 export interface FixFlowDeps {
@@ -18,19 +19,32 @@ export interface FixFlowDeps {
   apply: (runId: string) => Promise<unknown>;
   discard: (runId: string) => Promise<unknown>;
   setRunActive: (runId: string | null) => void;
+  drafts: IssueDrafts;
 }
 
-/** Asks for the issue: typed or pasted text, or a file (issue*.md files in the workspace are offered). */
-async function askIssue(folder: vscode.WorkspaceFolder, untracked: string | null): Promise<string | undefined> {
+/** Where the issue comes from when the caller already has it (a file, a draft); by default it is asked for. */
+export interface IssueSource {
+  /** The repository the issue belongs to, when the caller knows it. */
+  folder?: vscode.WorkspaceFolder;
+  /** Called once the pre-flight let the run go: the issue, or undefined if the user gave up. */
+  ask?: (folder: vscode.WorkspaceFolder, untracked: string | null) => Promise<string | undefined>;
+}
+
+/**
+ * Asks for the issue: written or pasted in a draft editor (multi-line, Markdown), or a file
+ * (issue*.md files in the workspace are offered). A draft keeps this flow waiting until its
+ * Start Fix, so the folder and pre-flight answers given before it opened still hold.
+ */
+async function askIssue(drafts: IssueDrafts, folder: vscode.WorkspaceFolder, untracked: string | null): Promise<string | undefined> {
   const found = await vscode.workspace.findFiles(
     new vscode.RelativePattern(folder, '**/*issue*.{md,txt}'),
     '**/{node_modules,.git,.forge}/**',
     10,
   );
-  type Pick = vscode.QuickPickItem & { action: 'text' | 'file' | 'open'; uri?: vscode.Uri };
+  type Pick = vscode.QuickPickItem & { action: 'draft' | 'file' | 'open'; uri?: vscode.Uri };
   const items: Pick[] = [
-    { label: '$(edit) Type or paste the issue text', action: 'text' },
-    { label: '$(file) Pick an issue file…', action: 'open' },
+    { label: '$(edit) Write or paste the issue…', description: 'in an editor, then Start Fix', action: 'draft' },
+    { label: '$(file) Choose an issue file…', description: 'Markdown or text', action: 'open' },
     ...found.map((uri) => ({
       label: `$(markdown) ${vscode.workspace.asRelativePath(uri)}`,
       description: 'issue file',
@@ -44,29 +58,9 @@ async function askIssue(folder: vscode.WorkspaceFolder, untracked: string | null
     ignoreFocusOut: true,
   });
   if (!pick) return undefined;
-  if (pick.action === 'text') {
-    return vscode.window.showInputBox({
-      title: 'Forge: Fix Issue in Cells',
-      prompt: 'The issue: what is wrong and how to see it (a failing test is the oracle)',
-      placeHolder: 'e.g. average() returns the wrong value for [2, 4]',
-      ignoreFocusOut: true,
-      validateInput: (v) => (v.trim() === '' ? 'The issue text is empty' : undefined),
-    });
-  }
-  const uri =
-    pick.uri ??
-    (
-      await vscode.window.showOpenDialog({
-        canSelectMany: false,
-        defaultUri: folder.uri,
-        filters: { Issue: ['md', 'txt'], All: ['*'] },
-        title: 'Issue file',
-      })
-    )?.[0];
-  if (!uri) return undefined;
-  const text = readFileSync(uri.fsPath, 'utf8');
-  if (text.trim() === '') throw new Error(`${uri.fsPath} is empty`);
-  return text;
+  if (pick.action === 'draft') return drafts.open(untracked);
+  const uri = pick.uri ?? (await pickIssueFile(folder.uri));
+  return uri ? readIssueFile(uri) : undefined;
 }
 
 async function pickFolder(): Promise<vscode.WorkspaceFolder | undefined> {
@@ -76,15 +70,15 @@ async function pickFolder(): Promise<vscode.WorkspaceFolder | undefined> {
 }
 
 /** "Forge: Fix Issue in Cells": issue, defaults from settings, a cancellable progress notification, then the outcome. */
-export async function fixIssueInCells(deps: FixFlowDeps): Promise<void> {
-  const folder = await pickFolder();
+export async function fixIssueInCells(deps: FixFlowDeps, source: IssueSource = {}): Promise<void> {
+  const folder = source.folder ?? (await pickFolder());
   if (!folder) {
     void vscode.window.showErrorMessage('Forge: open the repository to fix as a folder first (File > Open Folder).');
     return;
   }
   const ready = await preflight(deps, folder);
   if (!ready.go) return;
-  const issue = await askIssue(folder, ready.untracked);
+  const issue = await (source.ask ?? ((f, u) => askIssue(deps.drafts, f, u)))(folder, ready.untracked);
   if (issue === undefined) return;
   const settings = deps.settings();
   const model = runnerModelSpec(settings.model, folder.uri.fsPath);

@@ -1,6 +1,7 @@
 import type * as vscode from 'vscode';
 import type { RunSnapshot } from '../../../runner/src/protocol/rpcFix.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
+import { shortTitle } from '../views/runTitle.js';
 import { DetailsPanel } from './detailsPanel.js';
 
 /** Attempt details panels: one per run and attempt, its finished cells' logs included, refreshed while open. */
@@ -15,7 +16,7 @@ export class AttemptDetails {
         c.running ? c : { ...c, log: (await runner.request('cells/log', { run_id: runId, cell_id: c.cell_id })).log },
       ),
     );
-    DetailsPanel.show(extensionUri, `attempt:${runId}:${index}`, `Attempt ${index} · ${details.run.issue_title || runId}`, {
+    DetailsPanel.show(extensionUri, `attempt:${runId}:${index}`, `Attempt ${index} · ${shortTitle(details.run.issue_title) || runId}`, {
       kind: 'attempt',
       data: { ...details, cells },
     });

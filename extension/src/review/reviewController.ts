@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ForgeState } from '../forgeState.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
+import { shortTitle } from '../views/runTitle.js';
 import { describeApplyOutcome, reviewUriParts } from './reviewUris.js';
 
 /**
@@ -50,7 +51,7 @@ export class ReviewController {
     await this.setReviewing(id, attempt);
     const run = this.state.runs.find((r) => r.run_id === id);
     const who = attempt === undefined ? 'winner' : `attempt ${review.attempt}`;
-    await vscode.commands.executeCommand('vscode.changes', `Forge: ${who} of ${run?.issue_title || id}`, resources);
+    await vscode.commands.executeCommand('vscode.changes', `Forge: ${who} of ${(run && shortTitle(run.issue_title)) || id}`, resources);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { AttemptSnapshot, CellSnapshot, RunSummary } from '../../../runner/src/protocol/rpcFix.js';
 import type { InstanceRow } from '../forgeState.js';
+import { localOffsetMinutes, shortTitle, startTimeLabel } from './runTitle.js';
 
 /** How a tree row looks, decided from data alone (the tree providers turn it into a TreeItem). */
 export interface RowView {
@@ -22,7 +23,8 @@ export function duration(ms: number | null): string {
 /** Grey: what the user stopped is neither a failure nor a success. */
 const STOPPED = 'disabledForeground';
 
-export function runView(r: RunSummary): RowView {
+/** `now` and the zone offset are parameters so tests can pin them; the view passes neither. */
+export function runView(r: RunSummary, now: Date = new Date(), offsetMinutes: number = localOffsetMinutes(r.created_at)): RowView {
   const state: Record<RunSummary['status'], [string, string | null, string]> = {
     running: ['sync~spin', null, 'running'],
     fixed: ['pass-filled', 'testing.iconPassed', r.review === 'pending' ? 'fixed · review' : `fixed · ${r.review ?? ''}`],
@@ -33,9 +35,10 @@ export function runView(r: RunSummary): RowView {
   };
   const [icon, color, text] = state[r.status];
   return {
-    label: r.issue_title || r.run_id,
-    description: `${text} · ${r.attempts} on ${r.provider}`,
+    label: shortTitle(r.issue_title) || r.run_id,
+    description: [startTimeLabel(r.created_at, now, offsetMinutes), text, `${r.attempts} on ${r.provider}`].filter(Boolean).join(' · '),
     tooltip: [
+      r.issue_title,
       `${r.run_id}: ${r.status}`,
       `repo ${r.repo} at ${r.base_commit.slice(0, 12)}`,
       `tests: ${r.test_cmd}`,

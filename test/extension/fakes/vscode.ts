@@ -3,6 +3,7 @@
  * activation benchmark (the model: vscode-pull-request-github's mocks). It records what the
  * extension shows and lets a test script the user's answers via `fake`.
  */
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 type Listener<T> = (e: T) => void;
@@ -103,6 +104,19 @@ export class RelativePattern {
   ) {}
 }
 
+/** An in-memory text document: untitled ones are what openTextDocument({ content }) makes. */
+export class FakeTextDocument {
+  isClosed = false;
+  constructor(
+    readonly uri: Uri,
+    readonly languageId: string,
+    public text: string,
+  ) {}
+  getText(): string {
+    return this.text;
+  }
+}
+
 export class LanguageModelTextPart {
   constructor(readonly value: string) {}
 }
@@ -146,6 +160,7 @@ export const fake = {
   config: new Map<string, unknown>(),
   quickPickAnswers: [] as ((items: { label: string }[]) => unknown)[],
   inputAnswers: [] as (string | undefined)[],
+  openDialogAnswers: [] as (Uri[] | undefined)[],
   messageAnswers: [] as (string | undefined)[],
   languageModels: [] as unknown[],
   statusItems: [] as { text: string; tooltip: unknown; backgroundColor: ThemeColor | undefined; command: unknown }[],
@@ -159,6 +174,16 @@ export const fake = {
   cancelProgress(): void {
     for (const l of this.cancelListeners.splice(0)) l();
   },
+  /** The user typing: replaces the active editor's whole text. */
+  typeInActiveEditor(text: string): void {
+    const doc = window.activeTextEditor?.document;
+    if (!(doc instanceof FakeTextDocument)) throw new Error('no in-memory document is the active editor');
+    doc.text = text;
+  },
+  /** Closes a document as the user would (its tab closed, nothing saved). */
+  closeDocument(doc: FakeTextDocument): void {
+    closeDocument(doc);
+  },
   reset(): void {
     this.progress = [];
     this.cancelListeners = [];
@@ -168,6 +193,13 @@ export const fake = {
     this.config.clear();
     this.quickPickAnswers = [];
     this.inputAnswers = [];
+    this.openDialogAnswers = [];
+    window.activeTextEditor = undefined;
+    workspace.textDocuments.length = 0;
+    // Listeners of an earlier activation would otherwise still answer.
+    activeEditorChanged.dispose();
+    documentClosed.dispose();
+    untitledCount = 0;
     this.messageAnswers = [];
     this.languageModels = [];
     this.statusItems = [];
@@ -186,6 +218,21 @@ const message =
     fake.messages.push({ level, text, items });
     return fake.messageAnswers.shift();
   };
+
+const activeEditorChanged = new EventEmitter<{ document: { uri: Uri } } | undefined>();
+const documentClosed = new EventEmitter<{ uri: Uri }>();
+let untitledCount = 0;
+
+function closeDocument(doc: FakeTextDocument): void {
+  const i = workspace.textDocuments.indexOf(doc);
+  if (i >= 0) workspace.textDocuments.splice(i, 1);
+  doc.isClosed = true;
+  if (window.activeTextEditor?.document === doc) {
+    window.activeTextEditor = undefined;
+    activeEditorChanged.fire(undefined);
+  }
+  documentClosed.fire(doc);
+}
 
 export const window = {
   createOutputChannel: () => ({ info() {}, warn() {}, error() {}, trace() {}, debug() {}, appendLine() {}, show() {}, dispose() {} }),
@@ -215,9 +262,21 @@ export const window = {
     return answer ? answer(items as { label: string }[]) : undefined;
   },
   showInputBox: async () => fake.inputAnswers.shift(),
-  showOpenDialog: async () => undefined,
+  showOpenDialog: async () => fake.openDialogAnswers.shift(),
   showWorkspaceFolderPick: async () => fake.workspaceFolders[0],
-  showTextDocument: async (doc: unknown) => doc,
+  activeTextEditor: undefined as { document: { uri: Uri } } | undefined,
+  get visibleTextEditors() {
+    return window.activeTextEditor ? [window.activeTextEditor] : [];
+  },
+  onDidChangeActiveTextEditor: activeEditorChanged.event,
+  /** The document becomes the active editor (the event fires when it changes). */
+  showTextDocument: async (doc: { uri: Uri }) => {
+    if (window.activeTextEditor?.document === doc) return window.activeTextEditor;
+    const editor = { document: doc };
+    window.activeTextEditor = editor;
+    activeEditorChanged.fire(editor);
+    return editor;
+  },
   /** Progress lines are recorded; fake.cancelProgress() presses the notification's Cancel. */
   withProgress: async <T>(
     _o: unknown,
@@ -259,6 +318,11 @@ export const commands = {
   executeCommand: async (command: string, ...args: unknown[]) => {
     fake.executed.push({ command, args });
     if (command === 'setContext') fake.contexts.set(args[0] as string, args[1]);
+    // Reverting an untitled document leaves nothing to save, so its editor closes without a prompt.
+    if (command === 'workbench.action.revertAndCloseActiveEditor') {
+      const doc = window.activeTextEditor?.document;
+      if (doc instanceof FakeTextDocument) closeDocument(doc);
+    }
     const own = fake.commands.get(command);
     return own ? own(...args) : undefined;
   },
@@ -280,9 +344,28 @@ export const workspace = {
   onDidChangeWorkspaceFolders: () => ({ dispose() {} }),
   findFiles: async () => [],
   openedDocuments: [] as Uri[],
-  openTextDocument: async (uri: Uri) => {
-    workspace.openedDocuments.push(uri);
-    return { uri };
+  /** Open in-memory documents (untitled ones). */
+  textDocuments: [] as FakeTextDocument[],
+  onDidCloseTextDocument: documentClosed.event,
+  openTextDocument: async (what: Uri | { language?: string; content?: string }) => {
+    if (what instanceof Uri) {
+      workspace.openedDocuments.push(what);
+      return { uri: what };
+    }
+    untitledCount += 1;
+    const doc = new FakeTextDocument(
+      Uri.from({ scheme: 'untitled', path: `Untitled-${untitledCount}` }),
+      what.language ?? 'plaintext',
+      what.content ?? '',
+    );
+    workspace.textDocuments.push(doc);
+    return doc;
+  },
+  getWorkspaceFolder: (u: Uri) => fake.workspaceFolders.find((f) => u.path === f.uri.path || u.path.startsWith(`${f.uri.path}/`)),
+  /** Files on the real disk, for file: URIs. */
+  fs: {
+    stat: async (u: Uri) => ({ size: statSync(u.fsPath).size }),
+    readFile: async (u: Uri) => new Uint8Array(readFileSync(u.fsPath)),
   },
   asRelativePath: (u: Uri) => u.path,
 };
