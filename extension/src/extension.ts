@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands/index.js';
 import { trackResumable } from './commands/resumeRun.js';
+import { trackReviewable } from './commands/reviewCommands.js';
 import { ForgeState } from './forgeState.js';
 import { IssueDrafts } from './flows/issueDraft.js';
 import { LanguageModelChoice, replyWithLanguageModel } from './flows/languageModelBridge.js';
@@ -91,6 +92,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
         void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
     }),
     trackResumable(state),
+    trackReviewable(state),
     { dispose: () => void runner.stop() },
   );
   status.update();

@@ -1,23 +1,8 @@
 import * as vscode from 'vscode';
 import type { HealthReport } from '../../runner/src/protocol/health.js';
+import { renderHealth } from './healthMarkdown.js';
 
-/** The health details behind the status bar item, as a read-only markdown document. */
-export function renderHealth(h: HealthReport, running: number, chosen: string): string {
-  const lines = [
-    `# Forge cell health`,
-    '',
-    `Checked ${h.generated_at}. ${running} cell(s) running. Provider setting (forge.provider): **${chosen}**; runner default: ${h.default_provider ?? 'none'}.`,
-    '',
-  ];
-  for (const p of h.providers) {
-    lines.push(`## ${p.provider}: ${p.available ? 'available ✓' : 'unavailable ✗'}`, '', p.reason, '');
-    if (p.isolation) lines.push(`Isolation: ${JSON.stringify(p.isolation)}`, '');
-    for (const [k, v] of Object.entries(p.details)) lines.push(`- ${k}: ${v}`);
-    lines.push('');
-  }
-  return lines.join('\n');
-}
-
+/** The health details behind the status bar item: a read-only Markdown document, shown rendered. */
 export class HealthDocument implements vscode.TextDocumentContentProvider {
   static readonly scheme = 'forge-health';
   private text = '';
@@ -32,6 +17,13 @@ export class HealthDocument implements vscode.TextDocumentContentProvider {
   async show(h: HealthReport, running: number, chosen: string): Promise<void> {
     this.text = renderHealth(h, running, chosen);
     this.changed.fire(this.uri);
+    // Rendered (the Markdown preview); the source document where no preview is available.
+    try {
+      await vscode.commands.executeCommand('markdown.showPreview', this.uri);
+      return;
+    } catch {
+      /* no Markdown preview in this editor */
+    }
     const doc = await vscode.workspace.openTextDocument(this.uri);
     await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
     await vscode.window.showTextDocument(doc, { preview: true });

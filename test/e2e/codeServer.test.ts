@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -34,6 +34,7 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
   // A second window, on an npm package whose test tool was never installed.
   let other: { dir: string; cleanup: () => void } | undefined;
   let page2: Page | undefined;
+  let modelFile = '';
   let step = 0;
   const shot = async (name: string, on: Page = page) => {
     step += 1;
@@ -45,9 +46,12 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     rmSync(SHOTS, { recursive: true, force: true });
     mkdirSync(SHOTS, { recursive: true });
     work = mkdtempSync(join(tmpdir(), 'forge-e2e-'));
+    // The replay model reads this file when a run starts or resumes: a test swaps its script.
+    modelFile = join(work, 'model.json');
+    copyFileSync(join(SAMPLES, 'py-calc', 'replay.json'), modelFile);
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, stdio: 'pipe' });
     const dirs = prepareUserData(work, {
-      'forge.model': `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`,
+      'forge.model': `replay:${modelFile}`,
       'forge.attempts': 4,
       'forge.provider': 'host',
     });
@@ -171,11 +175,15 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await attempts.getByText(/1 run of repositories not open in this window is hidden/).waitFor({ timeout: 30_000 });
     assert.equal(await attempts.locator('.monaco-list-row', { hasText: /fixed/ }).count(), 0, 'the py-calc run is not listed here');
     const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
-    await palette('Forge: Apply Winning Attempt', page2);
-    await page2.locator('.notifications-toasts', { hasText: /no winning attempt to apply/ }).waitFor({ timeout: 30_000 });
-    // The toast slides in: let it settle before the screenshot.
-    await page2.waitForTimeout(500);
+    // The palette does not even offer it: nothing of this window's repositories waits for review.
+    await page2.keyboard.press('F1');
+    await page2.locator('.quick-input-widget input').fill('>Forge:');
+    const listed = page2.locator('.quick-input-list .monaco-list-row');
+    await listed.filter({ hasText: 'Fix Issue in Cells' }).first().waitFor({ timeout: 15_000 });
+    const offered = await listed.allInnerTexts();
+    assert.ok(!offered.some((t) => /Apply Winning Attempt|Review Winning Attempt/.test(t)), `offered: ${offered.join(' | ')}`);
     await shot('second-window-cannot-apply', page2);
+    await page2.keyboard.press('Escape');
     assert.equal(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), before, 'the first repository is untouched');
   });
 
@@ -210,19 +218,82 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     page2 = undefined;
   });
 
-  it('reviews the winner as a multi-file diff and applies it from the editor title; the file on disk changes', async () => {
-    const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
-    assert.match(before, /len\(values\) \+ 1/);
+  it('reviews the winner as a multi-file diff from the palette', async () => {
     await palette('Forge: Review Winning Attempt');
     await page.locator('.multiDiffEditor, .multi-diff-editor, .monaco-diff-editor').first().waitFor({ timeout: 30_000 });
     await page.locator('.editor-actions a[aria-label*="Apply Winning Attempt"]').waitFor({ timeout: 30_000 });
     await shot('review-diff');
-    await page.locator('.editor-actions a[aria-label*="Apply Winning Attempt"]').click();
-    await page.locator('.notifications-toasts', { hasText: /Applied the winner/ }).waitFor({ timeout: 30_000 });
-    await shot('applied');
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+W');
+  });
+
+  it('reviews a green attempt that did not win (View Diff on its row) and applies it from the editor title', async () => {
+    const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
+    assert.match(before, /len\(values\) \+ 1/);
+    const row = page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /attempt 3/ });
+    assert.match(await row.innerText(), /green/);
+    await row.hover();
+    await row.locator('.action-label[aria-label="View Diff"]').click();
+    await page.locator('.multiDiffEditor, .multi-diff-editor, .monaco-diff-editor').first().waitFor({ timeout: 30_000 });
+    await page.locator('.tabs-container .tab', { hasText: /Forge: attempt 3 of/ }).waitFor({ timeout: 30_000 });
+    const apply = page.locator('.editor-actions a[aria-label*="Apply This Attempt"]');
+    await apply.waitFor({ timeout: 30_000 });
+    await shot('review-attempt-3');
+    await apply.click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: /Apply attempt 3 instead of the winner\? its tests were green/ });
+    await dialog.waitFor({ timeout: 30_000 });
+    await shot('apply-attempt-3-asks');
+    await dialog.getByRole('button', { name: 'Apply This Attempt' }).click();
+    await page.locator('.notifications-toasts', { hasText: /Applied attempt 3/ }).waitFor({ timeout: 30_000 });
+    await shot('applied-attempt-3');
     const after = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
     assert.doesNotMatch(after, /len\(values\) \+ 1/);
-    assert.match(after, /sum\(values\) \/ len\(values\)/);
+    assert.match(after, /raise ValueError/);
+  });
+
+  it('cancel stops a run and greys what it stopped; Resume continues it to a fix', async () => {
+    // A model that is slow on the first try: its first command sleeps.
+    const fixing = readFileSync(join(SAMPLES, 'py-calc', 'replay.json'), 'utf8');
+    writeFileSync(
+      modelFile,
+      JSON.stringify({ version: 1, attempts: [[{ tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 120' } }] }]] }),
+    );
+    await palette('Forge: Fix Issue in Cells');
+    // calc.py carries the applied attempt: the pre-flight asks before anything is typed.
+    const dirty = page.locator('.monaco-dialog-box', { hasText: /uncommitted changes to 1 tracked path/ });
+    await dirty.waitFor({ timeout: 30_000 });
+    await shot('preflight-tracked-changes');
+    await dirty.getByRole('button', { name: 'Continue from HEAD' }).click();
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Write or paste the issue' }).waitFor();
+    await page.keyboard.press('Enter');
+    await page.locator('.editor-actions a[aria-label*="Start Fix"]').waitFor({ timeout: 30_000 });
+    await page.locator('.monaco-editor textarea').first().focus();
+    await page.keyboard.insertText('average() of two numbers is wrong (cancel then resume)');
+    await page.locator('.editor-actions a[aria-label*="Start Fix"]').click();
+    const cells = page.locator('.pane', { hasText: 'Cells' });
+    await cells
+      .locator('.monaco-list-row', { hasText: /run_command/ })
+      .first()
+      .waitFor({ timeout: 120_000 });
+    const progress = page.locator('.notifications-toasts .notification-toast', { hasText: /attempt\(s\) in host cells/ });
+    await progress.getByRole('button', { name: 'Cancel' }).click();
+    const cancelled = page.locator('.notifications-toasts .notification-toast', { hasText: /run cancelled/ });
+    await cancelled.waitFor({ timeout: 60_000 });
+    const attempts = page.locator('.pane', { hasText: 'Attempts' });
+    await attempts
+      .locator('.monaco-list-row', { hasText: /cancel then resume/ })
+      .filter({ hasText: /cancelled/ })
+      .waitFor({ timeout: 30_000 });
+    const rows = await attempts.locator('.monaco-list-row').allInnerTexts();
+    assert.ok(
+      rows.some((r) => /attempt 0/.test(r) && /cancelled/.test(r)),
+      `the stopped attempt is cancelled, not red: ${rows.join(' | ')}`,
+    );
+    await shot('cancelled');
+    writeFileSync(modelFile, fixing);
+    await cancelled.getByRole('button', { name: 'Resume' }).click();
+    await page.locator('.notifications-toasts', { hasText: /Forge: fixed/ }).waitFor({ timeout: 240_000 });
+    await shot('resumed-fixed');
   });
 
   it('status bar still reports health and no cells running after the run', async () => {

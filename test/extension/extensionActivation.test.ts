@@ -207,13 +207,18 @@ describe('extension with a fake VS Code API and the real runner', function () {
     fake.config.set('forge.model', `replay:${join(SAMPLES, 'py-calc', 'replay.json')}`);
   });
 
-  it('Show Cell Health opens a read-only health document', async () => {
+  it('Show Cell Health renders a read-only health document in the Markdown preview, the provider in use first', async () => {
+    fake.executed = [];
     await command('forge.showCellHealth');
-    const uri = workspace.openedDocuments.at(-1)!;
+    const preview = fake.executed.find((e) => e.command === 'markdown.showPreview');
+    assert.ok(preview, JSON.stringify(fake.executed.map((e) => e.command)));
+    const uri = preview.args[0] as Uri;
     assert.equal(uri.scheme, 'forge-health');
     const text = String(await fake.contentProviders.get('forge-health')!.provideTextDocumentContent(uri));
     assert.match(text, /^# Forge cell health/);
-    assert.match(text, /## host: available ✓/);
+    assert.match(text, /^## host \(in use\): ✓ available/m);
+    assert.ok(text.indexOf('## host') < text.indexOf('## docker'), 'forge.provider is host: it comes first');
+    assert.match(text, /\| Isolation \| \|/);
   });
 
   it('the Instances view follows pushed instance changes; details and reconcile work on a row', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { AttemptSnapshot, RepositoryCheck, RunSnapshot, RunSummary } from '../../runner/src/protocol/rpcFix.js';
 import { ForgeState } from '../../extension/src/forgeState.js';
 import { planPreflight } from '../../extension/src/flows/preflightPlan.js';
+import { renderHealth } from '../../extension/src/healthMarkdown.js';
 import { closestAttempt, describeRunEnd } from '../../extension/src/flows/runEnd.js';
 import { hiddenRunsMessage, repoInFolders } from '../../extension/src/workspaceScope.js';
 
@@ -165,5 +166,40 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
     assert.equal(hiddenRunsMessage(state.hiddenRuns, state.showAll), undefined);
     state.setScope(['/w/elsewhere'], false);
     assert.equal(state.reviewableRun, undefined);
+  });
+});
+
+describe('extension: cell health rendered', () => {
+  it('puts the provider in use first, isolation as a table, and escapes what the runner says', () => {
+    const iso = {
+      mechanism: 'bubblewrap',
+      degraded: false,
+      namespaces: ['mount', 'pid'],
+      net: 'none' as const,
+      filesystem: 'read-only root | private /tmp',
+      user: 'uid 65532',
+      masked_paths: ['/root'],
+      cgroup: { version: 'v1' as const, memory_max_bytes: 1024, pids_max: 512, cpu_quota_cores: null, reason: null },
+      rlimits: { cpu_s: 300, as_bytes: null, nproc: null, fsize_bytes: null, nofile: 1024 },
+      warnings: ['<script>x</script>'],
+    };
+    const md = renderHealth(
+      {
+        generated_at: 'now',
+        default_provider: 'host',
+        providers: [
+          { provider: 'host', available: true, reason: 'bubblewrap sandbox', isolation: iso, details: { state_dir: '/s' } },
+          { provider: 'docker', available: false, reason: 'no Docker Engine answers', isolation: null, details: {} },
+        ],
+      },
+      0,
+      'docker',
+    );
+    assert.ok(md.indexOf('## docker (in use): ✗ unavailable') < md.indexOf('## host: ✓ available'), md);
+    assert.match(md, /\| Filesystem \| read-only root \\\| private \/tmp \|/);
+    assert.match(md, /\| cgroup \| v1: memory max bytes 1024, pids max 512 \|/);
+    assert.match(md, /- &lt;script&gt;x&lt;\/script&gt;/);
+    assert.doesNotMatch(md, /<script>/);
+    assert.doesNotMatch(md, /\{"mechanism"/, 'no one-line JSON');
   });
 });

@@ -46,3 +46,21 @@ export function cancelRunCommand(deps: { runner: RunnerConnection; state: ForgeS
     if (!r.cancelled) void vscode.window.showInformationMessage(`Forge: run ${id} is not in progress in this runner.`);
   };
 }
+
+/**
+ * Keeps `forge.hasReviewable` (Review/Apply/Discard in the palette) true only while a winner
+ * of this window's repositories waits for review; set only when it changes.
+ */
+export function trackReviewable(state: ForgeState): { dispose(): void } {
+  let shown: boolean | null = null;
+  const update = () => {
+    const now = state.reviewableRun !== undefined;
+    if (now === shown) return;
+    shown = now;
+    void vscode.commands.executeCommand('setContext', 'forge.hasReviewable', now);
+  };
+  update();
+  return state.onChange((what) => {
+    if (what === 'runs') update();
+  });
+}

@@ -62,7 +62,7 @@ export function planPreflight(modelProblem: string | null, check: RepositoryChec
     block: null,
     dirty: tracked
       ? {
-          message: `${tracked.message}. Stash them first, or run from HEAD without them (Apply may then meet them).`,
+          message: `${tracked.message}. Stash them first, or continue without them (Apply may then meet them).`,
           detail: tracked.paths.slice(0, 10).join('\n') + (tracked.paths.length > 10 ? '\n…' : ''),
         }
       : null,
