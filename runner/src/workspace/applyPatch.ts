@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { handOverToCellUser } from '../cells/cellUser.js';
-import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
+import { isEmptyPatch, type PatchBytes, patchStructure } from './patchBytes.js';
 import { type RepoLocation, resolveCommit } from './repoLocation.js';
 import { type GitOutput, nulRecords, runGit, withGitView } from './safeGit.js';
 
@@ -29,6 +29,8 @@ export async function applyPatchFile<T>(
   work: (git: ViewGit, file: string) => Promise<T>,
   head?: string,
 ): Promise<T> {
+  const outside = copiedFromOutside(patch);
+  if (outside) throw new Error(`the patch copies or renames from ${JSON.stringify(outside)}, outside the repository; it is not applied`);
   const base = head ?? (await resolveCommit(loc, 'HEAD'));
   if (!base) throw new Error(`${loc.top} has no commit to apply a patch on`);
   const scratch = mkdtempSync(join(tmpdir(), 'forge-apply-'));
@@ -42,6 +44,21 @@ export async function applyPatchFile<T>(
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * Pure: the first `copy from` / `rename from` source of a patch that is not a plain path inside
+ * the tree (absolute, or with a `..` component), or null. git apply checks where a patch
+ * writes but reads a copy's source wherever it points: a stored patch must not make it read a
+ * host file into the repository.
+ */
+export function copiedFromOutside(patch: PatchBytes | string): string | null {
+  for (const m of patchStructure(patch).matchAll(/^(?:copy|rename) from (.*)$/gm)) {
+    const raw = m[1]!;
+    const path = raw.startsWith('"') ? raw.slice(1, -1) : raw;
+    if (path.startsWith('/') || path.split('/').includes('..')) return path;
+  }
+  return null;
 }
 
 /**

@@ -1,7 +1,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { InputError } from '../protocol/inputError.js';
+import { copiedFromOutside } from './applyPatch.js';
 import { locateRepository } from './attemptWorktree.js';
+import { rememberObjectDirs } from './checkoutOwnership.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
 import { repoTarget } from './repoLocation.js';
 import { runGit, withGitView } from './safeGit.js';
@@ -15,12 +18,17 @@ import { runGit, withGitView } from './safeGit.js';
  */
 export async function attemptTree(repo: string, base: string, patch: PatchBytes): Promise<string> {
   const loc = await locateRepository(repo);
+  const outside = copiedFromOutside(patch);
+  if (outside)
+    throw new InputError(`the attempt's patch copies or renames from ${JSON.stringify(outside)}, outside the repository: not shown`);
   if (isEmptyPatch(patch))
     return (await runGit(repoTarget(loc), ['rev-parse', '--verify', '--end-of-options', `${base}^{tree}`])).text.trim();
   const scratch = mkdtempSync(join(tmpdir(), 'forge-attempt-tree-'));
   const file = join(scratch, 'attempt.patch');
   writeFileSync(file, patch);
   mkdirSync(join(scratch, 'empty'));
+  // A root runner's new loose-object directories go back to the repository's owner.
+  const restoreObjects = rememberObjectDirs(loc.objectsDir);
   try {
     return await withGitView(
       { objectsDir: loc.objectsDir, head: base, workTree: join(scratch, 'empty'), objectFormat: loc.objectFormat },
@@ -30,6 +38,7 @@ export async function attemptTree(repo: string, base: string, patch: PatchBytes)
       },
     );
   } finally {
+    restoreObjects();
     rmSync(scratch, { recursive: true, force: true });
   }
 }

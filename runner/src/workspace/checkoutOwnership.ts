@@ -1,4 +1,4 @@
-import { closeSync, constants, lchownSync, lstatSync, openSync } from 'node:fs';
+import { closeSync, constants, lchownSync, lstatSync, openSync, readdirSync } from 'node:fs';
 
 const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
 
@@ -77,5 +77,44 @@ function restoreBeneath(top: string, parts: string[], owners: (Owner | null)[], 
     }
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * The loose-object directories (objects/xx) of a repository another user owns, read before a
+ * root runner writes objects into it: those git then creates are root's, and the owner could
+ * no longer add an object whose name starts with that prefix. Returns the function that gives
+ * the new directories and the objects in them to the objects directory's owner.
+ */
+export function rememberObjectDirs(objectsDir: string): () => void {
+  if ((process.getuid?.() ?? 0) !== 0) return () => undefined;
+  let owner: Owner;
+  try {
+    const st = lstatSync(objectsDir);
+    if (st.uid === 0 || !st.isDirectory()) return () => undefined;
+    owner = { uid: st.uid, gid: st.gid };
+  } catch {
+    return () => undefined;
+  }
+  const before = new Set(looseObjectDirs(objectsDir));
+  return () => {
+    for (const name of looseObjectDirs(objectsDir)) {
+      if (before.has(name)) continue;
+      const dir = `${objectsDir}/${name}`;
+      const st = lstatSync(dir);
+      if (st.uid !== 0 || !st.isDirectory()) continue;
+      lchownSync(dir, owner.uid, owner.gid);
+      for (const f of readdirSync(dir)) {
+        if (lstatSync(`${dir}/${f}`).uid === 0) lchownSync(`${dir}/${f}`, owner.uid, owner.gid);
+      }
+    }
+  };
+}
+
+function looseObjectDirs(objectsDir: string): string[] {
+  try {
+    return readdirSync(objectsDir).filter((n) => /^[0-9a-f]{2}$/.test(n));
+  } catch {
+    return [];
   }
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
@@ -31,8 +31,10 @@ export async function discoverRepository(dir: string): Promise<RepoLocation | nu
   try {
     // safe.directory: the user named this directory; without it a root runner could not
     // read a repository a cell user owns. Nothing here reads file contents.
+    // safe.bareRepository=explicit: a directory an attempt filled with HEAD, config and
+    // objects (a "bare repository" inside the checkout) is never discovered as one.
     out = (
-      await runGit({ cwd: dir, config: ['safe.directory=*'] }, [
+      await runGit({ cwd: dir, config: ['safe.directory=*', 'safe.bareRepository=explicit'] }, [
         'rev-parse',
         '--show-toplevel',
         '--absolute-git-dir',
@@ -49,6 +51,7 @@ export async function discoverRepository(dir: string): Promise<RepoLocation | nu
   const gitDir = realpathSync(gitDirRaw);
   const commonDir = realpathSync(isAbsolute(commonRaw) ? commonRaw : resolve(dir, commonRaw));
   refuseCellMadeGitData([join(top, '.git'), gitDir, commonDir, join(commonDir, 'config')]);
+  refuseForeignGitDir(top, gitDir);
   return {
     top,
     gitDir,
@@ -58,6 +61,25 @@ export async function discoverRepository(dir: string): Promise<RepoLocation | nu
     objectFormat: format === 'sha256' ? 'sha256' : 'sha1',
     gitEntry: join(top, '.git'),
   };
+}
+
+/**
+ * The git directory must be the work tree's own: `<top>/.git`, or what a `.git` file there
+ * names (a linked worktree, a submodule). Anything else (git data found some other way) is
+ * refused rather than trusted with its config.
+ */
+function refuseForeignGitDir(top: string, gitDir: string): void {
+  const entry = join(top, '.git');
+  const st = lstatSafe(entry);
+  let own: string | null = null;
+  if (st?.isDirectory()) own = realpathSync(entry);
+  else if (st?.isFile()) {
+    const named = /^gitdir: (.+)$/m.exec(readFileSync(entry, 'utf8').slice(0, 4096))?.[1]?.trim();
+    if (named) own = existsSync(resolve(top, named)) ? realpathSync(resolve(top, named)) : null;
+  }
+  if (own !== gitDir) {
+    throw new InputError(`${top} has no git data of its own at ${entry} (git found ${gitDir}); open the repository's top folder`);
+  }
 }
 
 /**
@@ -146,4 +168,25 @@ function lstatSafe(path: string) {
   } catch {
     return null;
   }
+}
+
+/**
+ * The filter drivers the repository's config defines (git-lfs, say). A `.gitattributes` in the
+ * checkout (which an applied attempt may have written) chooses which of them git runs on
+ * status or stash; the runner's calls there switch every one of them off.
+ */
+export async function configuredFilters(loc: Pick<RepoLocation, 'gitDir' | 'top'>): Promise<string[]> {
+  const out = await runGit(repoTarget(loc), ['config', '--null', '--get-regexp', '^filter\\.'], { okExitCodes: [1] });
+  const names = new Set<string>();
+  for (const entry of out.text.split('\0')) {
+    const key = entry.split('\n')[0] ?? '';
+    const m = /^filter\.(.+)\.(?:clean|smudge|process|required)$/.exec(key);
+    if (m) names.add(m[1]!);
+  }
+  return [...names];
+}
+
+/** Pure: config overrides under which none of `filters` runs (an empty command is no filter). */
+export function filtersOff(filters: string[]): string[] {
+  return filters.flatMap((f) => [`filter.${f}.clean=`, `filter.${f}.smudge=`, `filter.${f}.process=`, `filter.${f}.required=false`]);
 }

@@ -3,40 +3,11 @@ import { readRepoFacts } from '../../images/readRepoFacts.js';
 import { InputError } from '../../protocol/inputError.js';
 import type { RepositoryCheck, RepositoryProblem } from '../../protocol/rpcFix.js';
 import { locateRepository } from '../../workspace/attemptWorktree.js';
-import { type RepoLocation, repoTarget, resolveCommit, userExcludesFile } from '../../workspace/repoLocation.js';
-import { runGit } from '../../workspace/safeGit.js';
+import { type RepoLocation, resolveCommit } from '../../workspace/repoLocation.js';
+import { workingTreeStatus } from '../../workspace/workingTreeStatus.js';
 
 /** How many paths a check names (the counts are whole). */
 const SAMPLE = 20;
-
-export interface WorkingTreeStatus {
-  /** Changed, staged, deleted or renamed tracked paths: not part of the attempts, and Apply would meet them. */
-  tracked: string[];
-  /** Files git does not track (and does not ignore): attempts start from HEAD without them. */
-  untracked: string[];
-}
-
-/** Pure: `git status --porcelain` lines split into tracked changes and untracked files. */
-export function splitWorkingTreeStatus(porcelain: string): WorkingTreeStatus {
-  const tracked: string[] = [];
-  const untracked: string[] = [];
-  for (const line of porcelain.split('\n')) {
-    if (line.length < 4) continue;
-    (line.startsWith('?? ') ? untracked : tracked).push(line.slice(3));
-  }
-  return { tracked, untracked };
-}
-
-/** The user's checkout as `git status` sees it there (their global excludes honoured). */
-export async function workingTreeStatus(loc: RepoLocation): Promise<WorkingTreeStatus> {
-  const excludes = userExcludesFile();
-  const status = await runGit(repoTarget(loc, excludes ? [`core.excludesFile=${excludes}`] : []), [
-    'status',
-    '--porcelain',
-    '--untracked-files=all',
-  ]);
-  return splitWorkingTreeStatus(status.text);
-}
 
 /** Pure: the one line said before a run about files the attempts do not see. */
 export function untrackedNote(untracked: readonly string[]): string | null {

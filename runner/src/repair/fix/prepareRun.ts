@@ -7,7 +7,7 @@ import { InputError } from '../../protocol/inputError.js';
 import type { RunRow } from '../../store/runStore.js';
 import { locateRepository } from '../../workspace/attemptWorktree.js';
 import { resolveCommit } from '../../workspace/repoLocation.js';
-import { workingTreeStatus } from './checkRepository.js';
+import { workingTreeStatus } from '../../workspace/workingTreeStatus.js';
 import { detectSharedDeps, readForgeConfig, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import type { FixDeps, PreparedRun } from './fixRun.js';
 
