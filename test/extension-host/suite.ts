@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ForgeApi } from '../../extension/src/extension.js';
@@ -23,7 +22,11 @@ describe('Forge Cells in a real extension host', function () {
     const ext = vscode.extensions.getExtension<ForgeApi>('forge-cells.forge-cells');
     assert.ok(ext, 'the extension is installed');
     api = await ext.activate();
-    repo = mkdtempSync(join(tmpdir(), 'forge-exthost-repo-'));
+    // Inside the window's folder: the views and the palette's Review/Apply act on the
+    // repositories open in the window.
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    assert.ok(folder, 'the suite runs in a window with a folder open');
+    repo = mkdtempSync(join(folder, 'forge-exthost-repo-'));
     cpSync(join(SAMPLES, 'py-calc', 'repo'), repo, { recursive: true });
     const git = (...args: string[]) =>
       execFileSync('git', args, {
