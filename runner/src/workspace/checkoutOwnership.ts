@@ -82,9 +82,10 @@ function restoreBeneath(top: string, parts: string[], owners: (Owner | null)[], 
 
 /**
  * The loose-object directories (objects/xx) of a repository another user owns, read before a
- * root runner writes objects into it: those git then creates are root's, and the owner could
- * no longer add an object whose name starts with that prefix. Returns the function that gives
- * the new directories and the objects in them to the objects directory's owner.
+ * root runner writes objects into it: what git then creates is root's, and the owner could no
+ * longer add an object whose name starts with a new directory's prefix. Returns the function
+ * that gives the new directories, and the objects written into any directory since, to the
+ * objects directory's owner (a directory's mtime says whether it got a new entry).
  */
 export function rememberObjectDirs(objectsDir: string): () => void {
   if ((process.getuid?.() ?? 0) !== 0) return () => undefined;
@@ -96,14 +97,14 @@ export function rememberObjectDirs(objectsDir: string): () => void {
   } catch {
     return () => undefined;
   }
-  const before = new Set(looseObjectDirs(objectsDir));
+  // A second's slack: directory times can be coarser than the clock.
+  const since = Date.now() - 1000;
   return () => {
     for (const name of looseObjectDirs(objectsDir)) {
-      if (before.has(name)) continue;
       const dir = `${objectsDir}/${name}`;
       const st = lstatSync(dir);
-      if (st.uid !== 0 || !st.isDirectory()) continue;
-      lchownSync(dir, owner.uid, owner.gid);
+      if (!st.isDirectory() || st.mtimeMs < since) continue;
+      if (st.uid === 0) lchownSync(dir, owner.uid, owner.gid);
       for (const f of readdirSync(dir)) {
         if (lstatSync(`${dir}/${f}`).uid === 0) lchownSync(`${dir}/${f}`, owner.uid, owner.gid);
       }
