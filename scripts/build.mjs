@@ -46,6 +46,24 @@ const lazyDockerode = {
   },
 };
 
+// The same, for the CommonJS bundle of the `cell` command (a sibling of dockerode.cjs).
+const lazyDockerodeCjs = {
+  name: 'lazy-dockerode-cjs',
+  setup(b) {
+    b.onResolve({ filter: /^dockerode$/ }, () => ({ path: 'dockerode', namespace: 'forge-lazy' }));
+    b.onLoad({ filter: /^dockerode$/, namespace: 'forge-lazy' }, () => ({
+      contents: [
+        'let real;',
+        'module.exports = function Docker(...args) {',
+        "  real ??= require(require('node:path').join(__dirname, 'dockerode.cjs'));",
+        '  return new real(...args);',
+        '};',
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
 // dockerode's BuildKit session (@grpc/grpc-js, @grpc/proto-loader, protobufjs: most of its
 // bytes) serves only buildImage with version 2, which the runner never asks for. It is a
 // third file, required on the first such call.
@@ -142,6 +160,20 @@ await Promise.all([
     banner: {
       js: "#!/usr/bin/env node\nimport { createRequire as __forgeCreateRequire } from 'node:module';\nconst require = __forgeCreateRequire(import.meta.url);",
     },
+  }),
+  // The `cell` command alone, without splitting and as CommonJS: it shares no chunk, so it holds
+  // only the code it reaches, and Node loads it without the ESM loader's per-module and
+  // per-built-in work (runner/src/cli/cellMain.ts).
+  build({
+    ...common,
+    entryPoints: ['runner/src/cli/cellMain.ts'],
+    outfile: 'dist/runner-chunks/cell-main.cjs',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    plugins: [stubSsh2, lazyDockerodeCjs, zodEnglishOnly],
+    external: ['better-sqlite3'],
+    minify: true,
   }),
   build({
     ...common,

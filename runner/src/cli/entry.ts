@@ -2,6 +2,7 @@
 // `serve --stdio` (what the extension spawns on every start) skips the CLI's command tree and
 // loads the rest of the runner while it answers the handshake, and main.ts loads one command's
 // module (runner/src/cli/main.ts: COMMANDS).
+import { createRequire } from 'node:module';
 import { closeInheritedDescriptors } from '../cells/inheritedDescriptors.js';
 import { nativeAbiProblem } from '../store/nativeBinding.js';
 import { enableCompileCache } from './compileCache.js';
@@ -23,6 +24,11 @@ if (argv[0] === '--version' || argv[0] === '-V') {
     const { serveStdio } = await import('../server/serveStdio.js');
     // Handles (stdin, timers of instance drivers) would keep the process alive after the end.
     process.exit(await serveStdio());
+  } else if (argv[0] === 'cell') {
+    // A CommonJS bundle of its own (runner/src/cli/cellMain.ts, scripts/build.mjs): one-shot
+    // cells start fastest that way. The path is the built layout's: entry.ts runs only bundled.
+    const { cellMain } = createRequire(import.meta.url)('./runner-chunks/cell-main.cjs') as typeof import('./cellMain.js');
+    process.exitCode = await cellMain(argv);
   } else {
     const { main } = await import('./main.js');
     process.exitCode = await main(argv);

@@ -1,10 +1,4 @@
-import { Command, CommanderError } from 'commander';
-import { InputError } from '../protocol/inputError.js';
-import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK } from './exitCodes.js';
-import { printable } from './formatCellResult.js';
-import { RUNNER_VERSION } from './version.js';
-
-type Register = (program: Command) => void;
+import { type Register, runProgram } from './program.js';
 
 /**
  * Every top-level command, in help order, with the module that defines it. A command's module
@@ -37,35 +31,6 @@ async function registrationsFor(argv: readonly string[]): Promise<Register[]> {
   return [...new Set(all.flat())];
 }
 
-async function buildProgram(argv: readonly string[]): Promise<Command> {
-  const program = new Command('forge-runner')
-    .description('Forge Cells headless runner: runs commands in ephemeral isolated cells.')
-    .version(RUNNER_VERSION)
-    .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(str) });
-  for (const register of await registrationsFor(argv)) register(program);
-  return program;
-}
-
 export async function main(argv: string[]): Promise<number> {
-  try {
-    await (await buildProgram(argv)).parseAsync(argv, { from: 'user' });
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
-  } catch (e) {
-    if (e instanceof CommanderError) {
-      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT_OK;
-      return EXIT_BAD_INPUT;
-    }
-    if (e instanceof InputError) {
-      process.stderr.write(`forge-runner: ${printable(e.message)}\n`);
-      return EXIT_BAD_INPUT;
-    }
-    if (e instanceof Error && (e.name === 'CelldCompatibilityError' || e.name === 'CelldUnavailableError')) {
-      // A peer problem, not a bug here: one line that says what to do.
-      process.stderr.write(`forge-runner: ${e.message}\n`);
-      return EXIT_INTERNAL;
-    }
-    process.stderr.write(`forge-runner: internal error: ${printable((e as Error).stack ?? String(e))}\n`);
-    return EXIT_INTERNAL;
-  }
+  return runProgram(argv, await registrationsFor(argv));
 }

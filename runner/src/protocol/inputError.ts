@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type { core } from 'zod/mini';
 
 /**
  * Bad input from a user, a CellSpec, a replay file or a peer. The CLI maps it to exit 2;
@@ -9,7 +9,7 @@ export class InputError extends Error {
 }
 
 /** One line from a zod error: the first issue, with its path. */
-export function describeZodError(what: string, error: z.ZodError): string {
+export function describeZodError(what: string, error: core.$ZodError): string {
   const issue = error.issues[0];
   if (!issue) return `invalid ${what}`;
   const where = issue.path.length > 0 ? issue.path.join('.') : what;

@@ -1,5 +1,5 @@
 import { ErrorCodes, type MessageConnection, ResponseError } from 'vscode-jsonrpc/node';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { collectHealth } from '../cells/providerRegistry.js';
 import { collectGarbage } from '../cells/garbageCollection.js';
 import { describeZodError, InputError } from '../protocol/inputError.js';
@@ -15,7 +15,8 @@ import { processAlive } from '../workspace/staleWorktrees.js';
 import { stashTrackedChanges } from '../workspace/stashChanges.js';
 import { checkRepository } from '../repair/fix/checkRepository.js';
 
-type MethodTable = Record<string, { params: z.ZodType; result: z.ZodType }>;
+// core types: the table mixes zod's chainable and functional (zod/mini) schemas.
+type MethodTable = Record<string, { params: z.core.$ZodType; result: z.core.$ZodType }>;
 type Handlers<T extends MethodTable> = { [M in keyof T]: (params: z.output<T[M]['params']>) => Promise<z.input<T[M]['result']>> };
 
 export interface RpcServerOptions {
@@ -166,7 +167,7 @@ function register<T extends MethodTable>(
   for (const method of Object.keys(table) as (keyof T & string)[]) {
     const schema = table[method]!.params;
     routes.set(method, async (raw: unknown) => {
-      const parsed = schema.safeParse(raw ?? {});
+      const parsed = z.safeParse(schema, raw ?? {});
       if (!parsed.success) return new ResponseError(ErrorCodes.InvalidParams, describeZodError(`${method} params`, parsed.error));
       try {
         return await handlers[method](parsed.data as never);
