@@ -64,6 +64,19 @@ const lazyDockerodeCjs = {
   },
 };
 
+// execa and its dependencies are a third of the `cell` bundle, and a one-shot host cell with a
+// cached sandbox probe never calls them: read and compiled only on first use, from a file of their own.
+const lazyExecaCjs = {
+  name: 'lazy-execa-cjs',
+  setup(b) {
+    b.onResolve({ filter: /^execa$/ }, () => ({ path: 'execa', namespace: 'forge-lazy' }));
+    b.onLoad({ filter: /^execa$/, namespace: 'forge-lazy' }, () => ({
+      contents: "module.exports = require(require('node:path').join(__dirname, 'execa.cjs'));",
+      loader: 'js',
+    }));
+  },
+};
+
 // dockerode's BuildKit session (@grpc/grpc-js, @grpc/proto-loader, protobufjs: most of its
 // bytes) serves only buildImage with version 2, which the runner never asks for. It is a
 // third file, required on the first such call.
@@ -166,12 +179,22 @@ await Promise.all([
   // per-built-in work (runner/src/cli/cellMain.ts).
   build({
     ...common,
+    stdin: { contents: "module.exports = require('execa');", resolveDir: process.cwd(), loader: 'js' },
+    outfile: 'dist/runner-chunks/execa.cjs',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+    sourcemap: false,
+  }),
+  build({
+    ...common,
     entryPoints: ['runner/src/cli/cellMain.ts'],
     outfile: 'dist/runner-chunks/cell-main.cjs',
     platform: 'node',
     target: 'node20',
     format: 'cjs',
-    plugins: [stubSsh2, lazyDockerodeCjs, zodEnglishOnly],
+    plugins: [stubSsh2, lazyDockerodeCjs, lazyExecaCjs, zodEnglishOnly],
     external: ['better-sqlite3'],
     minify: true,
   }),

@@ -35,11 +35,13 @@ export function setprivArgs(to: { uid: number; gid: number; setpriv: string }): 
  * Pure: the command's environment applied only after the switch to the cell user. setpriv
  * still runs as root: a spec's LD_PRELOAD (or any loader variable) in its environment would
  * run the spec's code as root. So setpriv gets PATH alone, and `env -i` (already the cell
- * user) sets the command's whole environment; `sh -c 'exec "$@"'` keeps an argv[0] like
- * "FOO=bar" a program name, as env would read it as a variable.
+ * user) sets the command's whole environment. env would read an argv[0] like "FOO=bar" as
+ * one more variable: only then does `sh -c 'exec "$@"'` come between (an exec less per cell
+ * otherwise).
  */
 export function afterDropArgv(env: Record<string, string>, argv: string[]): string[] {
-  return ['/usr/bin/env', '-i', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), '/bin/sh', '-c', 'exec "$@"', 'forge-cell', ...argv];
+  const keepName = (argv[0] ?? '').includes('=') ? ['/bin/sh', '-c', 'exec "$@"', 'forge-cell'] : [];
+  return ['/usr/bin/env', '-i', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...keepName, ...argv];
 }
 
 /** The only variable the root part of a cell's start (setpriv) sees. */

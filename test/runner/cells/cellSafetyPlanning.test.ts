@@ -91,12 +91,19 @@ describe('cell safety decisions (pure)', () => {
       '/usr/bin/env',
       '-i',
       'PATH=/bin',
-      '/bin/sh',
-      '-c',
-      'exec "$@"',
-      'forge-cell',
       'make',
     ]);
+    // A program whose name env would take for a variable goes through sh, which keeps it a name.
+    const odd = buildBubblewrapArgs({
+      layout,
+      worktree: null,
+      gitMetadata: null,
+      shareNet: false,
+      env: { PATH: '/bin' },
+      argv: ['A=b'],
+      dropTo: { uid: 65532, gid: 65533, setpriv: '/usr/bin/setpriv' },
+    });
+    assert.deepEqual(odd.slice(odd.indexOf('-i') + 1), ['PATH=/bin', '/bin/sh', '-c', 'exec "$@"', 'forge-cell', 'A=b']);
     const setenvs = args.flatMap((a, i) => (a === '--setenv' ? [args[i + 1]] : []));
     assert.deepEqual(setenvs, ['PATH']);
     // The last mount puts the host's own setpriv back, whatever a mount above covered.
