@@ -88,7 +88,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('forge.provider')) status.update();
-      if (e.affectsConfiguration('forge.runner.nodePath'))
+      if (e.affectsConfiguration('forge.runner.nodePath') || e.affectsConfiguration('forge.qemu'))
         void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
     }),
     trackResumable(state),

@@ -31,6 +31,15 @@ async function main(): Promise<void> {
     suites['CLI startup (dist/runner.js)'] = { rounds: cliRounds, lines: await benchCliStartup(cliRounds, image) };
     return report(suites);
   }
+  if (process.argv.includes('--only-qemu')) {
+    const tools = findQemuTools();
+    if ('missing' in tools) throw new Error(`qemu cells: ${tools.missing}`);
+    const image = (await dockerImageReady(DOCKER_BENCH_IMAGE)) ? DOCKER_BENCH_IMAGE : null;
+    const rounds = runsArg > 0 ? runs : 5;
+    const q = await benchQemuCells(tools, rounds, image);
+    suites[`qemu cells, accelerator ${q.accelerator}`] = { rounds, lines: q.lines };
+    return report(suites);
+  }
   if (process.argv.includes('--only-deps')) {
     suites['shared dependencies'] = { rounds: 10, lines: await benchSharedDependencies(2_000, 200, 10) };
     return report(suites);
@@ -88,7 +97,7 @@ async function main(): Promise<void> {
   } else {
     const qemuRounds = Math.max(5, Math.floor(runs / 6));
     console.error(`qemu cells: ${qemuRounds} interleaved pairs (each boots a VM)...`);
-    const q = await benchQemuCells(qemuTools, qemuRounds);
+    const q = await benchQemuCells(qemuTools, qemuRounds, dockerReady ? DOCKER_BENCH_IMAGE : null);
     suites[`qemu cells, accelerator ${q.accelerator}`] = { rounds: qemuRounds, lines: q.lines };
   }
   if (!dockerReady) {

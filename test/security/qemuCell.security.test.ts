@@ -22,7 +22,8 @@ describe('qemu cell security (each test tries to break one claim)', function () 
     stateDir = mkdtempSync(join(tmpdir(), 'forge-qemu-sec-'));
     provider = new QemuCellProvider({ stateDir });
   });
-  after(() => {
+  after(async () => {
+    await provider?.drain();
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
   });
 
@@ -193,11 +194,19 @@ describe('qemu cell security (each test tries to break one claim)', function () 
   });
 
   it('a timed-out cell leaves no VM process, socket or directory', async () => {
-    const r = await provider.run({ cmd: 'sleep 600', timeout_s: 6 });
-    assert.equal(r.timed_out, true);
-    assert.equal(r.killed_by, 'timeout');
-    assert.deepEqual(processesWith(join(stateDir, 'qemu', 'cells')), []);
-    assert.deepEqual(readdirSync(join(stateDir, 'qemu', 'cells')), []);
+    // Pool off: VMs waiting for later cells would live in the same directory.
+    const state = mkdtempSync(join(tmpdir(), 'forge-qemu-timeout-'));
+    const own = new QemuCellProvider({ stateDir: state, env: { ...process.env, FORGE_QEMU_POOL: '0' } });
+    try {
+      const r = await own.run({ cmd: 'sleep 600', timeout_s: 6 });
+      assert.equal(r.timed_out, true);
+      assert.equal(r.killed_by, 'timeout');
+      assert.deepEqual(processesWith(join(state, 'qemu', 'cells')), []);
+      assert.deepEqual(readdirSync(join(state, 'qemu', 'cells')), []);
+    } finally {
+      await own.drain();
+      rmSync(state, { recursive: true, force: true });
+    }
   });
 
   it('a runner killed mid-cell takes its VM and virtiofsd with it; gc removes the directory', async function () {

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
@@ -10,6 +10,7 @@ import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
 import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
+import { MIN_MEMORY_MIB, poolSettings, VmPool, type VmRuntime, type VmShape } from '../qemu/vmPool.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellUser, describeCellUser } from '../cellUser.js';
@@ -23,40 +24,33 @@ import { EgressProxy } from '../egressProxy.js';
 import {
   type Accelerator,
   chooseAccelerator,
-  confinedRootArgs,
   findQemuTools,
   hostTscKhz,
   killGroup,
   listenUnix,
   type QemuTools,
-  sharedRootArgs,
-  virtiofsdArgs,
   virtiofsdInodeBudget,
-  waitForFile,
 } from '../qemu/qemuRuntime.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
 
 export interface QemuCellProviderOptions {
   stateDir?: string;
   env?: NodeJS.ProcessEnv;
+  /** Bound on the VM pool (FORGE_QEMU_POOL overrides it); 0 for one-shot use. */
+  prewarm?: number;
 }
 
-/** Guest memory below this does not boot the cloud kernel with its modules. */
-const MIN_MEMORY_MIB = 256;
+const MiB = 1024 * 1024;
 /** argv + environment go through the initramfs; a bound keeps the config channel small. */
 const MAX_REQUEST_BYTES = 64 * 1024;
 
 /**
  * One throwaway micro-VM per cell: microvm machine, the host root read-only over virtiofs
- * under a private tmpfs overlay, the worktree read-write at its own path, the command and
- * environment in an initramfs appended per cell, output and exit status on two separate
- * virtio ports. qemu and both virtiofsd run confined by bubblewrap and die with the runner.
+ * under a private tmpfs overlay, the worktree read-write at its own path, output and exit
+ * status on two separate virtio ports. VMs boot ahead of need in a pool (qemu/vmPool.ts) and
+ * receive their one cell's request over a third port; each serves exactly one cell. qemu and
+ * every virtiofsd run confined by bubblewrap and die with the runner.
  */
-const virtiofsdStderr = new WeakMap<ChildProcess, () => string>();
-
-const exitOf = (c: ChildProcess): Promise<unknown> | undefined =>
-  c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r));
-
 /**
  * A VM's memory is allocated for real and its vCPUs are host threads: a spec asking for more
  * than the machine has is bad input, refused before anything starts.
@@ -81,9 +75,12 @@ export class QemuCellProvider implements CellProvider {
   private accel: Promise<Accelerator> | null = null;
   private layout: SandboxLayout | null = null;
   private egressState: Promise<{ proxy: EgressProxy; port: number }> | null = null;
+  private vmPool: VmPool | null = null;
+  private readonly prewarm: number | undefined;
 
   constructor(options: QemuCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
+    this.prewarm = options.prewarm;
     this.stateDir = options.stateDir ?? runnerStateDir(this.env);
     this.cacheDir = join(this.stateDir, 'qemu');
   }
@@ -113,6 +110,7 @@ export class QemuCellProvider implements CellProvider {
         accelerator: accel.accel,
         accelerator_reason: accel.reason,
         virtiofsd: tools.virtiofsd,
+        pool: this.describePool(),
       },
     };
   }
@@ -128,6 +126,9 @@ export class QemuCellProvider implements CellProvider {
   }
 
   async drain(): Promise<void> {
+    const pool = this.vmPool;
+    this.vmPool = null;
+    await pool?.close();
     const e = this.egressState;
     this.egressState = null;
     if (e) await (await e.catch(() => null))?.proxy.close();
@@ -175,137 +176,86 @@ export class QemuCellProvider implements CellProvider {
     }
     const accel = await this.accelerator(tools);
     this.layout ??= probeSandboxLayout(this.env);
+    const layout = this.layout;
+    const vmsDir = join(this.cacheDir, 'cells');
+    // Every VM's own processes and root share hide the VM directories, wherever the state
+    // directory is: no guest (or a compromised qemu or virtiofsd) reaches another VM's hand-over share.
+    const vmLayout = { ...layout, tmpfsMasks: [...layout.tmpfsMasks, vmsDir] };
+    const pool = this.pool(() => ({ tools, accel, layout: vmLayout, cacheDir: this.cacheDir, vmsDir }));
+    const shape: VmShape = {
+      rootDir: root?.dir ?? null,
+      memoryMib: Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib),
+      cpus: Math.max(1, Math.ceil(spec.limits.cpus ?? 1)),
+      egressPort: egress?.port ?? null,
+      deps: depShares.map((d) => ({ tag: d.tag, source: d.source })),
+      inodeBudget,
+    };
 
     const logDir = join(this.stateDir, 'cells');
     mkdirSync(logDir, { recursive: true });
     const logPath = join(logDir, `${cellId}.log`);
-    // The cell's private directory: sockets for qemu and virtiofsd, the per-cell initrd, status.
-    const dir = join(this.cacheDir, 'cells', cellId);
-    const sockDir = join(dir, 'sock');
-    mkdirSync(sockDir, { recursive: true, mode: 0o700 });
-    writeFileSync(join(dir, 'runner.pid'), String(process.pid));
-    const children: ChildProcess[] = [];
     const isolation = this.describeIsolation(accel, spec, user);
     if (egress) isolation.net = 'allowlist';
     if (user.warning) isolation.warnings.push(user.warning);
-    let qemu: ChildProcess | null = null;
-    let qemuStderr = '';
-    let output: Awaited<ReturnType<typeof listenUnix>> | null = null;
-    const layout = this.layout;
-    const killChildren = async () => {
-      for (const c of children) killGroup(c);
-      await Promise.all(children.map(exitOf));
-    };
 
     return runCellLifecycle(
       { cellId, provider: 'qemu', spec, options, logPath, worktree, isolation, egress: grant },
       {
-        start: async (ctx) => {
-          const initrd = join(dir, 'initrd');
-          writeFileSync(initrd, Buffer.concat([readFileSync(baseInitramfs(this.cacheDir, tools.kernel, tools.busybox)), requestBytes]));
-          const shares = [{ tag: 'forge-root', socket: join(sockDir, 'root.sock') }];
-          // The guest's root: the host's (masked like a host cell's) or the image's, read-only
-          // either way, and nothing writable inside the share (the socket lives outside it).
-          const rootShare = root
-            ? { bwrap: confinedRootArgs(layout, { rw: [sockDir], ro: [root.dir] }), source: root.dir }
-            : sharedRootArgs(layout, sockDir);
-          children.push(
-            this.startVirtiofsd(tools, [...rootShare.bwrap, ...virtiofsdArgs(tools.virtiofsd, shares[0]!.socket, rootShare.source)]),
-          );
-          if (worktree) {
-            shares.push({ tag: 'forge-work', socket: join(sockDir, 'work.sock') });
-            const ro = worktree.gitEntry ? [worktree.gitEntry] : [];
-            children.push(
-              this.startVirtiofsd(tools, [
-                ...confinedRootArgs(layout, { rw: [sockDir, worktree.top], ro }),
-                ...virtiofsdArgs(tools.virtiofsd, shares[1]!.socket, worktree.top),
-              ]),
-            );
-          }
-          // Each shared dependency: its own virtiofsd, which sees the directory read-only.
-          for (const d of depShares) {
-            const share = { tag: d.tag, socket: join(sockDir, `${d.tag}.sock`) };
-            shares.push(share);
-            children.push(
-              this.startVirtiofsd(tools, [
-                ...confinedRootArgs(layout, { rw: [sockDir], ro: [d.source] }),
-                ...virtiofsdArgs(tools.virtiofsd, share.socket, d.source),
-              ]),
-            );
-          }
-          for (const [i, s] of shares.entries()) {
-            if (!(await waitForFile(s.socket, 15_000, children[i]))) {
-              const c = children[i]!;
-              const how = c.exitCode !== null || c.signalCode !== null ? `exited (${c.exitCode ?? c.signalCode})` : 'no socket after 15 s';
-              const said = virtiofsdStderr.get(c)?.().trim().split('\n').at(-1);
-              throw new Error(`virtiofsd for ${s.tag} did not start: ${how}${said ? `: ${said}` : ''}`);
-            }
-          }
-          output = await listenUnix(join(dir, 'output.sock'), (chunk) => ctx.output(chunk));
-          const args = buildQemuArgs({
-            accel: accel.accel,
-            kernel: tools.kernel.kernel,
-            initrd,
-            memoryMib: Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib),
-            cpus: Math.max(1, Math.ceil(spec.limits.cpus ?? 1)),
-            tscKhz: hostTscKhz(),
-            consoleLog: join(dir, 'console.log'),
-            statusFile: join(dir, 'status'),
-            outputSocket: join(dir, 'output.sock'),
-            shares,
-            egressProxyPort: egress?.port ?? null,
-            busybox: tools.busybox,
-          });
-          return { args, output, exited: null as Promise<unknown> | null };
-        },
-        launch: (h) => {
-          // qemu itself is confined too: read-only host view, only this cell's directory writable.
-          const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
-          // With allow_net qemu needs the host loopback (the proxy); the guest still reaches only the proxy.
-          const vm = (qemu = spawn(
-            tools.bwrap,
-            [...confinedRootArgs(layout, { rw: [dir], ro: [tools.kernel.kernel], dev }, Boolean(egress)), '--', tools.qemu, ...h.args],
-            { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
-          ));
-          children.push(vm);
-          vm.stderr!.on('data', (d: Buffer) => (qemuStderr = (qemuStderr + d.toString()).slice(-2000)));
-          h.exited = new Promise((resolve) => vm.once('exit', resolve));
-        },
-        wait: async (h) => {
-          await h.exited;
-        },
+        // A VM booted ahead of need (or, on a miss, now): it has not seen any cell and never will again.
+        start: async (ctx) => ({ ...(await pool.take(shape)), ctx }),
+        launch: (h) => h.vm.handOver(request, worktree ? { top: worktree.top, gitEntry: worktree.gitEntry } : null, (c) => h.ctx.output(c)),
+        wait: (h) => h.vm.exited,
         settle: async (h, _exited, { killReason, isolation }) => {
-          await Promise.race([h.output.ended, new Promise((r) => setTimeout(r, 1000))]);
-          const statusText = existsSync(join(dir, 'status')) ? readFileSync(join(dir, 'status'), 'utf8') : '';
-          const status = parseGuestStatus(statusText, nonce);
+          await Promise.race([h.vm.outputEnded, new Promise((r) => setTimeout(r, 1000))]);
+          const status = parseGuestStatus(h.vm.statusText(), nonce);
           let code: number | null = null;
           let signal: string | null = null;
           if (killReason) signal = 'SIGKILL';
           else if (status?.kind === 'exit') code = status.code;
           else {
-            const consoleTail = existsSync(join(dir, 'console.log'))
-              ? readFileSync(join(dir, 'console.log'), 'utf8').trim().split('\n').slice(-3).join(' | ')
-              : '';
             const why =
               status?.kind === 'fail'
                 ? `guest setup failed: ${status.reason}`
-                : `the VM ended without an exit status (${qemuStderr.trim().split('\n').at(-1) ?? ''} ${consoleTail})`.trim();
+                : `the VM ended without an exit status (${h.vm.lastWords()})`.trim();
             isolation.warnings.push(why);
             code = 125;
           }
-          await killChildren();
           return { code, signal, oomKills: 0, pidsLimitHits: 0 };
         },
-        kill: () => {
-          if (qemu) killGroup(qemu);
-        },
-        cleanup: async () => {
-          await killChildren();
-          output?.server.close();
-          rmSync(dir, { recursive: true, force: true });
+        kill: (h) => h.vm.kill(),
+        cleanup: async (h) => {
+          const left = await h?.vm.destroy();
+          if (left) isolation.warnings.push(left);
         },
       },
     );
+  }
+
+  /** The pool of VMs booted ahead of need; created on first use, closed by drain(). */
+  private pool(rt: () => VmRuntime): VmPool {
+    if (!this.vmPool) {
+      const settings = poolSettings(this.env, { cores: availableParallelism(), memoryMib: Math.floor(totalmem() / MiB) }, this.prewarm);
+      if ('error' in settings) throw new InputError(settings.error);
+      this.vmPool = new VmPool(settings, rt);
+    }
+    return this.vmPool;
+  }
+
+  /** The pool in one line for health: its size and budget, and what waits now. */
+  private describePool(): string {
+    const settings = poolSettings(this.env, { cores: availableParallelism(), memoryMib: Math.floor(totalmem() / MiB) }, this.prewarm);
+    if ('error' in settings) return settings.error;
+    if (settings.size === 0) return 'off (FORGE_QEMU_POOL=0, or one-shot use): every cell boots its VM';
+    const c = this.vmPool?.counts();
+    const now = c
+      ? `${c.ready} ready, ${c.booting} booting (${c.memoryMib} MiB)`
+      : 'empty until the first cell (VMs are booted per shape: root, memory, vCPUs, network, shared dependencies)';
+    return `${settings.size} VM(s) per shape within ${settings.budgetMib} MiB: ${now}`;
+  }
+
+  /** What the pool holds now, for health; null before the first cell. */
+  poolCounts(): ReturnType<VmPool['counts']> | null {
+    return this.vmPool?.counts() ?? null;
   }
 
   /** Boots the same kernel and initramfs and runs argv from the initramfs alone (no shares): the bench's baseline. */
@@ -351,17 +301,6 @@ export class QemuCellProvider implements CellProvider {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }
-
-  /** virtiofsd under bubblewrap: `args` are bwrap's, then the virtiofsd command line. */
-  private startVirtiofsd(tools: QemuTools, args: string[]): ChildProcess {
-    const child = spawn(tools.bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-    child.on('error', () => undefined);
-    // Kept for the error when it does not come up: bwrap's or virtiofsd's own last words.
-    let tail = '';
-    child.stderr?.on('data', (d: Buffer) => (tail = (tail + d.toString()).slice(-600)));
-    virtiofsdStderr.set(child, () => tail);
-    return child;
   }
 
   private describeIsolation(accel: Accelerator, spec: ReturnType<typeof parseCellSpec> | null, user: CellUser | null): IsolationReport {

@@ -79,7 +79,8 @@ export function baseInitramfs(cacheDir: string, kernel: GuestKernel, busybox: st
 }
 
 export interface GuestRequest {
-  mode: 'run' | 'bare' | 'probe' | 'instance';
+  /** pool: boot, prepare, then wait for a "run" request on the forge.request port (vmPool.ts). */
+  mode: 'run' | 'bare' | 'probe' | 'instance' | 'pool';
   nonce: string;
   /** The command's whole environment. */
   env: Record<string, string>;
@@ -142,7 +143,11 @@ export function requestArchive(r: GuestRequest): Buffer {
       kind: 'file',
       data: r.readiness?.length ? Buffer.from(guestCommandScript(r.readiness, r.env, r.cwd)) : Buffer.alloc(0),
     },
-    { path: 'forge/cmd', kind: 'file', data: Buffer.from(r.mode === 'probe' ? '' : guestCommandScript(r.argv, r.env, r.cwd)) },
+    {
+      path: 'forge/cmd',
+      kind: 'file',
+      data: Buffer.from(r.mode === 'probe' || r.mode === 'pool' ? '' : guestCommandScript(r.argv, r.env, r.cwd)),
+    },
   ]);
 }
 
@@ -150,12 +155,13 @@ export function requestArchive(r: GuestRequest): Buffer {
 export function parseGuestStatus(
   text: string,
   nonce: string,
-): { kind: 'exit'; code: number } | { kind: 'fail'; reason: string } | { kind: 'probe' } | null {
+): { kind: 'exit'; code: number } | { kind: 'fail'; reason: string } | { kind: 'probe' } | { kind: 'waiting' } | null {
   for (const line of text.split('\n')) {
-    const m = /^forge-status (\S+) (exit (\d+)|fail (.*)|probe ok)$/.exec(line.trim());
+    const m = /^forge-status (\S+) (exit (\d+)|fail (.*)|probe ok|waiting)$/.exec(line.trim());
     if (!m || m[1] !== nonce) continue;
     if (m[3] !== undefined) return { kind: 'exit', code: Number(m[3]) };
     if (m[4] !== undefined) return { kind: 'fail', reason: m[4] };
+    if (m[2] === 'waiting') return { kind: 'waiting' };
     return { kind: 'probe' };
   }
   return null;

@@ -7,6 +7,13 @@
  * status port) with no_new_privs, from a script the runner wrote (exact argv, exact
  * environment). /init waits for the command itself and reports
  * `forge-status <nonce> exit <code>`; nothing the command does can write that line.
+ *
+ * A pooled VM (mode "pool", vmPool.ts) boots before its cell exists: it does everything that
+ * does not depend on the cell (modules, ports, network, root and overlay), reports
+ * `forge-status <boot nonce> waiting`, then reads the cell's request archive from the
+ * forge.request port (the runner writes it once and closes: a VM serves one cell) and goes on
+ * as a "run" boot. Its worktree arrives through the forge-work share: the runner bind-mounts
+ * it into the VM's own hand-over directory before it sends the request.
  */
 export const GUEST_INIT = `#!/bin/busybox sh
 export PATH=/bin
@@ -49,12 +56,29 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /newroot/tmp
 mkdir -p /newroot/tmp/forge-home /newroot/tmp/forge-work /newroot/.forge
 chmod 0777 /newroot/tmp/forge-home /newroot/tmp/forge-work
 chmod 0755 /newroot/.forge
+if [ "$MODE" = pool ]; then
+  echo "forge-status $NONCE waiting" >&3
+  REQ=$(port forge.request)
+  [ -n "$REQ" ] || fail "no request port"
+  # The request replaces the boot's files under /forge (nonce, mode, command, user, worktree).
+  ( cd / && cpio -i -d -m -u < "$REQ" ) 2>/dev/null || fail "unreadable request"
+  NONCE=$(cat /forge/nonce)
+  rm -f /forge/nonce
+  MODE=$(cat /forge/mode)
+  [ "$MODE" = run ] || fail "a pooled VM runs one cell"
+  HANDOVER=1
+fi
 cp /bin/busybox /newroot/.forge/busybox
 cp /forge/cmd /newroot/.forge/cmd
 [ -s /forge/ready ] && cp /forge/ready /newroot/.forge/ready
 chmod 0644 /newroot/.forge/cmd /newroot/.forge/ready 2>/dev/null
 WT=$(cat /forge/worktree)
-if [ -n "$WT" ]; then
+if [ -n "$WT" ] && [ -n "$HANDOVER" ]; then
+  # The VM's hand-over share: the runner mounted the worktree at w/ (its .git read-only there).
+  mkdir -p /handover "/newroot$WT"
+  mount -t virtiofs forge-work /handover -o nosuid,nodev || fail "cannot mount the hand-over share"
+  mount --bind /handover/w "/newroot$WT" || fail "cannot mount the worktree"
+elif [ -n "$WT" ]; then
   mkdir -p "/newroot$WT"
   mount -t virtiofs forge-work "/newroot$WT" -o nosuid,nodev || fail "cannot mount the worktree"
 fi

@@ -11,6 +11,8 @@ export interface QemuPlan {
   statusFile: string;
   /** Unix socket the runner listens on for the command's output. */
   outputSocket: string | null;
+  /** Pooled VMs: unix socket the runner listens on to send the cell's request (forge.request). */
+  requestSocket?: string | null;
   /** virtiofs: tag -> vhost-user socket of its virtiofsd. */
   shares: Array<{ tag: string; socket: string }>;
   /**
@@ -87,6 +89,8 @@ export function buildQemuArgs(p: QemuPlan): string[] {
   args.push('-chardev', `file,id=status,path=${p.statusFile}`, '-device', 'virtserialport,chardev=status,name=forge.status');
   if (p.outputSocket)
     args.push('-chardev', `socket,id=output,path=${p.outputSocket}`, '-device', 'virtserialport,chardev=output,name=forge.output');
+  if (p.requestSocket)
+    args.push('-chardev', `socket,id=request,path=${p.requestSocket}`, '-device', 'virtserialport,chardev=request,name=forge.request');
   return args;
 }
 

@@ -1,10 +1,13 @@
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GcItem } from '../../workspace/staleWorktrees.js';
+import { removeVmDir } from './handoverMounts.js';
 
 /**
- * qemu cell directories (sockets, per-cell initramfs, status) whose runner is gone. Their
- * processes died with the runner (bubblewrap --die-with-parent); only files can remain.
+ * qemu cell and pooled VM directories (sockets, initramfs, status) whose runner is gone.
+ * Their processes died with the runner (bubblewrap --die-with-parent); files remain, and a
+ * pooled VM's hand-over mounts (a worktree among them): those are unmounted first, and a
+ * directory that still has a mount is left, never removed through it.
  */
 export function collectStaleVmCells(stateDir: string, dryRun: boolean, isAlive: (pid: number) => boolean): GcItem[] {
   const root = join(stateDir, 'qemu', 'cells');
@@ -22,7 +25,10 @@ export function collectStaleVmCells(stateDir: string, dryRun: boolean, isAlive: 
       items.push({ kind: 'vm', id: name, action: 'left', reason: `in use by runner pid ${pid}` });
       continue;
     }
-    if (!dryRun) rmSync(dir, { recursive: true, force: true });
+    if (!dryRun && !removeVmDir(dir)) {
+      items.push({ kind: 'vm', id: name, action: 'left', reason: 'something is still mounted under it (umount it, then run gc again)' });
+      continue;
+    }
     items.push({
       kind: 'vm',
       id: name,
