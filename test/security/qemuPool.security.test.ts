@@ -84,7 +84,11 @@ describe('qemu VM pool (each test tries to break one claim)', function () {
       });
       assert.equal(look.exit_code, 0, look.output);
       assert.doesNotMatch(look.output, /SAW-SECRET|other-attempts-secret|MOUNTED-/);
-      assert.doesNotMatch(look.output, /vm-|Permission denied|No such file/, `the VM directories are hidden (an empty directory): ${look.output}`);
+      assert.doesNotMatch(
+        look.output,
+        /vm-|Permission denied|No such file/,
+        `the VM directories are hidden (an empty directory): ${look.output}`,
+      );
       assert.equal((await holding).exit_code, 0);
     } finally {
       await holder;
