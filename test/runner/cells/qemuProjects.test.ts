@@ -17,7 +17,10 @@ describe('qemu cells run real projects with host toolchains (read-only root over
     stateDir = mkdtempSync(join(tmpdir(), 'forge-qemu-proj-'));
     provider = new QemuCellProvider({ stateDir });
   });
-  after(() => stateDir && rmSync(stateDir, { recursive: true, force: true }));
+  after(async () => {
+    await provider?.drain();
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  });
 
   it('a Python project: unittest green, and a broken test is red', async () => {
     const repo = makeRepo({
