@@ -58,7 +58,8 @@ export async function benchQemuCells(
     await warm.drain();
   }
   // 4 at once from a pool of 4 (all ready before the clock starts) against 4 in a row, each booting its own.
-  const four = new QemuCellProvider({ env: { ...process.env, FORGE_QEMU_POOL: '4' } });
+  // Room for 4 VMs of the default size (2048 MiB; guest memory is only touched as used).
+  const four = new QemuCellProvider({ env: { ...process.env, FORGE_QEMU_POOL: '4', FORGE_QEMU_POOL_MEMORY_MIB: '16384' } });
   let parallelMs: number;
   let sequentialMs: number;
   try {

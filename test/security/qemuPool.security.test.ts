@@ -46,6 +46,9 @@ describe('qemu VM pool (each test tries to break one claim)', function () {
     });
     assert.equal(first.exit_code, 0, first.output);
     await until('a warm VM', 120_000, () => provider!.poolCounts()?.ready === 1);
+    // health sees the pools of this process, from any provider instance.
+    const health = await new QemuCellProvider({ stateDir, env: { ...process.env, FORGE_QEMU_POOL: '1' } }).health();
+    assert.match(health.details.pool ?? '', /1 VM\(s\) per shape within \d+ MiB: 1 ready, 0 booting/);
     const second = await provider.run({
       cmd: 'cat /tmp/marker /var/marker 2>/dev/null && echo MARKER-SURVIVED; cat /proc/sys/kernel/random/boot_id',
     });

@@ -10,7 +10,7 @@ import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
 import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
-import { MIN_MEMORY_MIB, poolSettings, VmPool, type VmRuntime, type VmShape } from '../qemu/vmPool.js';
+import { livePoolCounts, MIN_MEMORY_MIB, poolSettings, VmPool, type VmRuntime, type VmShape } from '../qemu/vmPool.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { type CellUser, describeCellUser } from '../cellUser.js';
@@ -246,10 +246,11 @@ export class QemuCellProvider implements CellProvider {
     const settings = poolSettings(this.env, { cores: availableParallelism(), memoryMib: Math.floor(totalmem() / MiB) }, this.prewarm);
     if ('error' in settings) return settings.error;
     if (settings.size === 0) return 'off (FORGE_QEMU_POOL=0, or one-shot use): every cell boots its VM';
-    const c = this.vmPool?.counts();
+    // Any pool of this runner process (a running fix holds its own provider).
+    const c = livePoolCounts();
     const now = c
       ? `${c.ready} ready, ${c.booting} booting (${c.memoryMib} MiB)`
-      : 'empty until the first cell (VMs are booted per shape: root, memory, vCPUs, network, shared dependencies)';
+      : 'none waiting (a run fills the pool on its first qemu cell, per shape: root, memory, vCPUs, network, shared dependencies)';
     return `${settings.size} VM(s) per shape within ${settings.budgetMib} MiB: ${now}`;
   }
 

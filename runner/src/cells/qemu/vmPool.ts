@@ -305,6 +305,22 @@ export function vmsToBoot(p: PoolSettings, waiting: number, memoryMib: number, p
   return Math.min(want, room);
 }
 
+/** Pools open in this process (a fix run's provider holds one): health reports them all. */
+const livePools = new Set<VmPool>();
+
+/** What every open pool of this process holds now; null when none is open. */
+export function livePoolCounts(): { ready: number; booting: number; memoryMib: number } | null {
+  if (livePools.size === 0) return null;
+  const sum = { ready: 0, booting: 0, memoryMib: 0 };
+  for (const p of livePools) {
+    const c = p.counts();
+    sum.ready += c.ready;
+    sum.booting += c.booting;
+    sum.memoryMib += c.memoryMib;
+  }
+  return sum;
+}
+
 /** VMs booted ahead of need, per shape. A VM leaves the pool when a cell takes it and never returns. */
 export class VmPool {
   private readonly waiting = new Map<string, PooledVm[]>();
@@ -313,7 +329,9 @@ export class VmPool {
   constructor(
     private readonly settings: PoolSettings,
     private readonly rt: () => VmRuntime,
-  ) {}
+  ) {
+    livePools.add(this);
+  }
 
   /** A VM of this shape: a waiting one (ready first) or, on a miss, one booted now. Refills behind it. */
   async take(shape: VmShape): Promise<{ vm: PooledVm; hit: boolean }> {
@@ -385,6 +403,7 @@ export class VmPool {
   /** Destroys every waiting VM; nothing boots afterwards. */
   async close(): Promise<void> {
     this.closed = true;
+    livePools.delete(this);
     const all = [...this.waiting.values()].flat();
     this.waiting.clear();
     await Promise.all(all.map((v) => v.destroy()));
