@@ -2,10 +2,12 @@
 // no other VM's hand-over share, and nothing of a pool outlives a killed runner.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
-import { mountsUnder } from '../../runner/src/cells/qemu/handoverMounts.js';
+import { mountOptions, mountsUnder, mountWorktree, prepareVmMounts, removeVmDir } from '../../runner/src/cells/qemu/handoverMounts.js';
+import { requireFeature } from '../helpers/requirement.js';
+import { spawnSync } from 'node:child_process';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { processesWith } from '../helpers/processes.js';
 import { requireQemu } from '../helpers/qemu.js';
@@ -100,6 +102,48 @@ describe('qemu VM pool (each test tries to break one claim)', function () {
     }
   });
 
+  it("a world-writable .git stays read-only inside the VM (the read-only mount reaches the VM's side)", async () => {
+    provider = new QemuCellProvider({ stateDir, env: { ...process.env, FORGE_QEMU_POOL: '1' } });
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      spawnSync('chmod', ['-R', 'a+rwX', repo.dir]);
+      const before = readFileSync(join(repo.dir, '.git', 'config'), 'utf8');
+      for (let i = 0; i < 2; i++) {
+        // The first cell boots its VM, the second comes from the pool.
+        const r = await provider.run({
+          worktree: repo.dir,
+          cmd: 'echo "[core] fsmonitor = evil" >> .git/config && echo WROTE-CONFIG; touch .git/PWNED && echo WROTE-GIT; echo ok > a.txt; exit 0',
+        });
+        assert.doesNotMatch(r.output, /WROTE-/, r.output);
+        assert.match(r.output, /Read-only file system/);
+        assert.equal(readFileSync(join(repo.dir, 'a.txt'), 'utf8'), 'ok\n', 'the worktree itself is writable');
+      }
+      assert.equal(readFileSync(join(repo.dir, '.git', 'config'), 'utf8'), before);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a state directory reached through a symlink: cells run and nothing stays mounted', async () => {
+    const link = `${stateDir}-link`;
+    symlinkSync(stateDir, link);
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      provider = new QemuCellProvider({ stateDir: link, env: { ...process.env, FORGE_QEMU_POOL: '1' } });
+      const r = await provider.run({ worktree: repo.dir, cmd: 'cat a.txt' });
+      assert.equal(r.exit_code, 0, r.output + r.isolation.warnings.join('; '));
+      assert.deepEqual(
+        r.isolation.warnings.filter((w) => /left|mount/.test(w)),
+        [],
+      );
+    } finally {
+      await provider?.drain();
+      provider = null;
+      rmSync(link);
+      repo.cleanup();
+    }
+  });
+
   it('a killed runner leaves no qemu or virtiofsd of its pool running; gc unmounts and removes the rest (never the worktree)', async () => {
     const repo = makeRepo({ 'keep.txt': 'the user owns this\n' });
     const script = join(stateDir, 'pool-runner.mts');
@@ -134,6 +178,76 @@ describe('qemu VM pool (each test tries to break one claim)', function () {
       assert.ok(items.length >= 3 && items.every((i) => i.action === 'removed'), out);
       assert.deepEqual(readdirSync(vms), []);
       assert.equal(readFileSync(join(repo.dir, 'keep.txt'), 'utf8'), 'the user owns this\n', 'the worktree is intact');
+    } finally {
+      repo.cleanup();
+    }
+  });
+});
+
+describe('qemu hand-over mounts (host side; the worktree is hostile input)', function () {
+  let dir: string;
+  beforeEach(function () {
+    requireFeature(this, process.getuid?.() === 0, 'hand-over mounts need root (as qemu cells do)');
+    dir = mkdtempSync(join('/var/lib', 'forge-handover-'));
+  });
+  afterEach(() => {
+    if (!dir) return;
+    assert.equal(removeVmDir(join(dir, 'vm')), null);
+    assert.deepEqual(mountsUnder(readFileSync('/proc/self/mountinfo', 'utf8'), dir), []);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const layout = () => {
+    const vm = join(dir, 'vm');
+    const share = join(vm, 'share');
+    mkdirSync(join(share, 'w'), { recursive: true });
+    prepareVmMounts(vm, share);
+    return { vm, share, stage: join(vm, 'stage'), target: join(share, 'w') };
+  };
+
+  it("the worktree lands at w/ with its .git read-only there, and the user's own tree is untouched", () => {
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      const l = layout();
+      mountWorktree(repo.dir, true, l.stage, l.target);
+      const info = readFileSync('/proc/self/mountinfo', 'utf8');
+      assert.ok(mountOptions(info, join(l.target, '.git'))?.includes('ro'));
+      assert.equal(readFileSync(join(l.target, 'a.txt'), 'utf8'), 'a\n');
+      assert.equal(mountsUnder(info, repo.dir).length, 0, "nothing is mounted over the user's own paths");
+    } finally {
+      assert.equal(removeVmDir(join(dir, 'vm')), null);
+      assert.equal(readFileSync(join(repo.dir, 'a.txt'), 'utf8'), 'a\n');
+      repo.cleanup();
+    }
+  });
+
+  it('a .git that is a symlink (to / or up the tree) is refused: nothing is mounted anywhere else', () => {
+    for (const to of ['/', '../../..']) {
+      const repo = makeRepo({ 'a.txt': 'a\n' });
+      try {
+        renameSync(join(repo.dir, '.git'), join(repo.dir, '.git-real'));
+        symlinkSync(to, join(repo.dir, '.git'));
+        const l = layout();
+        const before = new Set(readFileSync('/proc/self/mountinfo', 'utf8').split('\n'));
+        assert.throws(() => mountWorktree(repo.dir, true, l.stage, l.target), /symlink|neither a directory nor a file/);
+        const added = readFileSync('/proc/self/mountinfo', 'utf8')
+          .split('\n')
+          .filter((line) => !before.has(line) && !line.split(' ')[4]?.startsWith(l.stage));
+        assert.deepEqual(added, [], 'no mount appeared anywhere but the staging directory');
+      } finally {
+        assert.equal(removeVmDir(join(dir, 'vm')), null);
+        repo.cleanup();
+      }
+    }
+  });
+
+  it('a worktree path that is itself a symlink is refused', () => {
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    const link = join(dir, 'link');
+    try {
+      symlinkSync(repo.dir, link);
+      const l = layout();
+      assert.throws(() => mountWorktree(link, true, l.stage, l.target), /not a directory it can hand over/);
     } finally {
       repo.cleanup();
     }

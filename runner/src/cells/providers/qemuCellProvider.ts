@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { CellSpecInput } from '../../protocol/cellSpec.js';
@@ -177,7 +177,9 @@ export class QemuCellProvider implements CellProvider {
     const accel = await this.accelerator(tools);
     this.layout ??= probeSandboxLayout(this.env);
     const layout = this.layout;
-    const vmsDir = join(this.cacheDir, 'cells');
+    mkdirSync(join(this.cacheDir, 'cells'), { recursive: true, mode: 0o700 });
+    // By real path: host mounts under it are found (and removed) by the names mountinfo gives.
+    const vmsDir = realpathSync(join(this.cacheDir, 'cells'));
     // Every VM's own processes and root share hide the VM directories, wherever the state
     // directory is: no guest (or a compromised qemu or virtiofsd) reaches another VM's hand-over share.
     const vmLayout = { ...layout, tmpfsMasks: [...layout.tmpfsMasks, vmsDir] };

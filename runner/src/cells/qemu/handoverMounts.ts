@@ -1,12 +1,21 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 
 /**
- * Host mounts of a pooled VM's hand-over share. The share directory is a shared mount, so a
- * worktree bind-mounted under it after the VM booted reaches the share's virtiofsd (whose
- * bubblewrap namespace holds a slave copy). While such a mount exists, the directory holds the
- * user's worktree: it is removed only once nothing is mounted under it any more.
+ * Host mounts of a pooled VM's hand-over share. The share directory is a shared mount of its
+ * own, so a worktree bind-mounted under it after the VM booted reaches the share's virtiofsd
+ * (whose bubblewrap namespace holds a slave copy). While such a mount exists the directory
+ * holds the user's worktree: it is removed only once nothing is mounted under it any more.
+ *
+ * The worktree is hostile input (its owner, or an agent, may swap `.git` for a symlink at any
+ * moment): mount(8) never resolves a path inside it. Both ends are opened first (O_PATH,
+ * O_NOFOLLOW) and named by /proc/<runner>/fd/N, and the read-only `.git` is made in a private
+ * staging mount and copied in whole (a remount of the copy would not reach the VM's side).
  */
+
+/** Linux open(2) flag (not in Node's fs.constants): a descriptor that only names a file. */
+const O_PATH = 0o10000000;
 
 /** Pure: mount points at or under `dir` in /proc/self/mountinfo text, deepest first. */
 export function mountsUnder(mountinfo: string, dir: string): string[] {
@@ -20,43 +29,101 @@ export function mountsUnder(mountinfo: string, dir: string): string[] {
   return [...new Set(found)].sort((a, b) => b.length - a.length);
 }
 
-function run(args: string[]): string | null {
-  const r = spawnSync('mount', args, { encoding: 'utf8', timeout: 10_000 });
-  return r.status === 0 ? null : (r.stderr || r.error?.message || `mount exited ${r.status}`).trim().split('\n')[0]!;
+/** Pure: the mount options (rw/ro...) of the mount at exactly `point`, or null. */
+export function mountOptions(mountinfo: string, point: string): string[] | null {
+  for (const line of mountinfo.split('\n')) {
+    const f = line.split(' ');
+    if (f[4]?.replace(/\\040/g, ' ') === point) return (f[5] ?? '').split(',');
+  }
+  return null;
 }
 
-/** Makes `dir` a shared mount of itself (before the share's virtiofsd starts). */
-export function makeSharedMount(dir: string): void {
-  const err = run(['--bind', '--make-shared', dir, dir]);
-  if (err) throw new Error(`cannot make the hand-over directory ${dir} a shared mount: ${err}`);
+const mountinfo = () => readFileSync('/proc/self/mountinfo', 'utf8');
+const fdPath = (fd: number) => `/proc/${process.pid}/fd/${fd}`;
+
+/** Runs mount(8) without path canonicalization; throws with its message. */
+function mount(args: string[], what: string): void {
+  const r = spawnSync('mount', ['--no-canonicalize', ...args], { encoding: 'utf8', timeout: 10_000 });
+  if (r.status !== 0) throw new Error(`${what}: ${(r.stderr || r.error?.message || `mount exited ${r.status}`).trim().split('\n')[0]}`);
 }
 
-/** Mounts the worktree at `target` read-write, its `.git` read-only over it. */
-export function mountWorktree(top: string, gitEntry: string | null, target: string, gitTarget: string | null): void {
-  const err = run(['--bind', top, target]);
-  if (err) throw new Error(`cannot hand the worktree over to the VM: ${err}`);
-  if (gitEntry && gitTarget) {
-    const gitErr = run(['-o', 'bind,ro', gitEntry, gitTarget]);
-    if (gitErr) {
-      unmountUnder(target);
-      throw new Error(`cannot hand the worktree's .git over read-only: ${gitErr}`);
+/**
+ * Before the VM's processes start: its directory becomes a private mount (nothing made under
+ * it propagates out, even where / is shared) and its hand-over share a shared mount of a peer
+ * group of its own (what is mounted there propagates to that VM's virtiofsd alone).
+ */
+export function prepareVmMounts(vmDir: string, shareDir: string): void {
+  mount(['--bind', vmDir, vmDir], 'cannot make the VM directory a mount');
+  mount(['--make-private', vmDir], 'cannot make the VM directory private');
+  mount(['--bind', shareDir, shareDir], 'cannot make the hand-over directory a mount');
+  mount(['--make-private', shareDir], 'cannot make the hand-over directory private');
+  mount(['--make-shared', shareDir], 'cannot make the hand-over directory shared');
+}
+
+/**
+ * Mounts the worktree `top` at `target` (inside the hand-over share) read-write, its `.git`
+ * read-only, through the private staging directory `stage`.
+ */
+export function mountWorktree(top: string, hasGit: boolean, stage: string, target: string): void {
+  const fds: number[] = [];
+  const open = (path: string, flags: number) => {
+    const fd = openSync(path, O_PATH | constants.O_NOFOLLOW | flags);
+    fds.push(fd);
+    return fd;
+  };
+  try {
+    let topFd: number;
+    try {
+      topFd = open(top, constants.O_DIRECTORY);
+    } catch (e) {
+      throw new Error(`the worktree ${top} is not a directory it can hand over (${(e as NodeJS.ErrnoException).code})`);
     }
+    let gitFd: number | null = null;
+    if (hasGit) {
+      gitFd = open(`/proc/self/fd/${topFd}/.git`, 0);
+      const st = fstatSync(gitFd);
+      if (!st.isDirectory() && !st.isFile())
+        throw new Error(`the worktree's .git is neither a directory nor a file (a symlink?); refusing to hand it over`);
+    }
+    mkdirSync(stage, { mode: 0o700 });
+    mount(['--bind', fdPath(topFd), stage], 'cannot hand the worktree over to the VM');
+    mount(['--make-private', stage], 'cannot make the worktree staging mount private');
+    if (gitFd !== null) {
+      const stageFd = open(stage, constants.O_DIRECTORY);
+      const gitTarget = open(`/proc/self/fd/${stageFd}/.git`, 0);
+      const [a, b] = [fstatSync(gitFd), fstatSync(gitTarget)];
+      if (a.dev !== b.dev || a.ino !== b.ino) throw new Error("the worktree's .git changed while it was handed over; refusing");
+      mount(['--bind', fdPath(gitFd), fdPath(gitTarget)], "cannot hand the worktree's .git over");
+      // Only a mount exactly at stage/.git is made read-only: a name swapped meanwhile points elsewhere.
+      const gitAt = join(stage, '.git');
+      if (!mountsUnder(mountinfo(), stage).includes(gitAt)) throw new Error("the worktree's .git moved while it was handed over; refusing");
+      mount(['-o', 'remount,bind,ro', gitAt], "cannot make the worktree's .git read-only");
+    }
+    // The whole staged tree at once: its copies (the VM's virtiofsd's too) keep .git read-only.
+    mount(['--rbind', stage, target], 'cannot hand the worktree over to the VM');
+    if (gitFd !== null && !mountOptions(mountinfo(), join(target, '.git'))?.includes('ro'))
+      throw new Error("the worktree's .git is not read-only in the hand-over share; refusing");
+  } finally {
+    for (const fd of fds) closeSync(fd);
   }
 }
 
 /** Unmounts everything at or under `dir`; true once nothing is mounted there. */
 export function unmountUnder(dir: string): boolean {
-  const read = () => mountsUnder(readFileSync('/proc/self/mountinfo', 'utf8'), dir);
-  for (const m of read()) spawnSync('umount', ['-l', m], { timeout: 10_000 });
-  return read().length === 0;
+  for (const m of mountsUnder(mountinfo(), dir)) spawnSync('umount', ['--no-canonicalize', '-l', m], { timeout: 10_000 });
+  return mountsUnder(mountinfo(), dir).length === 0;
 }
 
 /**
  * Removes a VM directory, never through a mount: if anything stays mounted under it (a
- * worktree), it is left for `forge-runner gc` and the answer says so.
+ * worktree), or removal fails, it is left for `forge-runner gc` and the answer says why.
  */
-export function removeVmDir(dir: string): boolean {
-  if (!unmountUnder(dir)) return false;
-  rmSync(dir, { recursive: true, force: true });
-  return true;
+export function removeVmDir(dir: string): string | null {
+  if (!unmountUnder(dir)) return `something is still mounted under ${dir}`;
+  try {
+    rmSync(dir, { recursive: true, force: true });
+    return null;
+  } catch (e) {
+    return `cannot remove ${dir}: ${(e as Error).message.split('\n')[0]}`;
+  }
 }

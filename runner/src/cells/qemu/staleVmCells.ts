@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GcItem } from '../../workspace/staleWorktrees.js';
 import { removeVmDir } from './handoverMounts.js';
@@ -10,8 +10,9 @@ import { removeVmDir } from './handoverMounts.js';
  * directory that still has a mount is left, never removed through it.
  */
 export function collectStaleVmCells(stateDir: string, dryRun: boolean, isAlive: (pid: number) => boolean): GcItem[] {
-  const root = join(stateDir, 'qemu', 'cells');
-  if (!existsSync(root)) return [];
+  if (!existsSync(join(stateDir, 'qemu', 'cells'))) return [];
+  // Mount points are listed by real path: a state directory reached through a symlink must match them.
+  const root = realpathSync(join(stateDir, 'qemu', 'cells'));
   const items: GcItem[] = [];
   for (const name of readdirSync(root)) {
     const dir = join(root, name);
@@ -25,8 +26,9 @@ export function collectStaleVmCells(stateDir: string, dryRun: boolean, isAlive: 
       items.push({ kind: 'vm', id: name, action: 'left', reason: `in use by runner pid ${pid}` });
       continue;
     }
-    if (!dryRun && !removeVmDir(dir)) {
-      items.push({ kind: 'vm', id: name, action: 'left', reason: 'something is still mounted under it (umount it, then run gc again)' });
+    const left = dryRun ? null : removeVmDir(dir);
+    if (left) {
+      items.push({ kind: 'vm', id: name, action: 'left', reason: `${left} (umount it, then run gc again)` });
       continue;
     }
     items.push({

@@ -5,7 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join, relative } from 'node:path';
 import type { SandboxLayout } from '../sandboxLayout.js';
 import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from './guestImage.js';
-import { makeSharedMount, mountWorktree, removeVmDir } from './handoverMounts.js';
+import { mountWorktree, prepareVmMounts, removeVmDir } from './handoverMounts.js';
 import { buildQemuArgs } from './qemuArgs.js';
 import {
   type Accelerator,
@@ -97,7 +97,7 @@ export class PooledVm {
     mkdirSync(sockDir, { recursive: true, mode: 0o700 });
     mkdirSync(join(this.shareDir, 'w'), { recursive: true, mode: 0o700 });
     writeFileSync(join(this.dir, 'runner.pid'), String(process.pid));
-    makeSharedMount(this.shareDir);
+    prepareVmMounts(this.dir, this.shareDir);
     const shares = [
       { tag: 'forge-root', socket: join(sockDir, 'root.sock') },
       { tag: 'forge-work', socket: join(sockDir, 'work.sock') },
@@ -207,9 +207,9 @@ export class PooledVm {
     if (this.dead) throw new Error(`VM ${this.id} ended before its cell (${this.lastWords()})`);
     this.sink = output;
     if (worktree) {
-      const target = join(this.shareDir, 'w');
-      const git = worktree.gitEntry ? join(target, relative(worktree.top, worktree.gitEntry)) : null;
-      mountWorktree(worktree.top, worktree.gitEntry, target, git);
+      if (worktree.gitEntry && relative(worktree.top, worktree.gitEntry) !== '.git')
+        throw new Error(`the worktree's git entry ${worktree.gitEntry} is not its .git`);
+      mountWorktree(worktree.top, worktree.gitEntry !== null, join(this.dir, 'stage'), join(this.shareDir, 'w'));
     }
     const conn = await Promise.race([this.requestConn!, this.exited.then(() => null)]);
     if (!conn) throw new Error(`VM ${this.id} ended before its cell (${this.lastWords()})`);
@@ -238,7 +238,8 @@ export class PooledVm {
     for (const c of this.children) killGroup(c);
     await Promise.all(this.children.map(exitOf));
     for (const s of this.servers) s.close();
-    return removeVmDir(this.dir) ? null : `VM directory ${this.dir} still has a mount; forge-runner gc removes it`;
+    const left = removeVmDir(this.dir);
+    return left ? `VM directory left (${left}); forge-runner gc removes it` : null;
   }
 
   private readonly stderrTails = new Map<ChildProcess, string>();
