@@ -7,8 +7,18 @@ import { createServer } from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
+import { unmountUnder } from '../../runner/src/cells/qemu/handoverMounts.js';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { processesWith } from '../helpers/processes.js';
+
+/** A process's command line; empty once it has exited (polling races its exit). */
+function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
@@ -218,10 +228,7 @@ describe('qemu cell security (each test tries to break one claim)', function () 
       });
       const cells = join(state, 'qemu', 'cells');
       const until = Date.now() + 30_000;
-      while (
-        Date.now() < until &&
-        processesWith(cells).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('qemu-system')).length === 0
-      )
+      while (Date.now() < until && processesWith(cells).filter((p) => cmdlineOf(p).includes('qemu-system')).length === 0)
         await new Promise((r) => setTimeout(r, 100));
       assert.ok(processesWith(cells).length >= 2, 'qemu and virtiofsd are running');
       child.kill('SIGKILL');
@@ -242,6 +249,8 @@ describe('qemu cell security (each test tries to break one claim)', function () 
       );
       assert.deepEqual(readdirSync(cells), []);
     } finally {
+      // A failed assertion above must not hide behind a mount left under the directory.
+      unmountUnder(state);
       rmSync(state, { recursive: true, force: true });
     }
   });

@@ -12,6 +12,15 @@ import { makeRepo } from '../helpers/gitRepo.js';
 import { processesWith } from '../helpers/processes.js';
 import { requireQemu } from '../helpers/qemu.js';
 
+/** A process's command line; empty once it has exited (polling races its exit). */
+function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
 async function until(what: string, ms: number, check: () => boolean): Promise<void> {
@@ -159,10 +168,10 @@ describe('qemu VM pool (each test tries to break one claim)', function () {
     try {
       const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: 'ignore' });
       const vms = join(stateDir, 'qemu', 'cells');
-      const running = () => processesWith(vms).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('qemu-system'));
+      const running = () => processesWith(vms).filter((p) => cmdlineOf(p).includes('qemu-system'));
       // The sleeping cell's VM and the pool's two waiting ones.
       await until('three VMs', 240_000, () => running().length >= 3);
-      assert.ok(processesWith(vms).some((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('virtiofsd')));
+      assert.ok(processesWith(vms).some((p) => cmdlineOf(p).includes('virtiofsd')));
       await until('the worktree handed over', 60_000, () =>
         mountsUnder(readFileSync('/proc/self/mountinfo', 'utf8'), vms).some((m) => m.endsWith('/share/w')),
       );
