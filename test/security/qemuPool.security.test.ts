@@ -2,7 +2,18 @@
 // no other VM's hand-over share, and nothing of a pool outlives a killed runner.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
 import { mountOptions, mountsUnder, mountWorktree, prepareVmMounts, removeVmDir } from '../../runner/src/cells/qemu/handoverMounts.js';
@@ -218,7 +229,7 @@ describe('qemu hand-over mounts (host side; the worktree is hostile input)', fun
     const repo = makeRepo({ 'a.txt': 'a\n' });
     try {
       const l = layout();
-      mountWorktree(repo.dir, true, l.stage, l.target);
+      mountWorktree(repo.dir, undefined, l.stage, l.target);
       const info = readFileSync('/proc/self/mountinfo', 'utf8');
       assert.ok(mountOptions(info, join(l.target, '.git'))?.includes('ro'));
       assert.equal(readFileSync(join(l.target, 'a.txt'), 'utf8'), 'a\n');
@@ -238,7 +249,7 @@ describe('qemu hand-over mounts (host side; the worktree is hostile input)', fun
         symlinkSync(to, join(repo.dir, '.git'));
         const l = layout();
         const before = new Set(readFileSync('/proc/self/mountinfo', 'utf8').split('\n'));
-        assert.throws(() => mountWorktree(repo.dir, true, l.stage, l.target), /symlink|neither a directory nor a file/);
+        assert.throws(() => mountWorktree(repo.dir, undefined, l.stage, l.target), /symlink|neither a directory nor a file/);
         const added = readFileSync('/proc/self/mountinfo', 'utf8')
           .split('\n')
           .filter((line) => !before.has(line) && !line.split(' ')[4]?.startsWith(l.stage));
@@ -250,13 +261,40 @@ describe('qemu hand-over mounts (host side; the worktree is hostile input)', fun
     }
   });
 
+  it('a parent swapped for a link, or the worktree swapped for another directory, since the check is refused', () => {
+    const home = join(dir, 'home');
+    mkdirSync(join(home, 'proj'), { recursive: true });
+    const secret = makeRepo({ 'secret.txt': 'root only\n' });
+    try {
+      // The worktree as checked: home/proj/wt.
+      const wt = join(home, 'proj', 'wt');
+      mkdirSync(wt);
+      const { dev, ino } = statSync(wt);
+      const l = layout();
+      // A parent becomes a link to somewhere else holding a "wt".
+      renameSync(join(home, 'proj'), join(home, 'proj.real'));
+      mkdirSync(join(dir, 'decoy'));
+      renameSync(secret.dir, join(dir, 'decoy', 'wt'));
+      symlinkSync(join(dir, 'decoy'), join(home, 'proj'));
+      assert.throws(() => mountWorktree(wt, { dev, ino }, l.stage, l.target), /changed since it was checked/);
+      // A real directory now, but not the one checked.
+      rmSync(join(home, 'proj'));
+      renameSync(join(dir, 'decoy'), join(home, 'proj'));
+      assert.throws(() => mountWorktree(wt, { dev, ino }, l.stage, l.target), /not the directory that was checked/);
+      assert.deepEqual(mountsUnder(readFileSync('/proc/self/mountinfo', 'utf8'), join(dir, 'vm', 'share', 'w')), []);
+      renameSync(join(home, 'proj', 'wt'), secret.dir);
+    } finally {
+      secret.cleanup();
+    }
+  });
+
   it('a worktree path that is itself a symlink is refused', () => {
     const repo = makeRepo({ 'a.txt': 'a\n' });
     const link = join(dir, 'link');
     try {
       symlinkSync(repo.dir, link);
       const l = layout();
-      assert.throws(() => mountWorktree(link, true, l.stage, l.target), /not a directory it can hand over/);
+      assert.throws(() => mountWorktree(link, undefined, l.stage, l.target), /changed since it was checked/);
     } finally {
       repo.cleanup();
     }

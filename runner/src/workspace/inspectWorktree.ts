@@ -15,6 +15,8 @@ export interface CellWorktree {
   gitEntry: string | null;
   /** Where the diff is taken from; null when no diff is wanted. */
   source: WorktreeSource | null;
+  /** The directory `top` named when it was checked: a later step that opens it again compares. */
+  identity?: { dev: number; ino: number };
 }
 
 /** Checks that a path is an existing directory; throws InputError otherwise. */
@@ -39,23 +41,25 @@ export async function resolveCellWorktree(
   const top = requireDirectory(spec.worktree);
   const refused = refuse(top);
   if (refused) throw new InputError(`${refused}; pass a project directory with --worktree`);
+  const { dev, ino } = statSync(top);
+  const identity = { dev, ino };
   const gitEntry = join(top, '.git');
   const hasGit = lstatOrNull(gitEntry) !== null;
-  if (!spec.capture_diff && !hasGit) return { top, gitEntry: null, source: null };
+  if (!spec.capture_diff && !hasGit) return { top, gitEntry: null, source: null, identity };
   const loc = await discoverRepository(top);
   if (!loc) {
     if (!spec.capture_diff) throw new InputError(`${gitEntry} is not usable git data; remove it or repair the repository`);
     throw new InputError(`worktree ${spec.worktree} is not a git work tree; run "git init" there or pass --no-diff`);
   }
   if (loc.top !== top) {
-    if (!spec.capture_diff && !hasGit) return { top, gitEntry: null, source: null };
+    if (!spec.capture_diff && !hasGit) return { top, gitEntry: null, source: null, identity };
     throw new InputError(`worktree ${spec.worktree} is inside the git work tree ${loc.top}; pass its top (--worktree ${loc.top})`);
   }
   assertGitDataOutsideTree(loc);
-  if (!spec.capture_diff) return { top, gitEntry, source: null };
+  if (!spec.capture_diff) return { top, gitEntry, source: null, identity };
   const head = await resolveCommit(loc, 'HEAD');
   if (!head) throw new InputError(`worktree ${spec.worktree} has no commit yet; commit once so a diff has a base, or pass --no-diff`);
-  return { top, gitEntry, source: { location: loc, base: head } };
+  return { top, gitEntry, source: { location: loc, base: head }, identity };
 }
 
 function lstatOrNull(path: string) {

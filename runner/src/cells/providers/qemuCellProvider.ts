@@ -205,7 +205,12 @@ export class QemuCellProvider implements CellProvider {
       {
         // A VM booted ahead of need (or, on a miss, now): it has not seen any cell and never will again.
         start: async (ctx) => ({ ...(await pool.take(shape)), ctx }),
-        launch: (h) => h.vm.handOver(request, worktree ? { top: worktree.top, gitEntry: worktree.gitEntry } : null, (c) => h.ctx.output(c)),
+        launch: (h) =>
+          h.vm.handOver(
+            request,
+            worktree ? { top: worktree.top, ...(worktree.identity ? { identity: worktree.identity } : {}) } : null,
+            (c) => h.ctx.output(c),
+          ),
         wait: (h) => h.vm.exited,
         settle: async (h, _exited, { killReason, isolation }) => {
           await Promise.race([h.vm.outputEnded, new Promise((r) => setTimeout(r, 1000))]);

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { InputError } from '../../protocol/inputError.js';
 
 /**
  * Host mounts of a pooled VM's hand-over share. The share directory is a shared mount of its
@@ -61,42 +62,63 @@ export function prepareVmMounts(vmDir: string, shareDir: string): void {
 }
 
 /**
- * Mounts the worktree `top` at `target` (inside the hand-over share) read-write, its `.git`
- * read-only, through the private staging directory `stage`.
+ * Opens `path` one component at a time, never following a symlink in any of them (a parent
+ * swapped for a link since the check is refused): an O_PATH descriptor of the directory.
  */
-export function mountWorktree(top: string, hasGit: boolean, stage: string, target: string): void {
-  const fds: number[] = [];
-  const open = (path: string, flags: number) => {
-    const fd = openSync(path, O_PATH | constants.O_NOFOLLOW | flags);
-    fds.push(fd);
-    return fd;
-  };
-  try {
-    let topFd: number;
+function openNoFollow(path: string, track: (fd: number) => number): number {
+  let fd = track(openSync('/', O_PATH | constants.O_DIRECTORY));
+  for (const part of path.split('/').filter(Boolean)) {
     try {
-      topFd = open(top, constants.O_DIRECTORY);
+      fd = track(openSync(`/proc/self/fd/${fd}/${part}`, O_PATH | constants.O_NOFOLLOW | constants.O_DIRECTORY));
     } catch (e) {
-      throw new Error(`the worktree ${top} is not a directory it can hand over (${(e as NodeJS.ErrnoException).code})`);
+      throw new InputError(
+        `the worktree ${path} changed since it was checked (${part}: ${(e as NodeJS.ErrnoException).code}); refusing to hand it over`,
+      );
     }
+  }
+  return fd;
+}
+
+/**
+ * Mounts the worktree `top` at `target` (inside the hand-over share) read-write, its `.git`
+ * read-only, through the private staging directory `stage`. `identity` is what `top` was when
+ * it was checked: the directory handed over must be that one. Whether `.git` is there is
+ * looked at now, through the opened directory (not taken from the earlier check).
+ */
+export function mountWorktree(top: string, identity: { dev: number; ino: number } | undefined, stage: string, target: string): void {
+  const fds: number[] = [];
+  const track = (fd: number) => (fds.push(fd), fd);
+  try {
+    const topFd = openNoFollow(top, track);
+    const now = fstatSync(topFd);
+    if (identity && (now.dev !== identity.dev || now.ino !== identity.ino))
+      throw new InputError(`the worktree ${top} is not the directory that was checked; refusing to hand it over`);
     let gitFd: number | null = null;
-    if (hasGit) {
-      gitFd = open(`/proc/self/fd/${topFd}/.git`, 0);
+    try {
+      gitFd = track(openSync(`/proc/self/fd/${topFd}/.git`, O_PATH | constants.O_NOFOLLOW));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    if (gitFd !== null) {
       const st = fstatSync(gitFd);
       if (!st.isDirectory() && !st.isFile())
-        throw new Error(`the worktree's .git is neither a directory nor a file (a symlink?); refusing to hand it over`);
+        throw new InputError("the worktree's .git is neither a directory nor a file (a symlink?); refusing to hand it over");
     }
     mkdirSync(stage, { mode: 0o700 });
     mount(['--bind', fdPath(topFd), stage], 'cannot hand the worktree over to the VM');
     mount(['--make-private', stage], 'cannot make the worktree staging mount private');
     if (gitFd !== null) {
-      const stageFd = open(stage, constants.O_DIRECTORY);
-      const gitTarget = open(`/proc/self/fd/${stageFd}/.git`, 0);
+      const stageFd = track(openSync(stage, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+      const gitTarget = track(openSync(`/proc/self/fd/${stageFd}/.git`, O_PATH | constants.O_NOFOLLOW));
       const [a, b] = [fstatSync(gitFd), fstatSync(gitTarget)];
-      if (a.dev !== b.dev || a.ino !== b.ino) throw new Error("the worktree's .git changed while it was handed over; refusing");
+      if (a.dev !== b.dev || a.ino !== b.ino) throw new InputError("the worktree's .git changed while it was handed over; refusing");
       mount(['--bind', fdPath(gitFd), fdPath(gitTarget)], "cannot hand the worktree's .git over");
       // Only a mount exactly at stage/.git is made read-only: a name swapped meanwhile points elsewhere.
       const gitAt = join(stage, '.git');
-      if (!mountsUnder(mountinfo(), stage).includes(gitAt)) throw new Error("the worktree's .git moved while it was handed over; refusing");
+      if (!mountsUnder(mountinfo(), stage).includes(gitAt))
+        throw new InputError("the worktree's .git moved while it was handed over; refusing");
+      // Its own (private) mount: nothing mounted later under the user's .git on the host reaches the VM.
+      mount(['--make-private', gitAt], "cannot make the worktree's .git mount private");
       mount(['-o', 'remount,bind,ro', gitAt], "cannot make the worktree's .git read-only");
     }
     // The whole staged tree at once: its copies (the VM's virtiofsd's too) keep .git read-only.

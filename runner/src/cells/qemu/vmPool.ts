@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import type { SandboxLayout } from '../sandboxLayout.js';
 import { baseInitramfs, type GuestRequest, parseGuestStatus, requestArchive } from './guestImage.js';
 import { mountWorktree, prepareVmMounts, removeVmDir } from './handoverMounts.js';
@@ -199,18 +199,14 @@ export class PooledVm {
    */
   async handOver(
     request: GuestRequest,
-    worktree: { top: string; gitEntry: string | null } | null,
+    worktree: { top: string; identity?: { dev: number; ino: number } } | null,
     output: (chunk: Buffer) => void,
   ): Promise<void> {
     if (this.taken) throw new Error(`VM ${this.id} already served a cell`);
     this.taken = true;
     if (this.dead) throw new Error(`VM ${this.id} ended before its cell (${this.lastWords()})`);
     this.sink = output;
-    if (worktree) {
-      if (worktree.gitEntry && relative(worktree.top, worktree.gitEntry) !== '.git')
-        throw new Error(`the worktree's git entry ${worktree.gitEntry} is not its .git`);
-      mountWorktree(worktree.top, worktree.gitEntry !== null, join(this.dir, 'stage'), join(this.shareDir, 'w'));
-    }
+    if (worktree) mountWorktree(worktree.top, worktree.identity, join(this.dir, 'stage'), join(this.shareDir, 'w'));
     const conn = await Promise.race([this.requestConn!, this.exited.then(() => null)]);
     if (!conn) throw new Error(`VM ${this.id} ended before its cell (${this.lastWords()})`);
     conn.end(requestArchive(request));
