@@ -6,6 +6,7 @@ import type { CellProvider } from './provider.js';
 import { DockerCellProvider } from './providers/dockerCellProvider.js';
 import { HostCellProvider } from './providers/hostCellProvider.js';
 import { QemuCellProvider } from './providers/qemuCellProvider.js';
+import { SwarmCellProvider } from './providers/swarmCellProvider.js';
 
 /** Options every provider understands (each ignores what does not apply to it). */
 export interface ProviderOptions {
@@ -20,6 +21,7 @@ const BUILT: Partial<Record<ProviderName, (o: ProviderOptions) => CellProvider>>
   host: (o) => new HostCellProvider(o),
   docker: (o) => new DockerCellProvider(o),
   qemu: (o) => new QemuCellProvider(o),
+  swarm: (o) => new SwarmCellProvider(o),
 };
 
 export function providerNames(): ProviderName[] {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { IsolationReportSchema } from './isolation.js';
 
-export const ProviderNameSchema = z.enum(['host', 'docker', 'qemu']);
+export const ProviderNameSchema = z.enum(['host', 'docker', 'qemu', 'swarm']);
 export type ProviderName = z.infer<typeof ProviderNameSchema>;
 
 /** `cancel`: the caller's AbortSignal ended the cell (Ctrl-C, a cancelled run); `signal`: any other signal. */
@@ -76,6 +76,15 @@ export const CellResultSchema = z
       ),
     isolation: IsolationReportSchema,
     labels: z.record(z.string(), z.string()),
+    node: z
+      .string()
+      .nullable()
+      .optional()
+      .describe("Swarm cells: the node that ran the cell (hostname@address); absent for cells on the runner's machine."),
+    retries: z
+      .array(z.object({ node: z.string(), reason: z.string() }).strict())
+      .optional()
+      .describe('Swarm cells: earlier tries of this cell lost with their node, each resubmitted (at most once).'),
   })
   .strict();
 
