@@ -12,7 +12,7 @@ import { InputError } from '../../protocol/inputError.js';
 import type { WorktreeSource } from '../../workspace/captureWorktreeDiff.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { prepareCellWorktree, vetCellMounts } from '../cellWorktree.js';
-import { DOCKER_WORKDIR } from '../dockerContainerSpec.js';
+import { DOCKER_WORKDIR, LABEL_CELL } from '../dockerContainerSpec.js';
 import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { findBusybox } from '../qemu/guestImage.js';
@@ -92,6 +92,8 @@ interface Handle {
   created: { configs: string[]; secrets: string[] };
   stderr: Buffer[];
   stderrBytes: number;
+  stdoutBytes: number;
+  heldByte: Buffer | null;
   logsEnded: Promise<void>;
   logStream: NodeJS.ReadableStream | null;
   nodeId: string | null;
@@ -347,6 +349,8 @@ export class SwarmCellProvider implements CellProvider {
             created: { configs: [], secrets: [] },
             stderr: [],
             stderrBytes: 0,
+            stdoutBytes: 0,
+            heldByte: null,
             logsEnded: Promise.resolve(),
             logStream: null,
             nodeId: null,
@@ -391,7 +395,11 @@ export class SwarmCellProvider implements CellProvider {
           h.logStream = stream;
           const out = new Writable({
             write(chunk: Buffer, _enc, done) {
-              h.output(chunk);
+              // The last byte is held back: the wrapper ends the stream with a newline of its own.
+              h.stdoutBytes += chunk.length;
+              const all = h.heldByte ? Buffer.concat([h.heldByte, chunk]) : chunk;
+              h.heldByte = all.subarray(all.length - 1);
+              if (all.length > 1) h.output(all.subarray(0, all.length - 1));
               done();
             },
           });
@@ -441,7 +449,11 @@ export class SwarmCellProvider implements CellProvider {
               // The log stream follows the service until it is removed: the frame's last line
               // (written after all the command's output) says everything has arrived.
               const until = Date.now() + LOG_DRAIN_MS;
-              while (!this.frameOf(h) && Date.now() < until) await Promise.race([h.logsEnded, delay(50)]);
+              const arrived = () => {
+                const f = this.frameOf(h);
+                return f !== null && (f.outputBytes === null || h.stdoutBytes >= f.outputBytes + 1);
+              };
+              while (!arrived() && Date.now() < until) await Promise.race([h.logsEnded, delay(50)]);
               return { exitCode: verdict.exitCode, removed: false } satisfies Waited;
             }
             if (verdict.kind === 'lost') {
@@ -456,6 +468,14 @@ export class SwarmCellProvider implements CellProvider {
         settle: async (h, waited, facts) => {
           (h.logStream as unknown as { destroy?: () => void } | null)?.destroy?.();
           const frame = facts.killReason ? null : this.frameOf(h);
+          // The held byte is the wrapper's closing newline only when everything arrived.
+          const complete = frame?.outputBytes != null && h.stdoutBytes >= frame.outputBytes + 1;
+          if (h.heldByte && !complete) h.output(h.heldByte);
+          h.heldByte = null;
+          if (frame?.outputBytes != null && !complete)
+            facts.isolation.warnings.push(
+              `output incomplete: ${Math.max(0, h.stdoutBytes - 1)} of the ${frame.outputBytes} bytes the command wrote arrived from the node`,
+            );
           if (!frame) {
             if (!facts.killReason)
               facts.isolation.warnings.push('the swarm task ended without its result frame: exit status unknown, no changes brought back');
@@ -477,7 +497,7 @@ export class SwarmCellProvider implements CellProvider {
           }
           (h as Handle & { omitted?: ReturnedFrame['omitted'] }).omitted = frame.omitted;
           void waited;
-          return { code: frame.exitCode, signal: null, oomKills: 0, pidsLimitHits: 0 };
+          return { code: frame.exitCode, signal: null, oomKills: frame.oomKills, pidsLimitHits: 0 };
         },
         kill: async (h) => {
           if (h.serviceId)
@@ -489,7 +509,7 @@ export class SwarmCellProvider implements CellProvider {
         cleanup: (h) => {
           const made = h ?? handle;
           if (!made) return;
-          this.track(this.removeCell(made));
+          this.track(this.removeCell(made, cellId));
         },
       },
     ).then((result) => {
@@ -506,13 +526,24 @@ export class SwarmCellProvider implements CellProvider {
     return parseReturnedFrame(Buffer.concat(h.stderr).toString('latin1'), h.nonce);
   }
 
-  /** Service first (its task containers go with it), then the configs and the secret it used. */
-  private async removeCell(h: Handle): Promise<void> {
+  /**
+   * Service first, then the configs and the secret it used. drain() waits until the manager
+   * lists no task of it and its own engine holds no container of it (a node removes its task
+   * containers once it hears the service is gone).
+   */
+  private async removeCell(h: Handle, cellId: string): Promise<void> {
     if (h.serviceId)
       await this.docker
         .getService(h.serviceId)
         .remove()
         .catch(() => undefined);
+    const until = Date.now() + 30_000;
+    while (h.serviceId && Date.now() < until) {
+      const tasks = (await this.docker.listTasks({ filters: { name: [cellId] } }).catch(() => [])) as SwarmTask[];
+      const containers = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_CELL}=${cellId}`] } }).catch(() => []);
+      if (tasks.length === 0 && containers.length === 0) break;
+      await delay(250);
+    }
     for (const id of h.created.configs) await removeWithRetry(() => this.docker.getConfig(id).remove());
     for (const id of h.created.secrets) await removeWithRetry(() => this.docker.getSecret(id).remove());
   }

@@ -5,8 +5,8 @@ import { caBundleEnv } from '../hostCaBundle.js';
 /**
  * What runs inside a swarm cell's task, and how its answer is read back. Pure.
  *
- * The task starts the wrapper below as root (with only the capabilities to switch users, take
- * links down and kill what the command left). It takes every network link but `lo` down and
+ * The task starts the wrapper below as root (with only the capabilities to switch users and
+ * take links down). It takes every network link but `lo` down and
  * checks it, writes the attempt's changes into the base tree as the cell user, runs the
  * command as that user with no_new_privs, then sends back the exit status, the list of
  * files and the files that changed, framed on the container's stderr: the command's stdout
@@ -62,10 +62,18 @@ fi
 $B touch /forge-run/stamp
 since=$($B stat -c %z /forge-run/stamp)
 
-run_as $B sh ${SWARM_CELL_SCRIPT} </dev/null 2>&1 3>&-
+# The command's output reaches the task's stdout through a counter, so the runner knows when all of it arrived.
+$B mkfifo -m 600 /forge-run/out || fail "no output pipe"
+exec 4>&1
+($B tee /dev/fd/4 </forge-run/out | $B wc -c >/forge-run/count) 3>&- &
+counter=$!
+run_as $B sh ${SWARM_CELL_SCRIPT} </dev/null >/forge-run/out 2>&1 3>&- 4>&-
 code=$?
-# What the command left running would keep changing the tree while it is read (builtin kill: not this shell).
-kill -9 -1 2>/dev/null
+# What the command left running (its user's processes only) would keep writing and changing the tree.
+run_as $B kill -9 -1 2>/dev/null
+wait $counter
+# A last line without a newline may never leave the node's log: the runner drops this one.
+echo
 
 cd "$W"
 NL='
@@ -91,6 +99,9 @@ section files /forge-run/files.tar ${SWARM_RETURN_TOTAL_BYTES * 2}
 section all /forge-run/all 268435456
 section omitted /forge-run/omitted 1048576
 section notes /forge-run/err 4096
+say "output $($B cat /forge-run/count)"
+# The task's own cgroup (v1 or v2) says whether the kernel killed something for memory.
+say "oom $($B cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null | $B awk '$1 == "oom_kill" { print $2; exit }')"
 say "exit $code"
 exit "$code"
 `;
@@ -144,6 +155,10 @@ export interface ReturnedFrame {
   all: string[];
   omitted: { path: string; reason: string }[];
   notes: string;
+  /** Bytes of output the command wrote (the runner waits until that many arrived). */
+  outputBytes: number | null;
+  /** Processes the kernel killed in the task's cgroup for memory. */
+  oomKills: number;
 }
 
 /**
@@ -155,6 +170,8 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
   let current: string[] | null = null;
   let exitCode: number | null = null;
   let failure: string | null = null;
+  let outputBytes: number | null = null;
+  let oomKills = 0;
   const tag = `FORGE ${nonce} `;
   for (const line of stderr.split('\n')) {
     if (line.startsWith(tag)) {
@@ -167,6 +184,8 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
         break;
       }
       if (word === 'fail') failure = rest.join(' ');
+      else if (word === 'oom') oomKills = /^\d+$/.test(rest[0] ?? '') ? Number(rest[0]) : 0;
+      else if (word === 'output') outputBytes = /^\d+$/.test(rest[0] ?? '') ? Number(rest[0]) : null;
       else if (word) {
         current = [];
         sections.set(word, current);
@@ -197,6 +216,8 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
     all: decode('all').toString('utf8').split('\0').filter(Boolean).map(stripDot),
     omitted,
     notes: decode('notes').toString('utf8'),
+    outputBytes,
+    oomKills,
   };
 }
 

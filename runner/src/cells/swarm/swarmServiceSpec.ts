@@ -7,8 +7,8 @@ import { SWARM_BUSYBOX, SWARM_CELL_SCRIPT, SWARM_INPUT_TAR, SWARM_NONCE_SECRET, 
 
 const MiB = 1024 * 1024;
 
-/** Only what the wrapper needs as root: switch to the cell user, take links down, end the command's leftovers. */
-export const SWARM_WRAPPER_CAPABILITIES = ['CAP_SETUID', 'CAP_SETGID', 'CAP_KILL', 'CAP_NET_ADMIN'] as const;
+/** Only what the wrapper needs as root: switch to the cell user and take links down. */
+export const SWARM_WRAPPER_CAPABILITIES = ['CAP_SETUID', 'CAP_SETGID', 'CAP_NET_ADMIN'] as const;
 
 /** The repository in the registry that holds every base image (one tag per image, tree and place). */
 export const SWARM_BASE_REPOSITORY = 'forge-cell-base';
@@ -42,7 +42,7 @@ export function swarmCellLabels(
 }
 
 /**
- * Pure: the service of one swarm cell. A replicated job of one task that never restarts
+ * Pure: the service of one swarm cell. One task that never restarts
  * (the runner decides about a retry), reservations equal to the limits so Swarm places it
  * where it fits and queues it when nothing does, no published ports, nothing mounted from
  * the runner (the base tree is in the image, the attempt's changes in a config).
@@ -58,7 +58,10 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
   return {
     Name: ctx.cellId,
     Labels: labels,
-    Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+    // Not a replicated job: Engine 20.10 leaves a removed job's tasks and containers behind on
+    // the workers, still running when it was killed (moby/moby#42789, #44312). One replica
+    // that never restarts runs once the same way, and its removal ends and removes the container.
+    Mode: { Replicated: { Replicas: 1 } },
     TaskTemplate: {
       ContainerSpec: {
         Image: ctx.image,
@@ -68,7 +71,7 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
         Env: [`FORGE_WORKDIR=${ctx.workdir}`, `FORGE_CELL_UID=${ctx.cellUid}`],
         Dir: '/',
         User: '0:0',
-        // tini as pid 1: the wrapper's `kill -1` spares it, and a removed service ends the whole tree.
+        // tini as pid 1: reaps what the command leaves, and a removed service ends the whole tree.
         Init: true,
         TTY: false,
         OpenStdin: false,
