@@ -77,7 +77,7 @@ describe('swarm cell security (each test tries to break one claim)', function ()
       const r = await provider.run({
         image,
         worktree: repo.dir,
-        cmd: 'id -u; id -g; echo "[core] fsmonitor = touch /tmp/x" >> .git/config 2>/dev/null || echo no-git; echo ok > a.txt; echo made > made.txt',
+        cmd: 'id -u; id -g; echo "[core] fsmonitor = touch /tmp/x" 2>/dev/null >> .git/config || echo no-git; echo ok > a.txt; echo made > made.txt',
       });
       assert.equal(r.output, '65532\n65532\nno-git\n');
       assert.equal(readFileSync(join(repo.dir, '.git', 'config'), 'utf8'), config);
