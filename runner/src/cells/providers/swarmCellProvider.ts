@@ -94,6 +94,11 @@ interface Handle {
   stderrBytes: number;
   stdoutBytes: number;
   heldByte: Buffer | null;
+  /** Its node went away: no use waiting for the task to be removed there. */
+  lost: boolean;
+  /** The runner ended it (timeout, cancel, output cap): never a lost node. */
+  killed: boolean;
+  lostReason: string | null;
   logsEnded: Promise<void>;
   logStream: NodeJS.ReadableStream | null;
   nodeId: string | null;
@@ -278,7 +283,7 @@ export class SwarmCellProvider implements CellProvider {
         const result = await this.runOnce(
           spec,
           options,
-          { worktree, src, state, workdir, inputTar, script, registry, busybox, tryNo, avoid },
+          { worktree, src, state, workdir, inputTar, script, registry, busybox, tryNo, avoid, retryAllowed: tryNo === 0 },
           (id) => (nodeId = id),
         );
         if (spec.shared_deps.length > 0)
@@ -315,6 +320,7 @@ export class SwarmCellProvider implements CellProvider {
       busybox: string;
       tryNo: number;
       avoid: string[];
+      retryAllowed: boolean;
     },
     placed: (nodeId: string) => void,
   ): Promise<CellResult> {
@@ -351,6 +357,9 @@ export class SwarmCellProvider implements CellProvider {
             stderrBytes: 0,
             stdoutBytes: 0,
             heldByte: null,
+            lost: false,
+            killed: false,
+            lostReason: null,
             logsEnded: Promise.resolve(),
             logStream: null,
             nodeId: null,
@@ -454,14 +463,26 @@ export class SwarmCellProvider implements CellProvider {
                 return f !== null && (f.outputBytes === null || h.stdoutBytes >= f.outputBytes + 1);
               };
               while (!arrived() && Date.now() < until) await Promise.race([h.logsEnded, delay(50)]);
+              // No frame and not stopped by the runner: the node's engine went away under the task
+              // (a stopped dockerd kills its containers before the manager sees the node down).
+              if (!this.frameOf(h) && !h.killed && cell.retryAllowed) {
+                h.lost = true;
+                throw new NodeLostError(
+                  last?.nodeId ?? null,
+                  `the task ended (${last?.state ?? '?'}${last?.err ? `: ${last.err}` : ''}) without its result`,
+                );
+              }
               return { exitCode: verdict.exitCode, removed: false } satisfies Waited;
             }
             if (verdict.kind === 'lost') {
               // The frame may have arrived before the node went: then the cell is done.
               if (this.frameOf(h)) return { exitCode: this.frameOf(h)!.exitCode, removed: false } satisfies Waited;
-              throw new NodeLostError(verdict.nodeId, verdict.reason);
+              h.lost = true;
+              if (cell.retryAllowed) throw new NodeLostError(verdict.nodeId, verdict.reason);
+              h.lostReason = verdict.reason;
+              return { exitCode: null, removed: false } satisfies Waited;
             }
-            if (h.finished()) return { exitCode: null, removed: true } satisfies Waited;
+            if (h.killed || h.finished()) return { exitCode: null, removed: true } satisfies Waited;
             await delay(POLL_MS);
           }
         },
@@ -478,7 +499,9 @@ export class SwarmCellProvider implements CellProvider {
             );
           if (!frame) {
             if (!facts.killReason)
-              facts.isolation.warnings.push('the swarm task ended without its result frame: exit status unknown, no changes brought back');
+              facts.isolation.warnings.push(
+                `the swarm task ended without its result frame${h.lostReason ? ` (${h.lostReason})` : ''}: exit status unknown, no changes brought back`,
+              );
             else if (cell.src)
               facts.isolation.warnings.push(
                 'the cell was stopped before it sent its changes back: the worktree is as it was before the cell',
@@ -500,6 +523,7 @@ export class SwarmCellProvider implements CellProvider {
           return { code: frame.exitCode, signal: null, oomKills: frame.oomKills, pidsLimitHits: 0 };
         },
         kill: async (h) => {
+          h.killed = true;
           if (h.serviceId)
             await docker
               .getService(h.serviceId)
@@ -538,7 +562,7 @@ export class SwarmCellProvider implements CellProvider {
         .remove()
         .catch(() => undefined);
     const until = Date.now() + 30_000;
-    while (h.serviceId && Date.now() < until) {
+    while (h.serviceId && !h.lost && Date.now() < until) {
       const tasks = (await this.docker.listTasks({ filters: { name: [cellId] } }).catch(() => [])) as SwarmTask[];
       const containers = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_CELL}=${cellId}`] } }).catch(() => []);
       if (tasks.length === 0 && containers.length === 0) break;
