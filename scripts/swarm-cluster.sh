@@ -109,7 +109,19 @@ start_worker() {
     }
     say "node$n: engine started (log: $dir/dockerd.log)"
   fi
-  if [ "$(swarm_state -H "unix://$sock")" = active ]; then
+  # An engine restarted on its old data root rejoins by itself (pending until it reaches the manager).
+  local state
+  for _ in $(seq 1 60); do
+    state=$(swarm_state -H "unix://$sock")
+    [ "$state" = pending ] || break
+    sleep 0.5
+  done
+  if [ "$state" = pending ]; then
+    # The manager no longer knows it (removed while it was down): it joins again as a new node.
+    dk "$n" swarm leave --force >/dev/null 2>&1 || true
+    state=inactive
+  fi
+  if [ "$state" = active ]; then
     say "node$n: already joined"
   else
     local token
@@ -138,9 +150,11 @@ cmd_up() {
   [ "$(id -u)" = 0 ] || die "run as root (it starts engines and makes bridges)"
   start_registry
   init_manager
-  # Nodes left "down" by an earlier cluster would count against the new one.
-  docker node ls --format '{{.ID}} {{.Status}}' | awk '$2 == "Down" { print $1 }' | xargs -r docker node rm --force >/dev/null
   for n in "${workers[@]}"; do start_worker "$n"; done
+  # Nodes an earlier cluster left "down" (not one of these engines) would count against this one.
+  local ours
+  ours=$(for n in "${workers[@]}"; do dk "$n" info --format '{{.Swarm.NodeID}}'; done)
+  docker node ls --format '{{.ID}} {{.Status}}' | awk '$2 == "Down" { print $1 }' | grep -vxF "$ours" | xargs -r docker node rm --force >/dev/null || true
   wait_ready
   cmd_status
 }

@@ -533,6 +533,8 @@ export class SwarmCellProvider implements CellProvider {
         cleanup: (h) => {
           const made = h ?? handle;
           if (!made) return;
+          // A stream still following a lost node's task would keep the runner alive.
+          (made.logStream as unknown as { destroy?: () => void } | null)?.destroy?.();
           this.track(this.removeCell(made, cellId));
         },
       },
