@@ -44,6 +44,8 @@ export interface SwarmCellProviderOptions {
   dockerHost?: string;
   /** HOST:PORT of the registry the nodes pull base images from; default FORGE_SWARM_REGISTRY. */
   registry?: string;
+  /** Swarm placement constraints every cell gets (e.g. node.labels.forge==cells); default none. */
+  constraints?: string[];
   stateDir?: string;
   env?: NodeJS.ProcessEnv;
 }
@@ -123,6 +125,7 @@ export class SwarmCellProvider implements CellProvider {
   private readonly stateDir: string;
   private readonly logDir: string;
   private readonly registryRaw: string | undefined;
+  private readonly constraints: string[];
   private readonly managerName: string;
   private readonly cleanups = new Set<Promise<void>>();
   private readonly bases = new Map<string, Promise<string>>();
@@ -150,6 +153,7 @@ export class SwarmCellProvider implements CellProvider {
       } as Docker.DockerOptions);
     }
     this.registryRaw = options.registry ?? this.env.FORGE_SWARM_REGISTRY;
+    this.constraints = options.constraints ?? [];
     this.stateDir = options.stateDir ?? runnerStateDir(this.env);
     this.logDir = join(this.stateDir, 'cells');
   }
@@ -391,6 +395,7 @@ export class SwarmCellProvider implements CellProvider {
             configs: { script: { id: scriptCfg.id, name: `${cellId}-script` }, input: { id: inputCfg.id, name: `${cellId}-input` } },
             secret: { id: secret.id, name: `${cellId}-nonce` },
             avoidNodes: cell.avoid,
+            constraints: this.constraints,
             ulimits,
           });
           return h;

@@ -25,6 +25,8 @@ export interface SwarmCellContext {
   secret: { id: string; name: string };
   /** Node ids this cell must not be placed on (a node lost by its first try). */
   avoidNodes: string[];
+  /** Placement constraints the operator gave for every cell. */
+  constraints?: string[];
   ulimits: { Name: string; Soft: number; Hard: number }[];
 }
 
@@ -103,7 +105,7 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
         Reservations: { MemoryBytes: memory, ...(cpus !== undefined ? { NanoCPUs: cpus } : {}) },
       },
       RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
-      Placement: { Constraints: ctx.avoidNodes.map((id) => `node.id!=${id}`) },
+      Placement: { Constraints: [...(ctx.constraints ?? []), ...ctx.avoidNodes.map((id) => `node.id!=${id}`)] },
       // The output is streamed through the manager while the task runs; the node keeps a bounded copy.
       LogDriver: { Name: 'json-file', Options: { 'max-size': '64m', 'max-file': '2' } },
     },
