@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { SwarmCellProvider } from '../../runner/src/cells/providers/swarmCellProvider.js';
 import { LABEL_CELL } from '../../runner/src/cells/dockerContainerSpec.js';
+import { collectStaleSwarmCells } from '../../runner/src/cells/swarm/staleSwarmCells.js';
+import { hostname } from 'node:os';
 import { TEST_IMAGES } from '../helpers/docker.js';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
@@ -123,6 +125,51 @@ describe('swarm cell security (each test tries to break one claim)', function ()
     const t = Date.now();
     await provider.run({ image, cmd: 'true' });
     assert.ok(Date.now() - t < 15_000, 'the cluster was unresponsive after the fork bomb');
+  });
+
+  it("gc removes a dead runner's services, configs and secrets, and leaves a live runner's alone", async () => {
+    const labels = (pid: number) => ({
+      [LABEL_CELL]: `cell-gc-${pid}`,
+      'forge.run': 'adhoc',
+      'forge.runner.pid': String(pid),
+      'forge.runner.host': hostname(),
+    });
+    const dead = 2 ** 22 + 17;
+    const cfg = await docker.createConfig({
+      Name: `cell-gc-${dead}-script`,
+      Labels: labels(dead),
+      Data: Buffer.from('x').toString('base64'),
+    });
+    const live = await docker.createConfig({
+      Name: `cell-gc-${process.pid}-script`,
+      Labels: labels(process.pid),
+      Data: Buffer.from('x').toString('base64'),
+    });
+    const sec = await docker.createSecret({
+      Name: `cell-gc-${dead}-nonce`,
+      Labels: labels(dead),
+      Data: Buffer.from('x').toString('base64'),
+    });
+    const svc = await docker.createService({
+      Name: `cell-gc-${dead}`,
+      Labels: labels(dead),
+      Mode: { Replicated: { Replicas: 0 } },
+      TaskTemplate: { ContainerSpec: { Image: image } },
+    });
+    try {
+      const items = await collectStaleSwarmCells(docker, false, (pid) => pid === process.pid);
+      const removed = items.filter((i) => i.action === 'removed').map((i) => i.id);
+      assert.deepEqual(removed.sort(), [`config cell-gc-${dead}-script`, `secret cell-gc-${dead}-nonce`, `service cell-gc-${dead}`].sort());
+      assert.ok(items.some((i) => i.id === `config cell-gc-${process.pid}-script` && i.action === 'left'));
+    } finally {
+      for (const remove of [
+        () => docker.getService(svc.id).remove(),
+        () => docker.getConfig(cfg.id).remove(),
+        () => docker.getSecret(sec.id).remove(),
+        () => docker.getConfig(live.id).remove(),
+      ])
+        await remove().catch(() => undefined);
+    }
   });
 
   it('timeouts and cancellations leave no service, config, secret or container behind', async () => {
