@@ -127,6 +127,17 @@ describe('swarm cell security (each test tries to break one claim)', function ()
     assert.ok(Date.now() - t < 15_000, 'the cluster was unresponsive after the fork bomb');
   });
 
+  it('a registry that does not answer: one clear error, nothing submitted', async () => {
+    const before = (await docker.listServices({ filters: { label: [LABEL_CELL] } })).length;
+    const down = new SwarmCellProvider({ registry: '127.0.0.1:1' });
+    await assert.rejects(down.run({ image, cmd: 'true' }), (e: Error) => {
+      assert.match(e.message, /^the registry 127\.0\.0\.1:1 does not answer \(.*\); start it .* or pass --registry HOST:PORT$/);
+      assert.doesNotMatch(e.message, /\n/);
+      return true;
+    });
+    assert.equal((await docker.listServices({ filters: { label: [LABEL_CELL] } })).length, before);
+  });
+
   it("gc removes a dead runner's services, configs and secrets, and leaves a live runner's alone", async () => {
     const labels = (pid: number) => ({
       [LABEL_CELL]: `cell-gc-${pid}`,
