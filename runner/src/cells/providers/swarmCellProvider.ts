@@ -733,4 +733,5 @@ async function removeWithRetry(remove: () => Promise<unknown>): Promise<void> {
   }
 }
 
-const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+// Not unref()ed: while a cell is polled these timers may be all that keeps a one-shot runner alive.
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
