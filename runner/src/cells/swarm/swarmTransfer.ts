@@ -6,6 +6,7 @@ import { isSafeIndexPath, nulRecords, runGit, type GitTarget, withGitView } from
 import type { ReturnedFrame } from './swarmCellScript.js';
 import { SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT } from './swarmCellScript.js';
 import { readTar, type TarEntry, writeTar } from './tarArchive.js';
+import { rememberCheckoutOwners, rememberObjectDirs } from '../../workspace/checkoutOwnership.js';
 
 /**
  * What travels between the runner and a swarm cell, made and read with git so nothing of the
@@ -29,8 +30,13 @@ function repoTarget(src: WorktreeSource): GitTarget {
 
 /** The worktree as it is now, recorded as one commit on top of its base (nothing in the worktree changes). */
 export async function recordCellInput(src: WorktreeSource): Promise<CellInputState> {
-  const { commit } = await commitWorktreeChanges(src, 'forge swarm cell input\n');
-  return { base: src.base, start: commit };
+  const restoreObjects = rememberObjectDirs(src.location.objectsDir);
+  try {
+    const { commit } = await commitWorktreeChanges(src, 'forge swarm cell input\n');
+    return { base: src.base, start: commit };
+  } finally {
+    restoreObjects();
+  }
 }
 
 export async function treeOf(src: WorktreeSource, commit: string): Promise<string> {
@@ -114,6 +120,8 @@ export interface AppliedReturn {
 export async function applyReturnedChanges(src: WorktreeSource, input: CellInputState, frame: ReturnedFrame): Promise<AppliedReturn> {
   const warnings: string[] = [];
   const scratch = mkdtempSync(join(tmpdir(), 'forge-swarm-return-'));
+  // A root runner writes objects and files into a repository someone else may own: given back after.
+  const restoreObjects = rememberObjectDirs(src.location.objectsDir);
   try {
     const target: GitTarget = { ...repoTarget(src), indexFile: join(scratch, 'index'), workTree: scratch };
     await runGit(target, ['read-tree', input.start]);
@@ -163,14 +171,16 @@ export async function applyReturnedChanges(src: WorktreeSource, input: CellInput
       return { changed: 0, warnings };
     }
     const stat = nulRecords((await runGit(repoTarget(src), ['diff', '--name-only', '-z', '--no-renames', startTree, tree])).text);
+    const restoreOwners = rememberCheckoutOwners(src.location.top, stat);
     await withGitView(
       { objectsDir: src.location.objectsDir, head: input.start, workTree: src.location.top, objectFormat: src.location.objectFormat },
       async (view) => {
         await runGit(view, ['apply', '--binary', '--whitespace=nowarn', '-'], { input: patch.stdout });
       },
-    );
+    ).finally(restoreOwners);
     return { changed: stat.length, warnings };
   } finally {
+    restoreObjects();
     rmSync(scratch, { recursive: true, force: true });
   }
 }
