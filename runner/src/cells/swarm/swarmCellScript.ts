@@ -65,7 +65,11 @@ since=$($B stat -c %z /forge-run/stamp)
 # The command's output reaches the task's stdout through a counter, so the runner knows when all of it arrived.
 $B mkfifo -m 600 /forge-run/out || fail "no output pipe"
 exec 4>&1
-($B tee /dev/fd/4 </forge-run/out | $B wc -c >/forge-run/count) 3>&- &
+# The output cap holds at the source too (logs can lag far behind a firehose): one byte past
+# it is enough for the runner to see it, and the command gets SIGPIPE on its next write.
+cap="$B cat"
+if [ "\${FORGE_OUTPUT_LIMIT:-0}" -gt 0 ]; then cap="$B head -c $((FORGE_OUTPUT_LIMIT + 1))"; fi
+($cap </forge-run/out | $B tee /dev/fd/4 | $B wc -c >/forge-run/count) 3>&- &
 counter=$!
 run_as $B sh ${SWARM_CELL_SCRIPT} </dev/null >/forge-run/out 2>&1 3>&- 4>&-
 code=$?

@@ -70,7 +70,7 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
         Labels: labels,
         Command: [SWARM_BUSYBOX, 'sh', SWARM_WRAPPER],
         Args: [],
-        Env: [`FORGE_WORKDIR=${ctx.workdir}`, `FORGE_CELL_UID=${ctx.cellUid}`],
+        Env: [`FORGE_WORKDIR=${ctx.workdir}`, `FORGE_CELL_UID=${ctx.cellUid}`, `FORGE_OUTPUT_LIMIT=${spec.limits.output_bytes}`],
         Dir: '/',
         User: '0:0',
         // tini as pid 1: reaps what the command leaves, and a removed service ends the whole tree.
