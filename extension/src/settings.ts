@@ -4,7 +4,7 @@ import { FIX_LIMITS } from '../../runner/src/protocol/fixRequest.js';
 /** The forge.* settings as the extension reads them (VS Code's configuration, plain data). */
 export interface ForgeSettings {
   attempts: number;
-  provider: 'host' | 'docker' | 'qemu';
+  provider: 'host' | 'docker' | 'qemu' | 'swarm';
   image: string;
   testCommand: string;
   model: string;

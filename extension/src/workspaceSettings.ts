@@ -7,7 +7,7 @@ export function readSettings(): ForgeSettings {
   const c = vscode.workspace.getConfiguration('forge');
   return {
     attempts: c.get<number>('attempts', FIX_LIMITS.attempts.default),
-    provider: c.get<'host' | 'docker' | 'qemu'>('provider', 'host'),
+    provider: c.get<'host' | 'docker' | 'qemu' | 'swarm'>('provider', 'host'),
     image: c.get<string>('image', ''),
     testCommand: c.get<string>('testCommand', ''),
     model: c.get<string>('model', ''),

@@ -2,6 +2,8 @@
 // variants measured side by side in this one run; absolute times on shared machines are noise.
 import Docker from 'dockerode';
 import { benchDockerCells } from './dockerCellOverhead.js';
+import { benchSwarmCells } from './swarmCellOverhead.js';
+import { SwarmCellProvider } from '../../runner/src/cells/providers/swarmCellProvider.js';
 import { benchHostCellOverhead, type BenchLine } from './hostCellOverhead.js';
 import { benchWorktreeCreation } from './worktreeCreation.js';
 import { benchDiffCapture } from './diffCapture.js';
@@ -38,6 +40,10 @@ async function main(): Promise<void> {
     const rounds = runsArg > 0 ? runs : 5;
     const q = await benchQemuCells(tools, rounds, image);
     suites[`qemu cells, accelerator ${q.accelerator}`] = { rounds, lines: q.lines };
+    return report(suites);
+  }
+  if (process.argv.includes('--only-swarm')) {
+    await swarmSuite(suites, true);
     return report(suites);
   }
   if (process.argv.includes('--only-deps')) {
@@ -91,6 +97,7 @@ async function main(): Promise<void> {
   } else {
     console.error(`fix pipeline scaling: skipped, no engine or no image ${toolchainImage}`);
   }
+  await swarmSuite(suites, process.argv.includes('--swarm-30s'));
   const qemuTools = findQemuTools();
   if ('missing' in qemuTools) {
     console.error(`qemu cells: skipped, ${qemuTools.missing}`);
@@ -106,6 +113,19 @@ async function main(): Promise<void> {
     );
   }
   report(suites);
+}
+
+/** Swarm cells on the cluster DOCKER_HOST names (the test cluster: scripts/swarm-cluster.sh up), when there is one. */
+async function swarmSuite(suites: Record<string, { rounds: number; lines: BenchLine[] }>, long: boolean): Promise<void> {
+  const registry = process.env.FORGE_SWARM_REGISTRY || '127.0.0.1:5000';
+  const health = await new SwarmCellProvider({ registry }).health();
+  if (!health.available || !(await dockerImageReady(DOCKER_BENCH_IMAGE))) {
+    console.error(`swarm cells: skipped, ${health.available ? `no image ${DOCKER_BENCH_IMAGE}` : health.reason}`);
+    return;
+  }
+  const rounds = Math.max(5, Math.floor(runs / 4));
+  console.error(`swarm cells (${DOCKER_BENCH_IMAGE}, registry ${registry}): ${rounds} interleaved pairs, 24 cells on 3 nodes vs 1...`);
+  suites['swarm cells'] = { rounds, lines: await benchSwarmCells(DOCKER_BENCH_IMAGE, registry, rounds, long) };
 }
 
 function dockerImageReady(image: string): Promise<boolean> {

@@ -87,7 +87,7 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
 }
 
 export function cellView(c: CellSnapshot): RowView {
-  const where = `${c.provider}${c.image ? ` ${c.image}` : ''}`;
+  const where = `${c.provider}${c.image ? ` ${c.image}` : ''}${c.node ? ` on ${c.node}` : ''}`;
   const who = c.attempt_index === null ? '' : ` · attempt ${c.attempt_index}`;
   if (c.running) {
     return {

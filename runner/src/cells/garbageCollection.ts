@@ -5,6 +5,7 @@ import { collectStaleWorktrees, type GcItem, processAlive } from '../workspace/s
 import { runnerStateDir } from './cellIdentity.js';
 import { collectStaleVmCells } from './qemu/staleVmCells.js';
 import { collectStaleContainers } from './staleContainers.js';
+import { collectStaleSwarmCells } from './swarm/staleSwarmCells.js';
 
 /** What crashed runners left: attempt worktrees of a repo, cell containers, qemu cell dirs (shared by `gc` and the extension). */
 export async function collectGarbage(repoDir: string, dryRun: boolean): Promise<{ repo: string; items: GcItem[]; notes: string[] }> {
@@ -20,6 +21,8 @@ export async function collectGarbage(repoDir: string, dryRun: boolean): Promise<
     )
   ) {
     items.push(...(await collectStaleContainers(docker, dryRun, processAlive)));
+    // Swarm cells when this engine manages a swarm (DOCKER_HOST may name another manager).
+    items.push(...(await collectStaleSwarmCells(docker, dryRun, processAlive)));
   } else {
     notes.push('no Docker Engine answers: containers not checked');
   }

@@ -6,6 +6,7 @@ import type { CellProvider } from './provider.js';
 import { DockerCellProvider } from './providers/dockerCellProvider.js';
 import { HostCellProvider } from './providers/hostCellProvider.js';
 import { QemuCellProvider } from './providers/qemuCellProvider.js';
+import { SwarmCellProvider } from './providers/swarmCellProvider.js';
 
 /** Options every provider understands (each ignores what does not apply to it). */
 export interface ProviderOptions {
@@ -13,6 +14,10 @@ export interface ProviderOptions {
   env?: NodeJS.ProcessEnv;
   /** Cells prepared ahead of need; 0 for one-shot use. */
   prewarm?: number;
+  /** swarm: the manager (unix://, tcp://, ssh://); default DOCKER_HOST. */
+  dockerHost?: string;
+  /** swarm: HOST:PORT of the registry the nodes pull from; default FORGE_SWARM_REGISTRY. */
+  registry?: string;
 }
 
 /** Providers this build can construct. */
@@ -20,6 +25,7 @@ const BUILT: Partial<Record<ProviderName, (o: ProviderOptions) => CellProvider>>
   host: (o) => new HostCellProvider(o),
   docker: (o) => new DockerCellProvider(o),
   qemu: (o) => new QemuCellProvider(o),
+  swarm: (o) => new SwarmCellProvider(o),
 };
 
 export function providerNames(): ProviderName[] {
@@ -30,7 +36,7 @@ export function createProvider(name: string, options: ProviderOptions = {}): Cel
   const known = ProviderNameSchema.safeParse(name);
   if (!known.success) throw new InputError(`unknown provider "${name}"; choose one of: ${providerNames().join(', ')}`);
   const make = BUILT[known.data];
-  if (!make) throw new InputError(`provider "${name}" is not part of this forge-runner build yet; use --provider host or docker`);
+  if (!make) throw new InputError(`provider "${name}" is not part of this forge-runner build yet; use --provider host, docker or swarm`);
   return make(options);
 }
 

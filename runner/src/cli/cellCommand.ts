@@ -20,7 +20,7 @@ export function registerCellCommand(program: Command): void {
         'Exit status: 0 when the cell ran (whatever the command returned), 2 for bad input, 1 for an internal failure.',
     )
     .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
-    .option('--image <image>', 'image for docker/qemu cells, e.g. one made by forge-runner bake (host takes none)')
+    .option('--image <image>', 'image for docker/qemu/swarm cells, e.g. one made by forge-runner bake (host takes none)')
     .option('--worktree <dir>', 'git worktree mounted read-write (default: a private empty directory)')
     .option('--timeout <seconds>', 'wall-clock budget; the whole process tree is killed after it (default 300)')
     .option('--allow-net <hosts>', 'comma-separated host names the cell may reach (default: no network)')
@@ -35,11 +35,13 @@ export function registerCellCommand(program: Command): void {
     .option('--cpus <n>', 'CPU quota in cores (default: none)')
     .option('--output-limit <bytes>', 'kill the cell after it prints this many bytes (default 268435456; 0 = never)')
     .option('--no-diff', 'do not capture a git diff (the worktree need not be a git repository)')
+    .option('--docker-host <url>', 'swarm: the manager (unix:///path, tcp://host:port, ssh://user@host; default $DOCKER_HOST)')
+    .option('--registry <host:port>', 'swarm: the registry the nodes pull cell images from (default $FORGE_SWARM_REGISTRY)')
     .option('--json', 'print the CellResult as JSON')
     .argument('<command...>', 'the command, after --')
-    .action(async (command: string[], flags: CellRunFlags & { json?: boolean }) => {
+    .action(async (command: string[], flags: CellRunFlags & SwarmFlags & { json?: boolean }) => {
       const spec = cellSpecFromFlags(flags, command, process.cwd());
-      const provider = createProvider(flags.provider, { prewarm: 0 });
+      const provider = createProvider(flags.provider, { prewarm: 0, ...swarmOptions(flags) });
       await runCancellable(provider, spec, (result, interrupted) => {
         if (flags.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
         else process.stdout.write(formatCellResult(result));
@@ -53,9 +55,11 @@ export function registerHealthCommand(program: Command): void {
   program
     .command('health')
     .description('Show each cell provider: available or not, why, and what isolation it enforces on this machine.')
+    .option('--docker-host <url>', 'swarm: the manager (unix:///path, tcp://host:port, ssh://user@host; default $DOCKER_HOST)')
+    .option('--registry <host:port>', 'swarm: the registry the nodes pull cell images from (default $FORGE_SWARM_REGISTRY)')
     .option('--json', 'print the health report as JSON')
-    .action(async (flags: { json?: boolean }) => {
-      const report = await collectHealth();
+    .action(async (flags: SwarmFlags & { json?: boolean }) => {
+      const report = await collectHealth(swarmOptions(flags));
       process.stdout.write(flags.json ? JSON.stringify(report, null, 2) + '\n' : formatHealth(report));
     });
 }
@@ -65,15 +69,17 @@ export function registerSpecRunCommand(program: Command): void {
     .command('spec-run')
     .description('Run one cell from a CellSpec JSON file (schemas/cell-spec.schema.json) and print the CellResult as JSON.')
     .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
+    .option('--docker-host <url>', 'swarm: the manager (unix:///path, tcp://host:port, ssh://user@host; default $DOCKER_HOST)')
+    .option('--registry <host:port>', 'swarm: the registry the nodes pull cell images from (default $FORGE_SWARM_REGISTRY)')
     .argument('<file>', 'CellSpec JSON file, or - for standard input')
-    .action(async (file: string, flags: { provider: string }) => {
+    .action(async (file: string, flags: SwarmFlags & { provider: string }) => {
       let raw: unknown;
       try {
         raw = JSON.parse(file === '-' ? await readStdin(MAX_SPEC_BYTES) : readFileSync(file, 'utf8'));
       } catch (e) {
         throw new InputError(`cannot read a CellSpec from ${file}: ${(e as Error).message.split('\n')[0]}`);
       }
-      const provider = createProvider(flags.provider, { prewarm: 0 });
+      const provider = createProvider(flags.provider, { prewarm: 0, ...swarmOptions(flags) });
       await runCancellable(provider, raw as CellSpecInput, (result, interrupted) => {
         process.stdout.write(JSON.stringify(result, null, 2) + '\n');
         process.exitCode = interrupted ? EXIT_INTERRUPTED : EXIT_OK;
@@ -82,6 +88,16 @@ export function registerSpecRunCommand(program: Command): void {
 }
 
 const MAX_SPEC_BYTES = 16 * 1024 * 1024;
+
+export interface SwarmFlags {
+  dockerHost?: string;
+  registry?: string;
+}
+
+/** The swarm provider's two flags as provider options (absent ones fall back to the environment). */
+export function swarmOptions(flags: SwarmFlags): { dockerHost?: string; registry?: string } {
+  return { ...(flags.dockerHost ? { dockerHost: flags.dockerHost } : {}), ...(flags.registry ? { registry: flags.registry } : {}) };
+}
 
 /**
  * One cell that SIGINT/SIGTERM cancel like its timeout would: the provider kills and removes

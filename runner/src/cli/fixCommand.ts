@@ -4,6 +4,7 @@ import { accessSync, constants, existsSync, lstatSync, readFileSync, statSync } 
 import { dirname, join, resolve } from 'node:path';
 import { runnerStateDir } from '../cells/cellIdentity.js';
 import { createProvider } from '../cells/providerRegistry.js';
+import { swarmOptions } from './cellCommand.js';
 import { FIX_LIMITS, type FixRequest, type FixRequestInput, FixRequestSchema } from '../protocol/fixRequest.js';
 import { InputError } from '../protocol/inputError.js';
 import { hostName } from '../protocol/cellSpec.js';
@@ -31,6 +32,8 @@ interface FixFlags {
   temperature: string;
   provider?: string;
   image?: string;
+  dockerHost?: string;
+  registry?: string;
   model?: string;
   maxTurns: string;
   maxTokens: string;
@@ -73,8 +76,10 @@ export function registerFixCommand(program: Command): void {
       String(FIX_LIMITS.attempts.default),
     )
     .option('--temperature <t>', 'sampling temperature of attempts 1..K-1 (attempt 0 runs at 0)', String(FIX_LIMITS.temperature.default))
-    .option('--provider <name>', 'cell provider: host or docker (default: docker when a baked image is known, else host)')
-    .option('--image <image>', 'image for docker cells (default: the last forge-runner bake of the repo)')
+    .option('--provider <name>', 'cell provider: host, docker, qemu or swarm (default: docker when a baked image is known, else host)')
+    .option('--image <image>', 'image for docker and swarm cells (default: the last forge-runner bake of the repo)')
+    .option('--docker-host <url>', 'swarm: the manager (unix:///path, tcp://host:port, ssh://user@host; default $DOCKER_HOST)')
+    .option('--registry <host:port>', 'swarm: the registry the nodes pull cell images from (default $FORGE_SWARM_REGISTRY)')
     .option('--model <spec>', 'model: replay:FILE (default $FORGE_MODEL_SPEC)')
     .option('--max-turns <n>', 'model turns per attempt', String(FIX_LIMITS.max_turns.default))
     .option('--max-tokens <n>', 'model tokens per attempt', String(FIX_LIMITS.max_tokens.default))
@@ -197,10 +202,11 @@ export async function fixFromFlags(
   const model = createModel(modelSpec);
   const repo = resolve(flags.repo);
   const baked = readBakeRecord(repo);
-  const image = flags.image ?? (flags.provider === 'docker' || !flags.provider ? (baked ?? '') : '');
+  const imaged = (p: string | undefined) => p === 'docker' || p === 'swarm';
+  const image = flags.image ?? (imaged(flags.provider) || !flags.provider ? (baked ?? '') : '');
   const providerName = flags.provider ?? (image ? 'docker' : 'host');
-  if (providerName === 'docker' && !image)
-    throw new InputError('docker cells need an image: pass --image IMG or run forge-runner bake first');
+  if (imaged(providerName) && !image)
+    throw new InputError(`${providerName} cells need an image: pass --image IMG or run forge-runner bake first`);
   const temperature = Number(flags.temperature);
   if (!Number.isFinite(temperature))
     throw new InputError(
@@ -216,7 +222,7 @@ export async function fixFromFlags(
       issue,
       model: modelSpec,
       attempts: positiveInt('--attempts', flags.attempts),
-      ...(providerName === 'docker' && image ? { image } : {}),
+      ...(imaged(providerName) && image ? { image } : {}),
       ...(flags.testCmd ? { test_cmd: flags.testCmd } : {}),
       ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
       shared_deps: flags.sharedDeps !== false,
@@ -227,7 +233,7 @@ export async function fixFromFlags(
     },
     flags,
   );
-  const provider = createProvider(providerName, { prewarm: Math.min(request.attempts, 4) });
+  const provider = createProvider(providerName, { prewarm: Math.min(request.attempts, 4), ...swarmOptions(flags) });
   return runFix(request, { store, provider, model, progress, signal });
 }
 
@@ -280,7 +286,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
   const row = store.getRun(flags.resume!);
   if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
   const request = parseFixRequest(resumeRequest(row, runSettings(flags)), flags);
-  const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4) });
+  const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4), ...swarmOptions(flags) });
   const model = createModel(row.model);
   return runFix(request, { store, provider, model, progress, signal });
 }

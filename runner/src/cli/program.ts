@@ -32,7 +32,7 @@ export async function runProgram(argv: string[], registrations: readonly Registe
       process.stderr.write(`forge-runner: ${printable(e.message)}\n`);
       return EXIT_BAD_INPUT;
     }
-    if (e instanceof Error && (e.name === 'CelldCompatibilityError' || e.name === 'CelldUnavailableError')) {
+    if (e instanceof Error && ['CelldCompatibilityError', 'CelldUnavailableError', 'SwarmUnavailableError'].includes(e.name)) {
       // A peer problem, not a bug here: one line that says what to do.
       process.stderr.write(`forge-runner: ${e.message}\n`);
       return EXIT_INTERNAL;

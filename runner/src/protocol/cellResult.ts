@@ -1,7 +1,7 @@
 import * as z from './zodMini.js';
 import { IsolationReportSchema } from './isolation.js';
 
-export const ProviderNameSchema = z.enum(['host', 'docker', 'qemu']);
+export const ProviderNameSchema = z.enum(['host', 'docker', 'qemu', 'swarm']);
 export type ProviderName = z.infer<typeof ProviderNameSchema>;
 
 /** `cancel`: the caller's AbortSignal ended the cell (Ctrl-C, a cancelled run); `signal`: any other signal. */
@@ -78,6 +78,12 @@ export const CellResultSchema = z.strictObject({
     ),
   isolation: IsolationReportSchema,
   labels: z.record(z.string(), z.string()),
+  node: z
+    .optional(z.nullable(z.string()))
+    .check(z.describe("Swarm cells: the node that ran the cell (hostname@address); absent for cells on the runner's machine.")),
+  retries: z
+    .optional(z.array(z.strictObject({ node: z.string(), reason: z.string() })))
+    .check(z.describe('Swarm cells: earlier tries of this cell lost with their node, each resubmitted (at most once).')),
 });
 
 export type CellResult = z.infer<typeof CellResultSchema>;

@@ -102,6 +102,10 @@ export const FixReportSchema = z
       .nullable(),
     applied_to: z.string().nullable().describe('Where --apply / --branch put the winner.'),
     cells: z.number().int(),
+    cell_nodes: z
+      .array(z.object({ cell_id: z.string(), purpose: z.string(), attempt: z.number().int().nullable(), node: z.string() }).strict())
+      .optional()
+      .describe('Swarm runs: the node of each cell (with any node it was resubmitted from); absent for cells on the runner machine.'),
     duration_ms: z.number().int(),
   })
   .strict();

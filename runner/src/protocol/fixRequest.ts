@@ -37,7 +37,7 @@ export const FixRequestSchema = z
       .max(4096)
       .describe('replay:FILE, openai[:MODEL], anthropic[:MODEL], or client:vscode-lm (the client answers model/reply).'),
     attempts: whole(FIX_LIMITS.attempts),
-    provider: z.enum(['host', 'docker', 'qemu']).optional(),
+    provider: z.enum(['host', 'docker', 'qemu', 'swarm']).optional(),
     image: z.string().max(512).optional(),
     test_cmd: z.string().min(1).max(4096).optional(),
     install_cmd: z.string().min(1).max(4096).optional(),

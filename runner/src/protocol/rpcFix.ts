@@ -82,6 +82,7 @@ export const CellSnapshotSchema = z
     killed_by: z.string().nullable().describe('As in CellResult: "cancel" when the run\'s cancel killed the cell.'),
     duration_ms: z.number().int().nullable(),
     started_at: z.string(),
+    node: z.string().nullable().optional().describe('Swarm cells: the node that ran the cell (and any node it was resubmitted from).'),
   })
   .strict();
 

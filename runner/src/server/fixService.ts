@@ -55,10 +55,12 @@ export class FixService {
   /** Resolves with the run id once the run is recorded; bad input rejects with nothing recorded. */
   async start(p: FixStartParams): Promise<{ run_id: string }> {
     const providerName = p.provider ?? (p.image ? 'docker' : 'host');
-    if (providerName === 'docker' && !p.image)
-      throw new InputError('docker cells need an image: set forge.image (or run forge-runner bake and pass its image)');
+    // Swarm cells take their manager and registry from the runner's environment (DOCKER_HOST, FORGE_SWARM_REGISTRY).
+    const imaged = providerName === 'docker' || providerName === 'swarm';
+    if (imaged && !p.image)
+      throw new InputError(`${providerName} cells need an image: set forge.image (or run forge-runner bake and pass its image)`);
     const { image, ...params } = p;
-    return this.launch(FixRequestSchema.parse({ ...params, ...(providerName === 'docker' && image ? { image } : {}) }), providerName);
+    return this.launch(FixRequestSchema.parse({ ...params, ...(imaged && image ? { image } : {}) }), providerName);
   }
 
   /**

@@ -89,6 +89,7 @@ export function cellSnapshot(c: CellRow): CellSnapshot {
     killed_by: c.killed_by,
     duration_ms: c.duration_ms,
     started_at: new Date(Date.parse(c.created_at) - c.duration_ms).toISOString(),
+    ...(c.node ? { node: c.node } : {}),
   };
 }
 

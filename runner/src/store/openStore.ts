@@ -125,6 +125,8 @@ const MIGRATIONS: string[] = [
   // v4: the bounded log of each cell (for the Cells view) and the review decision of a run.
   `ALTER TABLE cell_executions ADD COLUMN log TEXT;
    ALTER TABLE runs ADD COLUMN review TEXT;`,
+  // Swarm cells: the node that ran the cell (and any node it was resubmitted from).
+  `ALTER TABLE cell_executions ADD COLUMN node TEXT;`,
 ];
 
 /**

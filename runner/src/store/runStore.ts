@@ -43,6 +43,8 @@ export interface CellRow {
   duration_ms: number;
   created_at: string;
   log: string | null;
+  /** Swarm cells: the node that ran it, with any node it was resubmitted from; null elsewhere. */
+  node: string | null;
 }
 
 export interface TurnRow {
@@ -154,13 +156,18 @@ export class RunStore {
       killed_by: string | null;
       duration_ms: number;
       output?: string;
+      node?: string | null;
+      retries?: { node: string; reason: string }[];
     },
     command: string,
   ): void {
+    const node = cell.node
+      ? `${cell.node}${cell.retries && cell.retries.length > 0 ? ` (resubmitted after ${cell.retries.map((r) => r.node).join(', ')} was lost)` : ''}`
+      : null;
     this.db
       .prepare(
-        `INSERT INTO cell_executions (run_id, attempt_idx, purpose, cell_id, provider, image, command, exit_code, killed_by, duration_ms, created_at, log)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO cell_executions (run_id, attempt_idx, purpose, cell_id, provider, image, command, exit_code, killed_by, duration_ms, created_at, log, node)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         runId,
@@ -175,6 +182,7 @@ export class RunStore {
         cell.duration_ms,
         now(),
         cell.output ?? null,
+        node,
       );
   }
 

@@ -48,7 +48,7 @@ export function judgeWorktree(e: WorktreeEntry, host: string, isAlive: (pid: num
 }
 
 export interface GcItem {
-  kind: 'worktree' | 'container' | 'vm' | 'layer';
+  kind: 'worktree' | 'container' | 'vm' | 'layer' | 'swarm';
   id: string;
   action: 'removed' | 'would remove' | 'left';
   reason: string;

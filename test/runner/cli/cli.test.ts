@@ -89,7 +89,7 @@ describe('forge-runner CLI', function () {
     const report = HealthReportSchema.parse(JSON.parse(r.stdout));
     assert.deepEqual(
       report.providers.map((p) => p.provider),
-      ['host', 'docker', 'qemu'],
+      ['host', 'docker', 'qemu', 'swarm'],
     );
     const qemu = report.providers[2]!;
     if (qemu.available) {

@@ -230,7 +230,7 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
 
   it('cells/health reports every provider; cells/gc cleans a repo and says what it left', async () => {
     const health = await call('cells/health', {});
-    assert.deepEqual(health.providers.map((p) => p.provider).sort(), ['docker', 'host', 'qemu']);
+    assert.deepEqual(health.providers.map((p) => p.provider).sort(), ['docker', 'host', 'qemu', 'swarm']);
     assert.equal(health.providers.find((p) => p.provider === 'host')?.available, true);
     const gc = await call('cells/gc', { repo: dir });
     assert.ok(Array.isArray(gc.items) && Array.isArray(gc.notes));

@@ -8,6 +8,7 @@ import type { Baseline } from './runBaseline.js';
 import type { AttemptResult, FixOutcome, RunScope } from './fixRun.js';
 import type { RunCells } from './runCells.js';
 import type { Settled } from './settleWorktrees.js';
+import type { RunStore } from '../../store/runStore.js';
 
 export interface ReportInput extends RunScope {
   cells: RunCells;
@@ -55,6 +56,7 @@ export function finishReport(input: ReportInput): FixOutcome {
     ground_truth: groundTruth,
     applied_to: settled.appliedTo,
     cells: store.cellCount(run.runId),
+    ...cellNodes(store, run.runId),
     duration_ms: Date.now() - run.started,
   };
   store.finishRun(run.runId, fixed ? 'fixed' : 'not_fixed', fixed && settled.winnerResult ? settled.winnerResult.index : null, report);
@@ -97,4 +99,13 @@ export function writeOutputs(outDir: string | undefined, report: FixReport, patc
   const step = process.env.GITHUB_STEP_SUMMARY;
   if (step && existsSync(step)) appendFileSync(step, summary + '\n');
   else if (step) writeFileSync(step, summary + '\n');
+}
+
+/** Swarm runs: which node ran each cell (nothing for runs whose cells ran on this machine). */
+function cellNodes(store: RunStore, runId: string): { cell_nodes?: FixReport['cell_nodes'] } {
+  const placed = store
+    .cells(runId)
+    .filter((c) => c.node)
+    .map((c) => ({ cell_id: c.cell_id, purpose: c.purpose, attempt: c.attempt_idx, node: c.node! }));
+  return placed.length > 0 ? { cell_nodes: placed } : {};
 }

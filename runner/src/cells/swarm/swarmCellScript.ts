@@ -1,0 +1,230 @@
+import { createHash } from 'node:crypto';
+import type { CellSpec } from '../../protocol/cellSpec.js';
+import { caBundleEnv } from '../hostCaBundle.js';
+
+/**
+ * What runs inside a swarm cell's task, and how its answer is read back. Pure.
+ *
+ * The task starts the wrapper below as root (with only the capabilities to switch users and
+ * take links down). It takes every network link but `lo` down and
+ * checks it, writes the attempt's changes into the base tree as the cell user, runs the
+ * command as that user with no_new_privs, then sends back the exit status, the list of
+ * files and the files that changed, framed on the container's stderr: the command's stdout
+ * and stderr both go to the container's stdout, so it has no way to write that channel, and
+ * every frame line carries a nonce that only root inside the task can read (a Swarm secret).
+ */
+
+/** Where the runner's static busybox and the wrapper live in every swarm base image. */
+export const SWARM_TOOLS_DIR = '/forge';
+export const SWARM_BUSYBOX = `${SWARM_TOOLS_DIR}/busybox`;
+export const SWARM_WRAPPER = `${SWARM_TOOLS_DIR}/wrapper.sh`;
+/** Mounted from Swarm configs and a secret (root-only where it says so). */
+export const SWARM_CELL_SCRIPT = '/forge-in/cell.sh';
+export const SWARM_INPUT_TAR = '/forge-in/input.tar';
+export const SWARM_NONCE_SECRET = 'forge-nonce';
+export const SWARM_HOME = '/tmp/forge-home';
+
+/** Files over this size are named, not brought back (the same bound diff capture has for untracked files). */
+export const SWARM_RETURN_FILE_BYTES = 8 * 1024 * 1024;
+/** Most bytes of changed files one cell sends back through the frame. */
+export const SWARM_RETURN_TOTAL_BYTES = 16 * 1024 * 1024;
+
+export const SWARM_WRAPPER_SCRIPT = `# forge swarm cell wrapper: runs as root inside the task, the command never does.
+B=${SWARM_BUSYBOX}
+W=$FORGE_WORKDIR
+U=$FORGE_CELL_UID
+$B mkdir -m 700 /forge-run || exit 125
+exec 3>&2 2>>/forge-run/err
+nonce=$($B cat /run/secrets/${SWARM_NONCE_SECRET})
+[ -n "$nonce" ] || exit 125
+say() { echo "FORGE $nonce $*" >&3; }
+section() { say "$1"; $B head -c "$3" "$2" | $B base64 >&3; }
+fail() { say "fail $*"; section notes /forge-run/err 4096; say "exit 125"; exit 125; }
+run_as() { $B nsenter -S "$U" -G "$U" $B setpriv --nnp "$@"; }
+
+# No network, whatever the node gives its tasks: every link but lo goes down, then it is checked.
+for dev in $($B ls /sys/class/net); do
+  [ "$dev" = lo ] && continue
+  $B ip link set dev "$dev" down || fail "could not take the link $dev down"
+done
+[ -z "$($B ip -o link show up | $B grep -v ': lo:')" ] || fail "a network link is still up"
+[ -z "$($B ip route show)" ] || fail "routes remain after the links went down"
+[ -z "$($B ip -6 route show 2>/dev/null | $B grep -vE '^(fe80|ff00|local|multicast)')" ] || fail "IPv6 routes remain after the links went down"
+
+$B tar -xf ${SWARM_INPUT_TAR} -C /forge-run || fail "the cell's input could not be read"
+cd "$W" || fail "no directory $W in the image"
+if [ -s /forge-run/overlay.tar ]; then
+  run_as $B tar -xf - -C "$W" </forge-run/overlay.tar || fail "the attempt's changes could not be written"
+fi
+if [ -s /forge-run/deleted ]; then
+  run_as $B xargs -r -0 $B rm -rf -- </forge-run/deleted || fail "the attempt's deletions could not be made"
+fi
+$B touch /forge-run/stamp
+since=$($B stat -c %z /forge-run/stamp)
+
+# The command's output reaches the task's stdout through a counter, so the runner knows when all of it arrived.
+$B mkfifo -m 600 /forge-run/out || fail "no output pipe"
+exec 4>&1
+# The output cap holds at the source too (logs can lag far behind a firehose): one byte past
+# it is enough for the runner to see it, and the command gets SIGPIPE on its next write.
+cap="$B cat"
+if [ "\${FORGE_OUTPUT_LIMIT:-0}" -gt 0 ]; then cap="$B head -c $((FORGE_OUTPUT_LIMIT + 1))"; fi
+($cap </forge-run/out | $B tee /dev/fd/4 | $B wc -c >/forge-run/count) 3>&- &
+counter=$!
+run_as $B sh ${SWARM_CELL_SCRIPT} </dev/null >/forge-run/out 2>&1 3>&- 4>&-
+code=$?
+# What the command left running (its user's processes only) would keep writing and changing the tree.
+run_as $B kill -9 -1 2>/dev/null
+wait $counter
+# A last line without a newline may never leave the node's log: the runner drops this one.
+echo
+
+cd "$W"
+NL='
+'
+run_as $B find . -path ./.git -prune -o ! -type d ! -path "*$NL*" -print0 >/forge-run/all || fail "the worktree could not be listed"
+run_as $B find . -path ./.git -prune -o ! -type d -path "*$NL*" -print >/forge-run/newline
+: >/forge-run/changed
+: >/forge-run/omitted
+# Changed since the stamp by ctime, which no command can set back; same tick counts as changed.
+run_as $B xargs -r -0 $B stat -c '%z %s %n' </forge-run/all >/forge-run/stat
+$B awk -v since="$since" -v max=${SWARM_RETURN_FILE_BYTES} -v budget=${SWARM_RETURN_TOTAL_BYTES} '
+  { ct = substr($0, 1, 35); rest = substr($0, 37); sp = index(rest, " ")
+    size = substr(rest, 1, sp - 1) + 0; path = substr(rest, sp + 1)
+    if (ct < since) next
+    if (size > max) { print "too-large " size " " path >> "/forge-run/omitted"; next }
+    if (total + size > budget) { print "budget " size " " path >> "/forge-run/omitted"; next }
+    total += size; print path >> "/forge-run/changed" }' /forge-run/stat
+if [ -s /forge-run/newline ]; then $B sed 's/^/newline 0 /' /forge-run/newline >>/forge-run/omitted; fi
+: >/forge-run/files.tar
+# No tar -T in busybox: xargs may split the list, so files.tar can be several archives in a row.
+if [ -s /forge-run/changed ]; then $B tr '\\n' '\\0' </forge-run/changed | run_as $B xargs -r -0 $B tar -cf - >/forge-run/files.tar; fi
+section files /forge-run/files.tar ${SWARM_RETURN_TOTAL_BYTES * 2}
+section all /forge-run/all 268435456
+section omitted /forge-run/omitted 1048576
+section notes /forge-run/err 4096
+say "output $($B cat /forge-run/count)"
+# The task's own cgroup (v1 or v2) says whether the kernel killed something for memory.
+say "oom $($B cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null | $B awk '$1 == "oom_kill" { print $2; exit }')"
+say "exit $code"
+exit "$code"
+`;
+
+/** Pure: a hash of the wrapper, part of every base image's tag (a new wrapper makes new images). */
+export function wrapperDigest(): string {
+  return createHash('sha256').update(SWARM_WRAPPER_SCRIPT).digest('hex').slice(0, 16);
+}
+
+/** Pure: one word for /bin/sh, single-quoted (nothing inside is interpreted). */
+export function shellQuote(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * Pure: the script the cell user runs. The exact argv and environment as quoted words (no
+ * word parsing anywhere), a scrubbed environment, the image's /bin/sh as the docker cell's
+ * entry wrapper uses it, and "exec" so the command is what exits.
+ */
+export function buildCellScript(spec: Pick<CellSpec, 'cmd' | 'env'>, workdir: string, caBundle: string | null): string {
+  const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
+  const env: Record<string, string> = {
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    CI: 'true',
+    PYTHONDONTWRITEBYTECODE: '1',
+    HOME: SWARM_HOME,
+    TMPDIR: '/tmp',
+    ...(caBundle ? caBundleEnv(caBundle) : {}),
+    ...spec.env,
+  };
+  const words = [
+    ...(spec.env.PATH === undefined ? ['"PATH=$PATH"'] : []),
+    ...Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`)),
+    shellQuote('/bin/sh'),
+    shellQuote('-c'),
+    shellQuote('mkdir -p "$HOME" 2>/dev/null; exec "$@"'),
+    shellQuote('forge-cell'),
+    ...argv.map(shellQuote),
+  ];
+  return `cd ${shellQuote(workdir)} || exit 126\nexec ${SWARM_BUSYBOX} env -i ${words.join(' ')}\n`;
+}
+
+export interface ReturnedFrame {
+  /** The command's exit status as the wrapper saw it (125: the wrapper itself failed). */
+  exitCode: number;
+  /** Why the wrapper failed before or around the command, when it did. */
+  failure: string | null;
+  files: Buffer;
+  /** Every file and link in the worktree after the command (paths relative, "./" stripped). */
+  all: string[];
+  omitted: { path: string; reason: string }[];
+  notes: string;
+  /** Bytes of output the command wrote (the runner waits until that many arrived). */
+  outputBytes: number | null;
+  /** Processes the kernel killed in the task's cgroup for memory. */
+  oomKills: number;
+}
+
+/**
+ * Pure: reads the wrapper's frame out of the task's stderr. Only lines carrying the nonce
+ * count; null when no complete frame (ending in an exit line) is there.
+ */
+export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame | null {
+  const sections = new Map<string, string[]>();
+  let current: string[] | null = null;
+  let exitCode: number | null = null;
+  let failure: string | null = null;
+  let outputBytes: number | null = null;
+  let oomKills = 0;
+  const tag = `FORGE ${nonce} `;
+  for (const line of stderr.split('\n')) {
+    if (line.startsWith(tag)) {
+      const [word, ...rest] = line.slice(tag.length).split(' ');
+      current = null;
+      if (word === 'exit') {
+        const n = Number(rest[0]);
+        if (!Number.isInteger(n) || n < 0 || n > 255) return null;
+        exitCode = n;
+        break;
+      }
+      if (word === 'fail') failure = rest.join(' ');
+      else if (word === 'oom') oomKills = /^\d+$/.test(rest[0] ?? '') ? Number(rest[0]) : 0;
+      else if (word === 'output') outputBytes = /^\d+$/.test(rest[0] ?? '') ? Number(rest[0]) : null;
+      else if (word) {
+        current = [];
+        sections.set(word, current);
+      }
+    } else if (current) current.push(line);
+  }
+  if (exitCode === null) return null;
+  const decode = (name: string) => Buffer.from((sections.get(name) ?? []).join(''), 'base64');
+  const omitted = decode('omitted')
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [kind, size, ...path] = line.split(' ');
+      const p = stripDot(path.join(' '));
+      const reason =
+        kind === 'too-large'
+          ? `file larger than ${SWARM_RETURN_FILE_BYTES} bytes (${size}): not brought back from the swarm node`
+          : kind === 'budget'
+            ? `past the ${SWARM_RETURN_TOTAL_BYTES}-byte budget of files a swarm cell sends back`
+            : 'its path has a newline: not brought back from the swarm node';
+      return { path: p, reason };
+    });
+  return {
+    exitCode,
+    failure,
+    files: decode('files'),
+    all: decode('all').toString('utf8').split('\0').filter(Boolean).map(stripDot),
+    omitted,
+    notes: decode('notes').toString('utf8'),
+    outputBytes,
+    oomKills,
+  };
+}
+
+function stripDot(p: string): string {
+  return p.replace(/^(\.\/)+/, '');
+}

@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { CellSpecSchema } from '../../../runner/src/protocol/cellSpec.js';
+import { buildCellScript, parseReturnedFrame, shellQuote } from '../../../runner/src/cells/swarm/swarmCellScript.js';
+import {
+  baseImageTag,
+  buildSwarmServiceSpec,
+  judgeTasks,
+  managerConnection,
+  parseRegistry,
+  type SwarmCellContext,
+} from '../../../runner/src/cells/swarm/swarmServiceSpec.js';
+import { readTar, writeTar } from '../../../runner/src/cells/swarm/tarArchive.js';
+
+const ctx: SwarmCellContext = {
+  cellId: 'cell-x',
+  image: '127.0.0.1:5000/forge-cell-base:abc@sha256:00',
+  workdir: '/work',
+  cellUid: 65532,
+  runnerPid: 42,
+  runnerHost: 'h',
+  configs: { script: { id: 's', name: 'cell-x-script' }, input: { id: 'i', name: 'cell-x-input' } },
+  secret: { id: 'n', name: 'cell-x-nonce' },
+  avoidNodes: ['lost1'],
+  ulimits: [],
+};
+
+describe('swarm cells: planning (pure)', () => {
+  it('the service: one replica that never restarts, limits reserved, the wrapper capabilities only, nothing bound from the runner', () => {
+    const spec = CellSpecSchema.parse({
+      image: 'img',
+      cmd: 'true',
+      limits: { memory_mib: 256, pids: 64, cpus: 1.5 },
+      labels: { 'forge.run': 'r1' },
+    });
+    const s = buildSwarmServiceSpec(spec, ctx);
+    assert.deepEqual(s.Mode, { Replicated: { Replicas: 1 } });
+    const t = s.TaskTemplate as Required<NonNullable<typeof s.TaskTemplate>> & {
+      ContainerSpec: Record<string, unknown>;
+      Resources: Record<string, Record<string, number>>;
+    };
+    assert.deepEqual(t.RestartPolicy, { Condition: 'none', MaxAttempts: 0 });
+    assert.equal(t.Resources.Limits!.MemoryBytes, 256 * 1024 * 1024);
+    assert.equal(t.Resources.Limits!.Pids, 64);
+    assert.equal(t.Resources.Reservations!.NanoCPUs, 1.5e9);
+    assert.deepEqual(t.ContainerSpec.CapabilityDrop, ['ALL']);
+    assert.deepEqual(t.ContainerSpec.CapabilityAdd, ['CAP_SETUID', 'CAP_SETGID', 'CAP_NET_ADMIN']);
+    assert.deepEqual(
+      (t.ContainerSpec.Mounts as { Type: string }[]).map((m) => m.Type),
+      ['tmpfs'],
+    );
+    assert.deepEqual(t.Placement, { Constraints: ['node.id!=lost1'] });
+    assert.equal(s.Labels!['forge.run'], 'r1');
+    assert.equal(s.Labels!['forge.cell'], 'cell-x');
+    // A worktree below /tmp lives in the image: no tmpfs over it.
+    const under = buildSwarmServiceSpec(spec, { ...ctx, workdir: '/tmp/repo' });
+    assert.deepEqual((under.TaskTemplate as { ContainerSpec: { Mounts: unknown[] } }).ContainerSpec.Mounts, []);
+  });
+
+  it('base image tags are content-addressed by image, tree, place and user', () => {
+    const a = baseImageTag({ imageId: 'sha256:1', treeId: 't', workdir: '/work', cellUid: 65532 });
+    assert.equal(a, baseImageTag({ imageId: 'sha256:1', treeId: 't', workdir: '/work', cellUid: 65532 }));
+    assert.notEqual(a, baseImageTag({ imageId: 'sha256:1', treeId: 'u', workdir: '/work', cellUid: 65532 }));
+    assert.notEqual(a, baseImageTag({ imageId: 'sha256:1', treeId: 't', workdir: '/repo', cellUid: 65532 }));
+    assert.match(a, /^[0-9a-f]{40}$/);
+  });
+
+  it('the cell script: exact argv and environment as quoted words, the image PATH unless the spec sets one', () => {
+    const script = buildCellScript(
+      CellSpecSchema.parse({ image: 'i', cmd: ['printf', "it's $HOME", 'FOO=bar'], env: { A: "x'y" } }),
+      '/work',
+      null,
+    );
+    assert.match(script, /"PATH=\$PATH"/);
+    assert.ok(script.includes(shellQuote("it's $HOME")));
+    assert.ok(script.includes(`'A=x'\\''y'`));
+    assert.ok(script.endsWith(`'printf' 'it'\\''s $HOME' 'FOO=bar'\n`));
+    const withPath = buildCellScript(CellSpecSchema.parse({ image: 'i', cmd: 'true', env: { PATH: '/opt/bin' } }), '/work', null);
+    assert.doesNotMatch(withPath, /"PATH=\$PATH"/);
+  });
+
+  it('the result frame counts only with the nonce, and only when it ends with an exit line', () => {
+    const nonce = 'n0nce';
+    const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
+    const frame = [
+      'FORGE other exit 0',
+      `FORGE ${nonce} files`,
+      b64(writeTar([{ name: './a.txt', type: 'file', mode: 0o644, uid: 1, gid: 1, mtime: 0, data: Buffer.from('hi\n') }])),
+      `FORGE ${nonce} all`,
+      b64('./a.txt\0./b c.txt\0'),
+      `FORGE ${nonce} omitted`,
+      b64('too-large 9000000 ./big.bin\n'),
+      `FORGE ${nonce} output 12`,
+      `FORGE ${nonce} oom 1`,
+      `FORGE ${nonce} exit 3`,
+      'FORGE n0nce exit 0',
+    ].join('\n');
+    const f = parseReturnedFrame(frame, nonce)!;
+    assert.equal(f.exitCode, 3);
+    assert.equal(f.outputBytes, 12);
+    assert.equal(f.oomKills, 1);
+    assert.deepEqual(f.all, ['a.txt', 'b c.txt']);
+    assert.equal(f.omitted[0]!.path, 'big.bin');
+    assert.equal(readTar(f.files).entries[0]!.data!.toString(), 'hi\n');
+    assert.equal(parseReturnedFrame(frame.split('\n').slice(0, -2).join('\n'), nonce), null, 'no exit line: no frame');
+    assert.equal(parseReturnedFrame('FORGE other exit 0\n', nonce), null);
+  });
+
+  it('tar: long names, links and concatenated archives read back as written', () => {
+    const long = `${'d'.repeat(120)}/file.txt`;
+    const one = writeTar([
+      { name: 'dir', type: 'dir', mode: 0o755, uid: 0, gid: 0, mtime: 1 },
+      { name: long, type: 'file', mode: 0o755, uid: 65532, gid: 65532, mtime: 2, data: Buffer.from('x') },
+      { name: 'link', type: 'symlink', mode: 0o777, uid: 0, gid: 0, mtime: 3, linkname: 'l'.repeat(150) },
+    ]);
+    const two = writeTar([{ name: 'second', type: 'file', mode: 0o644, uid: 0, gid: 0, mtime: 4, data: Buffer.alloc(600, 1) }]);
+    const { entries } = readTar(Buffer.concat([one, two]));
+    assert.deepEqual(
+      entries.map((e) => [e.name, e.type]),
+      [
+        ['dir', 'dir'],
+        [long, 'file'],
+        ['link', 'symlink'],
+        ['second', 'file'],
+      ],
+    );
+    assert.equal(entries[1]!.uid, 65532);
+    assert.equal(entries[2]!.linkname, 'l'.repeat(150));
+    assert.equal(entries[3]!.data!.length, 600);
+    assert.throws(() => readTar(Buffer.concat([one.subarray(0, 512), Buffer.alloc(1)]).fill(7, 0, 10)), /checksum/);
+  });
+
+  it('task states: ended, waiting, or lost with its node', () => {
+    const up = () => 'ready';
+    const down = () => 'down';
+    assert.deepEqual(judgeTasks([], up), { kind: 'waiting' });
+    assert.deepEqual(judgeTasks([{ state: 'running', nodeId: 'n', exitCode: null, err: null }], up), { kind: 'running' });
+    assert.deepEqual(judgeTasks([{ state: 'failed', nodeId: 'n', exitCode: 3, err: 'x' }], up), { kind: 'ended', exitCode: 3 });
+    assert.equal(judgeTasks([{ state: 'running', nodeId: 'n', exitCode: null, err: null }], down).kind, 'lost');
+    assert.equal(judgeTasks([{ state: 'orphaned', nodeId: 'n', exitCode: null, err: null }], up).kind, 'lost');
+    assert.equal(judgeTasks([{ state: 'rejected', nodeId: 'n', exitCode: null, err: 'no image' }], up).kind, 'lost');
+  });
+
+  it('manager and registry: one-line errors that name the fix', () => {
+    assert.deepEqual(managerConnection(undefined, { verify: false, certPath: undefined }), { socketPath: '/var/run/docker.sock' });
+    assert.deepEqual(managerConnection('unix:///run/x.sock', { verify: false, certPath: undefined }), { socketPath: '/run/x.sock' });
+    assert.deepEqual(managerConnection('tcp://m:2376', { verify: true, certPath: '/c' }), {
+      protocol: 'https',
+      host: 'm',
+      port: 2376,
+      certPath: '/c',
+    });
+    assert.deepEqual(managerConnection('ssh://me@m', { verify: false, certPath: undefined }), {
+      protocol: 'ssh',
+      host: 'm',
+      port: 22,
+      username: 'me',
+    });
+    assert.throws(() => managerConnection('ftp://m', { verify: false, certPath: undefined }), /unix:\/\/, tcp:\/\/ or ssh:\/\//);
+    assert.equal(parseRegistry('http://127.0.0.1:5000/'), '127.0.0.1:5000');
+    assert.throws(() => parseRegistry(undefined), /--registry HOST:PORT or set FORGE_SWARM_REGISTRY/);
+    assert.throws(() => parseRegistry('a b'), /is not HOST:PORT/);
+  });
+});
