@@ -15,3 +15,12 @@ export function processesWith(marker: string): number[] {
   }
   return found;
 }
+
+/** A process's command line; empty once it has exited (polling races its exit). */
+export function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}

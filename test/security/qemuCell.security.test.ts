@@ -9,16 +9,7 @@ import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
 import { unmountUnder } from '../../runner/src/cells/qemu/handoverMounts.js';
 import { makeRepo } from '../helpers/gitRepo.js';
-import { processesWith } from '../helpers/processes.js';
-
-/** A process's command line; empty once it has exited (polling races its exit). */
-function cmdlineOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-  } catch {
-    return '';
-  }
-}
+import { cmdlineOf, processesWith } from '../helpers/processes.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 

@@ -20,17 +20,8 @@ import { mountOptions, mountsUnder, mountWorktree, prepareVmMounts, removeVmDir 
 import { requireFeature } from '../helpers/requirement.js';
 import { spawnSync } from 'node:child_process';
 import { makeRepo } from '../helpers/gitRepo.js';
-import { processesWith } from '../helpers/processes.js';
+import { cmdlineOf, processesWith } from '../helpers/processes.js';
 import { requireQemu } from '../helpers/qemu.js';
-
-/** A process's command line; empty once it has exited (polling races its exit). */
-function cmdlineOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-  } catch {
-    return '';
-  }
-}
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
