@@ -82,3 +82,12 @@ export function ulimitPairs(r: RlimitReport): string[] {
   add('-u', r.nproc);
   return pairs;
 }
+
+/** Pure: the rlimits a container engine sets (Docker's HostConfig.Ulimits): cpu, fsize, nofile. */
+export function engineUlimits(rl: RlimitReport): Array<{ Name: string; Soft: number; Hard: number }> {
+  return [
+    { Name: 'cpu', Soft: rl.cpu_s!, Hard: rl.cpu_s! },
+    { Name: 'fsize', Soft: rl.fsize_bytes!, Hard: rl.fsize_bytes! },
+    { Name: 'nofile', Soft: rl.nofile!, Hard: rl.nofile! },
+  ];
+}

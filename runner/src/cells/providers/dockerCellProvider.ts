@@ -17,7 +17,7 @@ import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../e
 import { EgressProxy } from '../egressProxy.js';
 import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
-import { type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
+import { engineUlimits, type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
 
 export interface DockerCellProviderOptions {
   /** Engine socket; default DOCKER_HOST (unix://) or /var/run/docker.sock. */
@@ -134,11 +134,7 @@ export class DockerCellProvider implements CellProvider {
       // dockerd usually runs with the same hard limits as the runner; runc cannot exceed them.
       hardLimits: (this.hardLimits ??= parseProcLimits(readFileSync('/proc/self/limits', 'utf8'))),
     });
-    const ulimits = [
-      { Name: 'cpu', Soft: rl.cpu_s!, Hard: rl.cpu_s! },
-      { Name: 'fsize', Soft: rl.fsize_bytes!, Hard: rl.fsize_bytes! },
-      { Name: 'nofile', Soft: rl.nofile!, Hard: rl.nofile! },
-    ];
+    const ulimits = engineUlimits(rl);
     const egress = spec.allow_net === false ? null : await this.egress();
     const grant = grantEgress(egress?.proxy ?? null, cellId, spec.allow_net);
     const mounts = await prepareCellMounts(spec, worktree, () => DOCKER_WORKDIR, { env: this.env, stateDir: this.stateDir, cellId, user });

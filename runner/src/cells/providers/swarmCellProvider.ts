@@ -16,7 +16,7 @@ import { DOCKER_WORKDIR, LABEL_CELL } from '../dockerContainerSpec.js';
 import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { findBusybox } from '../qemu/guestImage.js';
-import { type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
+import { engineUlimits, type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
 import {
   buildCellScript,
   parseReturnedFrame,
@@ -338,11 +338,7 @@ export class SwarmCellProvider implements CellProvider {
       uidProcessCount: 0,
       hardLimits: (this.hardLimits ??= parseProcLimits(readFileSync('/proc/self/limits', 'utf8'))),
     });
-    const ulimits = [
-      { Name: 'cpu', Soft: rl.cpu_s!, Hard: rl.cpu_s! },
-      { Name: 'fsize', Soft: rl.fsize_bytes!, Hard: rl.fsize_bytes! },
-      { Name: 'nofile', Soft: rl.nofile!, Hard: rl.nofile! },
-    ];
+    const ulimits = engineUlimits(rl);
     const isolation = this.describeIsolation(spec, rl);
     const labels = swarmCellLabels(spec, { cellId, runnerPid: process.pid, runnerHost: hostname() });
     const docker = this.docker;
