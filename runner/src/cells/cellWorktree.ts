@@ -1,9 +1,9 @@
 import type { CellSpec } from '../protocol/cellSpec.js';
 import type { CellResult } from '../protocol/cellResult.js';
-import { captureWorktreeDiff } from '../workspace/captureWorktreeDiff.js';
+import { captureWorktreeDiff, emptyDiff } from '../workspace/captureWorktreeDiff.js';
 import { type CellWorktree, resolveCellWorktree } from '../workspace/inspectWorktree.js';
 import { HOST_PATH_MAX, neutralizeHazards } from '../workspace/neutralizeHazards.js';
-import { type CellUser, cellUserFor } from './cellUser.js';
+import { type CellUser, cellUserFor, dedicatedCellUser } from './cellUser.js';
 import { probeSandboxLayout } from './sandboxLayout.js';
 import { refuseWorktreeLocation } from './worktreeLocation.js';
 import { type CellMountPlan, planCellMounts, refuseMountPlan, refuseSharedSource } from './cellMounts.js';
@@ -11,6 +11,8 @@ import { type MountedDependencies, mountDependencyLayers } from './dependencyLay
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { isInside } from '../workspace/pathInside.js';
+import { untrustedStep } from '../workspace/pathTrust.js';
+import { withPinnedDirectory } from '../workspace/pinnedDirectory.js';
 import { InputError } from '../protocol/inputError.js';
 
 export interface PreparedWorktree {
@@ -32,7 +34,26 @@ export async function prepareCellWorktree(
     const layout = probeSandboxLayout(env);
     return refuseWorktreeLocation(top, { masked: [...layout.tmpfsMasks, ...layout.nullMasks], runnerHome: env.HOME, stateDir });
   });
+  if (worktree) refuseUntrustedPath(worktree, env);
   return { worktree, user: cellUserFor(worktree?.top ?? null, env) };
+}
+
+/**
+ * The host steps after a cell (hazards, diff) name the worktree by path and run as the
+ * runner's user: a directory above it that another user could rename would let that user
+ * point them at any directory (a root runner clearing setuid bits in /usr). Such a worktree
+ * is refused before the cell, like sudo and sshd refuse files on a path others control.
+ * A root runner also trusts its dedicated cell user: that user's processes are cells, which
+ * see nothing above their own worktree (and their .git read-only), so they rename nothing there.
+ */
+function refuseUntrustedPath(worktree: CellWorktree, env: NodeJS.ProcessEnv): void {
+  const uid = process.geteuid?.() ?? 0;
+  const trusted = new Set([0, uid, ...(uid === 0 ? [dedicatedCellUser(env).uid] : [])]);
+  const found = withPinnedDirectory(worktree.top, worktree.identity, (_fd, steps) => untrustedStep(steps, trusted));
+  if (found)
+    throw new InputError(
+      `worktree ${worktree.top}: ${found.path} ${found.why}, so another user could swap a directory on the way while the runner (uid ${uid}) works on it; move the worktree under directories only root${uid === 0 ? '' : ` or uid ${uid}`} can change, or run forge-runner as that user`,
+    );
 }
 
 /**
@@ -159,7 +180,17 @@ export interface AfterCell {
  */
 export async function collectAfterCell(worktree: CellWorktree | null, captureDiff: boolean): Promise<AfterCell> {
   if (!worktree) return { diff: null, neutralized: [], warnings: [] };
-  const scan = neutralizeHazards(worktree.top, { skip: worktree.gitEntry ? ['.git'] : [] });
+  // Through a descriptor of the directory that was checked: the walk never starts anywhere else.
+  let scan: ReturnType<typeof neutralizeHazards>;
+  try {
+    scan = withPinnedDirectory(worktree.top, worktree.identity, (fd) =>
+      neutralizeHazards(`/proc/self/fd/${fd}`, { skip: worktree.gitEntry ? ['.git'] : [], topBytes: Buffer.byteLength(worktree.top) }),
+    );
+  } catch (e) {
+    if (!(e instanceof InputError)) throw e;
+    const why = `${e.message}: nothing was read from it after the cell`;
+    return { diff: captureDiff && worktree.source ? emptyDiff(why) : null, neutralized: [], warnings: [why] };
+  }
   const warnings: string[] = [];
   if (scan.neutralized.length > 0) {
     warnings.push(

@@ -271,9 +271,14 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
 }
 
 function failedCapture(e: unknown): WorktreeDiff {
-  const why =
-    e instanceof GitDeadlineError ? 'diff capture stopped at its deadline' : `diff capture failed: ${(e as Error).message.split('\n')[0]}`;
-  return { patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], warnings: [], incomplete: why };
+  return emptyDiff(
+    e instanceof GitDeadlineError ? 'diff capture stopped at its deadline' : `diff capture failed: ${(e as Error).message.split('\n')[0]}`,
+  );
+}
+
+/** A diff that shows nothing, saying why. */
+export function emptyDiff(incomplete: string): WorktreeDiff {
+  return { patch: '', truncated: false, bytes: 0, files: [], files_total: 0, omitted: [], warnings: [], incomplete };
 }
 
 /** Whether a file of the tree starts with "#!" (read without following links). */

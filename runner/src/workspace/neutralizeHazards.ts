@@ -30,7 +30,14 @@ const at = (fd: number, name: Buffer | string): Buffer =>
  * descriptor (O_NOFOLLOW), so links are never followed and a tree deeper than PATH_MAX is
  * walked whole; paths that long are counted, since git cannot see them.
  */
-export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?: typeof HAZARD_SCAN_LIMITS } = {}): HazardScan {
+export function neutralizeHazards(
+  top: string,
+  opts: {
+    skip?: string[];
+    limits?: typeof HAZARD_SCAN_LIMITS;
+    /** Length of the tree's real path when `top` is a /proc/self/fd name. */ topBytes?: number;
+  } = {},
+): HazardScan {
   const limits = opts.limits ?? HAZARD_SCAN_LIMITS;
   const deadline = Date.now() + limits.deadlineMs;
   const skipped = new Set(opts.skip ?? []);
@@ -53,7 +60,7 @@ export function neutralizeHazards(top: string, opts: { skip?: string[]; limits?:
     }
   };
   try {
-    enter(openSync(top, O_RDONLY | O_DIRECTORY), '', Buffer.byteLength(top));
+    enter(openSync(top, O_RDONLY | O_DIRECTORY), '', opts.topBytes ?? Buffer.byteLength(top));
   } catch {
     return { neutralized, incomplete: `${top} cannot be opened`, tooLong };
   }

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../../protocol/inputError.js';
+import { fdPath, O_PATH, openDirectoryNoFollow } from '../../workspace/pinnedDirectory.js';
 
 /**
  * Host mounts of a pooled VM's hand-over share. The share directory is a shared mount of its
@@ -14,9 +15,6 @@ import { InputError } from '../../protocol/inputError.js';
  * O_NOFOLLOW) and named by /proc/<runner>/fd/N, and the read-only `.git` is made in a private
  * staging mount and copied in whole (a remount of the copy would not reach the VM's side).
  */
-
-/** Linux open(2) flag (not in Node's fs.constants): a descriptor that only names a file. */
-const O_PATH = 0o10000000;
 
 /** Pure: mount points at or under `dir` in /proc/self/mountinfo text, deepest first. */
 export function mountsUnder(mountinfo: string, dir: string): string[] {
@@ -40,7 +38,6 @@ export function mountOptions(mountinfo: string, point: string): string[] | null 
 }
 
 const mountinfo = () => readFileSync('/proc/self/mountinfo', 'utf8');
-const fdPath = (fd: number) => `/proc/${process.pid}/fd/${fd}`;
 
 /** Runs mount(8) without path canonicalization; throws with its message. */
 function mount(args: string[], what: string): void {
@@ -62,24 +59,6 @@ export function prepareVmMounts(vmDir: string, shareDir: string): void {
 }
 
 /**
- * Opens `path` one component at a time, never following a symlink in any of them (a parent
- * swapped for a link since the check is refused): an O_PATH descriptor of the directory.
- */
-function openNoFollow(path: string, track: (fd: number) => number): number {
-  let fd = track(openSync('/', O_PATH | constants.O_DIRECTORY));
-  for (const part of path.split('/').filter(Boolean)) {
-    try {
-      fd = track(openSync(`/proc/self/fd/${fd}/${part}`, O_PATH | constants.O_NOFOLLOW | constants.O_DIRECTORY));
-    } catch (e) {
-      throw new InputError(
-        `the worktree ${path} changed since it was checked (${part}: ${(e as NodeJS.ErrnoException).code}); refusing to hand it over`,
-      );
-    }
-  }
-  return fd;
-}
-
-/**
  * Mounts the worktree `top` at `target` (inside the hand-over share) read-write, its `.git`
  * read-only, through the private staging directory `stage`. `identity` is what `top` was when
  * it was checked: the directory handed over must be that one. Whether `.git` is there is
@@ -89,7 +68,7 @@ export function mountWorktree(top: string, identity: { dev: number; ino: number 
   const fds: number[] = [];
   const track = (fd: number) => (fds.push(fd), fd);
   try {
-    const topFd = openNoFollow(top, track);
+    const topFd = openDirectoryNoFollow(top, track).fd;
     const now = fstatSync(topFd);
     if (identity && (now.dev !== identity.dev || now.ino !== identity.ino))
       throw new InputError(`the worktree ${top} is not the directory that was checked; refusing to hand it over`);

@@ -1,0 +1,67 @@
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+import { InputError } from '../protocol/inputError.js';
+import type { PathStep } from './pathTrust.js';
+
+/** Linux open(2) flag (not in Node's fs.constants): a descriptor that only names a file. */
+export const O_PATH = 0o10000000;
+
+/** The name of an open descriptor that other processes of the runner (mount, bwrap) can use too. */
+export const fdPath = (fd: number): string => `/proc/${process.pid}/fd/${fd}`;
+
+/**
+ * Opens the directory `path` one component at a time, never following a symlink in any of them
+ * (a parent swapped for a link since it was checked is refused): an O_PATH descriptor, and the
+ * owner and mode of every directory on the way (/ first, the directory itself last).
+ * `track` receives each descriptor opened, so the caller closes them all (the last one is
+ * the result). Throws InputError naming `what` when a component is missing or not a directory.
+ */
+export function openDirectoryNoFollow(
+  path: string,
+  track: (fd: number) => number,
+  what = 'the worktree',
+): { fd: number; steps: PathStep[] } {
+  let fd = track(openSync('/', O_PATH | constants.O_DIRECTORY));
+  const steps: PathStep[] = [stepOf('/', fd)];
+  let at = '';
+  for (const part of path.split('/').filter(Boolean)) {
+    at += `/${part}`;
+    try {
+      fd = track(openSync(`/proc/self/fd/${fd}/${part}`, O_PATH | constants.O_NOFOLLOW | constants.O_DIRECTORY));
+    } catch (e) {
+      throw new InputError(`${what} ${path} changed since it was checked (${at}: ${(e as NodeJS.ErrnoException).code})`);
+    }
+    steps.push(stepOf(at, fd));
+  }
+  return { fd, steps };
+}
+
+function stepOf(path: string, fd: number): PathStep {
+  const st = fstatSync(fd);
+  return { path, uid: st.uid, mode: st.mode };
+}
+
+/**
+ * Runs `work` with an O_PATH descriptor of the directory `path`, opened without following
+ * links and checked to be `identity` (the directory that was validated before the cell) when
+ * given; every descriptor is closed afterwards. Throws InputError when it is another one.
+ */
+export function withPinnedDirectory<T>(
+  path: string,
+  identity: { dev: number; ino: number } | undefined,
+  work: (fd: number, steps: PathStep[]) => T,
+  what = 'the worktree',
+): T {
+  const fds: number[] = [];
+  const track = (fd: number) => (fds.push(fd), fd);
+  try {
+    const { fd, steps } = openDirectoryNoFollow(path, track, what);
+    if (identity) {
+      const now = fstatSync(fd);
+      if (now.dev !== identity.dev || now.ino !== identity.ino)
+        throw new InputError(`${what} ${path} is not the directory that was checked`);
+    }
+    return work(fd, steps);
+  } finally {
+    for (const fd of fds.reverse()) closeSync(fd);
+  }
+}

@@ -1,0 +1,157 @@
+// The host steps after a cell (hazard neutralization, diff capture) run as the runner's user
+// and find the worktree by path. Whoever can swap a directory on that path during the cell
+// could point them anywhere: a root runner clearing setuid bits in /usr or removing device
+// nodes in /dev (found by the red team of the VM pool). Each test tries that.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { collectAfterCell, prepareCellWorktree } from '../../runner/src/cells/cellWorktree.js';
+import { git } from '../helpers/gitRepo.js';
+import { requireFeature } from '../helpers/requirement.js';
+
+const RUNNER = join(process.cwd(), 'dist', 'runner.js');
+const ROOT = process.getuid?.() === 0;
+const OTHER_USER = 1234;
+
+function fifo(path: string): void {
+  const r = spawnSync('mkfifo', [path]);
+  assert.equal(r.status, 0, String(r.stderr));
+}
+
+function repoAt(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  writeFileSync(join(dir, 'a.txt'), 'a\n');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'base');
+}
+
+describe('a worktree on a path another user controls (host steps after a cell)', function () {
+  this.timeout(120_000);
+  let scratch: string;
+  beforeEach(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'forge-wtpath-'));
+  });
+  afterEach(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('a worktree below a directory another user owns is refused before anything runs, in one line', function () {
+    requireFeature(this, ROOT, 'needs a root runner (CI runs as root)');
+    const home = join(scratch, 'home-of-1234');
+    const wt = join(home, 'proj');
+    repoAt(wt);
+    chownSync(home, OTHER_USER, OTHER_USER);
+    const marker = join(scratch, 'ran');
+    const r = spawnSync(
+      process.execPath,
+      [RUNNER, 'cell', 'run', '--provider', 'host', '--worktree', wt, '--', '/bin/sh', '-c', `touch ${marker}`],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    assert.notEqual(r.status, 0, r.stdout);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, new RegExp(`${home} is owned by uid ${OTHER_USER}.*run forge-runner as that user`));
+    assert.equal(existsSync(marker), false, 'the command ran although the worktree was refused');
+  });
+
+  it('a worktree of another user in a sticky world-writable directory is refused; one of the runner in it is taken', async function () {
+    requireFeature(this, ROOT, 'needs a root runner (CI runs as root)');
+    const sticky = join(scratch, 'shared');
+    mkdirSync(sticky);
+    chmodSync(sticky, 0o1777);
+    const theirs = join(sticky, 'theirs');
+    repoAt(theirs);
+    chownSync(theirs, OTHER_USER, OTHER_USER);
+    await assert.rejects(
+      prepareCellWorktree({ worktree: theirs, capture_diff: true }, process.env, join(scratch, 'state')),
+      /is writable by other users and .*theirs in it is owned by uid 1234/,
+    );
+    const ours = join(sticky, 'ours');
+    repoAt(ours);
+    const { worktree } = await prepareCellWorktree({ worktree: ours, capture_diff: true }, process.env, join(scratch, 'state'));
+    assert.equal(worktree?.top, ours);
+  });
+
+  it('a worktree swapped for a link during the cell: nothing is neutralized or read where the link points', async function () {
+    const parent = join(scratch, 'p');
+    const wt = join(parent, 'bin');
+    repoAt(wt);
+    const { worktree } = await prepareCellWorktree({ worktree: wt, capture_diff: true }, process.env, join(scratch, 'state'));
+    // The victim: a directory with a FIFO and a setuid file, as /usr/bin or /dev would have.
+    const victim = join(scratch, 'victim');
+    mkdirSync(victim);
+    fifo(join(victim, 'pipe'));
+    writeFileSync(join(victim, 'tool'), '#!/bin/sh\n');
+    chmodSync(join(victim, 'tool'), 0o4755);
+    writeFileSync(join(victim, 'secret.txt'), 'not for the diff\n');
+    // During the cell: the worktree moves away and a link to the victim takes its name.
+    renameSync(wt, join(parent, 'moved'));
+    symlinkSync(victim, wt);
+    const after = await collectAfterCell(worktree, true);
+    assert.equal(statSync(join(victim, 'pipe')).isFIFO(), true, 'a FIFO outside the worktree was removed');
+    assert.equal(statSync(join(victim, 'tool')).mode & 0o4000, 0o4000, 'a setuid bit outside the worktree was cleared');
+    assert.deepEqual(after.neutralized, []);
+    assert.equal(after.diff?.files.length, 0);
+    assert.equal(after.diff?.patch.includes('not for the diff'), false);
+    assert.match(after.warnings.join('\n'), /changed since it was checked.*nothing was read from it after the cell/);
+  });
+
+  it('a directory above the worktree swapped for a link during the cell: same, nothing touched there', async function () {
+    const parent = join(scratch, 'usr');
+    const wt = join(parent, 'bin');
+    repoAt(wt);
+    const { worktree } = await prepareCellWorktree({ worktree: wt, capture_diff: true }, process.env, join(scratch, 'state'));
+    const decoy = join(scratch, 'decoy');
+    repoAt(join(decoy, 'bin'));
+    fifo(join(decoy, 'bin', 'pipe'));
+    renameSync(parent, join(scratch, 'usr-moved'));
+    symlinkSync(decoy, parent);
+    const after = await collectAfterCell(worktree, true);
+    assert.equal(statSync(join(decoy, 'bin', 'pipe')).isFIFO(), true, 'a FIFO in the directory the link points to was removed');
+    assert.match(after.warnings.join('\n'), /changed since it was checked/);
+  });
+
+  it('another directory put in the worktree place (not a link) is told apart by its identity', async function () {
+    const wt = join(scratch, 'w');
+    repoAt(wt);
+    const { worktree } = await prepareCellWorktree({ worktree: wt, capture_diff: true }, process.env, join(scratch, 'state'));
+    renameSync(wt, join(scratch, 'w-old'));
+    repoAt(wt);
+    fifo(join(wt, 'pipe'));
+    const after = await collectAfterCell(worktree, true);
+    assert.equal(statSync(join(wt, 'pipe')).isFIFO(), true);
+    assert.match(after.warnings.join('\n'), /is not the directory that was checked/);
+  });
+
+  it('the worktree that was checked still gets its hazards neutralized and its diff', async function () {
+    const wt = join(scratch, 'ok');
+    repoAt(wt);
+    const { worktree } = await prepareCellWorktree({ worktree: wt, capture_diff: true }, process.env, join(scratch, 'state'));
+    fifo(join(wt, 'pipe'));
+    writeFileSync(join(wt, 'a.txt'), 'b\n');
+    const after = await collectAfterCell(worktree, true);
+    assert.equal(existsSync(join(wt, 'pipe')), false);
+    assert.deepEqual(
+      after.neutralized.map((n) => n.path),
+      ['pipe'],
+    );
+    assert.deepEqual(
+      after.diff?.files.map((f) => f.path),
+      ['a.txt'],
+    );
+  });
+});
