@@ -3,7 +3,7 @@
 // could point them anywhere: a root runner clearing setuid bits in /usr or removing device
 // nodes in /dev (found by the red team of the VM pool). Each test tries that.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -12,6 +12,7 @@ import {
   mkdtempSync,
   renameSync,
   rmSync,
+  readdirSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -84,6 +85,79 @@ describe('a worktree on a path another user controls (host steps after a cell)',
     repoAt(ours);
     const { worktree } = await prepareCellWorktree({ worktree: ours, capture_diff: true }, process.env, join(scratch, 'state'));
     assert.equal(worktree?.top, ours);
+  });
+
+  it("git data owned by another user (a .git file naming it) is refused: its index, refs or alternates could point the diff at root's files", async function () {
+    requireFeature(this, ROOT, 'needs a root runner (CI runs as root)');
+    const theirs = join(scratch, 'theirs');
+    mkdirSync(theirs);
+    chownSync(theirs, OTHER_USER, OTHER_USER);
+    const src = join(scratch, 'src');
+    mkdirSync(src);
+    git(src, 'init', '-q', '-b', 'main', `--separate-git-dir=${join(theirs, 'gd')}`);
+    writeFileSync(join(src, 'a.txt'), 'a\n');
+    git(src, 'add', '-A');
+    git(src, 'commit', '-q', '-m', 'base');
+    spawnSync('chown', ['-R', `${OTHER_USER}:${OTHER_USER}`, join(theirs, 'gd')]);
+    await assert.rejects(
+      prepareCellWorktree({ worktree: src, capture_diff: true }, process.env, join(scratch, 'state')),
+      new RegExp(`${theirs} is owned by uid ${OTHER_USER}, so another user could redirect`),
+    );
+    // Root's own git directory, but writable by its group: the same.
+    spawnSync('chown', ['-R', '0:0', theirs]);
+    chmodSync(join(theirs, 'gd'), 0o775);
+    await assert.rejects(
+      prepareCellWorktree({ worktree: src, capture_diff: true }, process.env, join(scratch, 'state')),
+      /gd is writable by its group/,
+    );
+    chmodSync(join(theirs, 'gd'), 0o755);
+    await prepareCellWorktree({ worktree: src, capture_diff: true }, process.env, join(scratch, 'state'));
+  });
+
+  it('a second cell on a tree a running cell works on, or one inside it, is refused until that cell ends', async function () {
+    const wt = join(scratch, 'busy');
+    repoAt(wt);
+    mkdirSync(join(wt, 'inner'));
+    const stateDir = process.env.FORGE_STATE_DIR!;
+    const first = spawn(
+      process.execPath,
+      [RUNNER, 'cell', 'run', '--provider', 'host', '--worktree', wt, '--', '/bin/sh', '-c', 'sleep 4'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const exited = new Promise((r) => first.once('exit', r));
+    try {
+      const busy = join(stateDir, 'busy');
+      for (let i = 0; i < 200 && !(existsSync(busy) && readdirSync(busy).length > 0); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(existsSync(busy) && readdirSync(busy).length > 0, 'the first cell never claimed its worktree');
+      for (const other of [wt, join(wt, 'inner')]) {
+        const marker = join(scratch, 'ran');
+        const r = spawnSync(
+          process.execPath,
+          [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', other, '--', '/bin/sh', '-c', `touch ${marker}`],
+          {
+            encoding: 'utf8',
+            timeout: 60_000,
+          },
+        );
+        assert.equal(r.status, 2, r.stderr);
+        assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+        assert.match(r.stderr, /a cell still running.*wait for it to end or use another worktree/);
+        assert.equal(existsSync(marker), false);
+      }
+    } finally {
+      await exited;
+    }
+    const after = spawnSync(
+      process.execPath,
+      [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', join(wt, 'inner'), '--', '/bin/true'],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    assert.equal(after.status, 0, after.stderr);
   });
 
   it('a worktree swapped for a link during the cell: nothing is neutralized or read where the link points', async function () {

@@ -5,6 +5,8 @@ import { assembleCellResult, type CellEnding } from './assembleCellResult.js';
 import { BoundedOutputCollector } from './boundedOutput.js';
 import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { collectAfterCell } from './cellWorktree.js';
+import { claimWorktree } from './worktreeClaims.js';
+import { join } from 'node:path';
 import type { EgressProxy } from './egressProxy.js';
 import type { CellRunOptions } from './provider.js';
 
@@ -69,6 +71,8 @@ export interface CellRunFacts {
   worktree: CellWorktree | null;
   isolation: IsolationReport;
   egress: EgressGrant | null;
+  /** The runner's state directory: running cells' worktree claims live in it. */
+  stateDir: string;
 }
 
 /**
@@ -98,7 +102,10 @@ export async function runCellLifecycle<H, W>(cell: CellRunFacts, driver: CellDri
   };
   let timer: NodeJS.Timeout | undefined;
   const onAbort = () => terminate('cancel');
+  let release: (() => void) | null = null;
   try {
+    // From before the sandbox names the worktree until the diff is taken and the cell is gone.
+    if (cell.worktree) release = claimWorktree(join(cell.stateDir, 'busy'), cell.cellId, cell.worktree.top);
     const h = (handle = await driver.start(ctx));
     const started = Date.now();
     await driver.launch(h);
@@ -144,5 +151,6 @@ export async function runCellLifecycle<H, W>(cell: CellRunFacts, driver: CellDri
     } catch (e) {
       isolation.warnings.push(`cell cleanup failed (${(e as Error).message.split('\n')[0]}); forge-runner gc removes what is left`);
     }
+    release?.();
   }
 }

@@ -9,9 +9,9 @@ import { refuseWorktreeLocation } from './worktreeLocation.js';
 import { type CellMountPlan, planCellMounts, refuseMountPlan, refuseSharedSource } from './cellMounts.js';
 import { type MountedDependencies, mountDependencyLayers } from './dependencyLayers.js';
 import { lstatSync, realpathSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { isInside } from '../workspace/pathInside.js';
-import { untrustedStep } from '../workspace/pathTrust.js';
+import { untrustedDirectory, untrustedStep } from '../workspace/pathTrust.js';
 import { withPinnedDirectory } from '../workspace/pinnedDirectory.js';
 import { InputError } from '../protocol/inputError.js';
 
@@ -43,16 +43,27 @@ export async function prepareCellWorktree(
  * runner's user: a directory above it that another user could rename would let that user
  * point them at any directory (a root runner clearing setuid bits in /usr). Such a worktree
  * is refused before the cell, like sudo and sshd refuse files on a path others control.
- * A root runner also trusts its dedicated cell user: that user's processes are cells, which
- * see nothing above their own worktree (and their .git read-only), so they rename nothing there.
+ * A root runner also trusts its dedicated cell user above the worktree: that user's processes
+ * are cells, which see nothing above their own worktree (their .git read-only), and no two
+ * running cells share a tree or nest (worktreeClaims.ts), so none renames anything here.
  */
 function refuseUntrustedPath(worktree: CellWorktree, env: NodeJS.ProcessEnv): void {
   const uid = process.geteuid?.() ?? 0;
   const trusted = new Set([0, uid, ...(uid === 0 ? [dedicatedCellUser(env).uid] : [])]);
-  const found = withPinnedDirectory(worktree.top, worktree.identity, (_fd, steps) => untrustedStep(steps, trusted));
+  let found = withPinnedDirectory(worktree.top, worktree.identity, (_fd, steps) => untrustedStep(steps, trusted));
+  // The git data the diff reads by name (index, refs, objects and their alternates): its own
+  // directories too, and never the cell user's (refused earlier as cell-made).
+  const loc = worktree.source?.location;
+  if (!found && loc) {
+    const owners = new Set([0, uid]);
+    for (const dir of new Set([dirname(loc.indexFile), loc.commonDir, loc.objectsDir])) {
+      found = withPinnedDirectory(dir, undefined, (_fd, steps) => untrustedDirectory(steps, trusted, owners), 'the git directory');
+      if (found) break;
+    }
+  }
   if (found)
     throw new InputError(
-      `worktree ${worktree.top}: ${found.path} ${found.why}, so another user could swap a directory on the way while the runner (uid ${uid}) works on it; move the worktree under directories only root${uid === 0 ? '' : ` or uid ${uid}`} can change, or run forge-runner as that user`,
+      `worktree ${worktree.top}: ${found.path} ${found.why}, so another user could redirect what the runner (uid ${uid}) reads and changes there after the cell; keep the worktree and its git data under directories only root${uid === 0 ? '' : ` or uid ${uid}`} can change, or run forge-runner as that user`,
     );
 }
 

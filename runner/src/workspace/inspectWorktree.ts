@@ -22,8 +22,16 @@ export interface CellWorktree {
 /** Checks that a path is an existing directory; throws InputError otherwise. */
 export function requireDirectory(path: string): string {
   if (!existsSync(path)) throw new InputError(`worktree ${path} does not exist; pass an existing directory with --worktree`);
-  if (!statSync(path).isDirectory()) throw new InputError(`worktree ${path} is not a directory`);
-  return realpathSync(path);
+  try {
+    if (!statSync(path).isDirectory()) throw new InputError(`worktree ${path} is not a directory`);
+    return realpathSync(path);
+  } catch (e) {
+    if (e instanceof InputError) throw e;
+    // Changed while it was checked (a directory swapped for a link meanwhile).
+    throw new InputError(
+      `worktree ${path} cannot be resolved (${(e as NodeJS.ErrnoException).code ?? 'error'}); is something changing it?`,
+    );
+  }
 }
 
 /**

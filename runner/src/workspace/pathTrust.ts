@@ -27,3 +27,23 @@ export function untrustedStep(steps: readonly PathStep[], trusted: ReadonlySet<n
   }
   return null;
 }
+
+/**
+ * Pure: like untrustedStep for a directory whose own entries the runner reads by name after a
+ * cell (git data: index, refs, alternates), so the directory itself must also be owned by one
+ * of `owners` and writable by nobody else. Null when it and the way to it are trusted.
+ */
+export function untrustedDirectory(
+  steps: readonly PathStep[],
+  trusted: ReadonlySet<number>,
+  owners: ReadonlySet<number>,
+): { path: string; why: string } | null {
+  const above = untrustedStep(steps, trusted);
+  if (above) return above;
+  const self = steps[steps.length - 1];
+  if (!self) return null;
+  if (!owners.has(self.uid)) return { path: self.path, why: `is owned by uid ${self.uid}` };
+  if ((self.mode & GROUP_OR_OTHER_WRITE) !== 0)
+    return { path: self.path, why: `is writable by ${(self.mode & 0o002) !== 0 ? 'other users' : 'its group'}` };
+  return null;
+}

@@ -74,6 +74,7 @@ describe('runCellLifecycle (the lifecycle every cell provider shares)', () => {
     worktree: null,
     isolation: isolation(),
     egress: null,
+    stateDir: dir,
   });
 
   it('runs start, launch, settle, cleanup in order and reports the exit', async () => {

@@ -163,7 +163,7 @@ export class DockerCellProvider implements CellProvider {
     const kill = (c: Docker.Container) => c.kill({ signal: 'SIGKILL' }).catch(() => undefined);
 
     return runCellLifecycle(
-      { cellId, provider: 'docker', spec, options, logPath, worktree, isolation, egress: grant },
+      { cellId, provider: 'docker', spec, options, logPath, worktree, isolation, egress: grant, stateDir: this.stateDir },
       {
         start: async (ctx) => {
           finished = ctx.finished;

@@ -223,7 +223,7 @@ export class HostCellProvider implements CellProvider {
     };
 
     return runCellLifecycle(
-      { cellId, provider: 'host', spec, options, logPath, worktree, isolation, egress: null },
+      { cellId, provider: 'host', spec, options, logPath, worktree, isolation, egress: null, stateDir: this.stateDir },
       {
         start: async (ctx) => {
           const streamClosed = new Promise<void>((resolve) => launcher.stdout.on('close', () => resolve()));

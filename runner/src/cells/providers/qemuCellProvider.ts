@@ -201,7 +201,7 @@ export class QemuCellProvider implements CellProvider {
     if (user.warning) isolation.warnings.push(user.warning);
 
     return runCellLifecycle(
-      { cellId, provider: 'qemu', spec, options, logPath, worktree, isolation, egress: grant },
+      { cellId, provider: 'qemu', spec, options, logPath, worktree, isolation, egress: grant, stateDir: this.stateDir },
       {
         // A VM booted ahead of need (or, on a miss, now): it has not seen any cell and never will again.
         start: async (ctx) => ({ ...(await pool.take(shape)), ctx }),

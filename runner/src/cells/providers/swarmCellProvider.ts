@@ -345,7 +345,7 @@ export class SwarmCellProvider implements CellProvider {
     let handle: Handle | null = null;
 
     return runCellLifecycle(
-      { cellId, provider: 'swarm', spec, options, logPath, worktree: cell.worktree, isolation, egress: null },
+      { cellId, provider: 'swarm', spec, options, logPath, worktree: cell.worktree, isolation, egress: null, stateDir: this.stateDir },
       {
         start: async (ctx) => {
           const h: Handle = (handle = {
