@@ -121,8 +121,10 @@ describe('qemu VM pool (each test tries to break one claim)', function () {
       const before = readFileSync(join(repo.dir, '.git', 'config'), 'utf8');
       for (let i = 0; i < 2; i++) {
         // The first cell boots its VM, the second comes from the pool.
+        // No diff: with one, git data others can write is refused before the cell.
         const r = await provider.run({
           worktree: repo.dir,
+          capture_diff: false,
           cmd: 'echo "[core] fsmonitor = evil" >> .git/config && echo WROTE-CONFIG; touch .git/PWNED && echo WROTE-GIT; echo ok > a.txt; exit 0',
         });
         assert.doesNotMatch(r.output, /WROTE-/, r.output);
