@@ -17,6 +17,16 @@ async function trueCell(p: QemuCellProvider): Promise<void> {
   if (r.exit_code !== 0) throw new Error(`qemu cell /bin/true exited ${r.exit_code}: ${r.output} ${r.isolation.warnings.join('; ')}`);
 }
 
+/** The first cell of a fresh provider (a run's first), with FORGE_QEMU_POOL=`pool`. */
+async function firstCell(pool: string): Promise<number> {
+  const fresh = new QemuCellProvider({ env: { ...process.env, FORGE_QEMU_POOL: pool } });
+  try {
+    return await timeAsync(() => trueCell(fresh));
+  } finally {
+    await fresh.drain();
+  }
+}
+
 /**
  * qemu cells /bin/true, side by side in one run: a bare boot of the same kernel and initramfs
  * (the command from the initramfs alone), a cell whose VM boots for it (pool off: a miss),
@@ -40,6 +50,10 @@ export async function benchQemuCells(
         if (r.code !== 0) throw new Error(`bare boot exited ${r.code}`);
       }),
     cold_cell: () => timeAsync(() => trueCell(cold)),
+    // The first cell of a run (a fresh provider): pool on, a miss while the pool fills (its 2
+    // replacements must not slow it), against pool off.
+    first_cell_pool_on: () => firstCell('2'),
+    first_cell_pool_off: () => firstCell('0'),
     warm_cell: async () => {
       await untilReady(warm, 1);
       return timeAsync(() => trueCell(warm));
@@ -77,11 +91,19 @@ export async function benchQemuCells(
   }
   const warmMs = median(samples.warm_cell!);
   const coldRatio = pairedRatio(samples.cold_cell!, samples.bare_boot!);
+  const firstRatio = pairedRatio(samples.first_cell_pool_on!, samples.first_cell_pool_off!);
   const lines: BenchLine[] = [
     { name: `bare boot, same kernel+initramfs (${accel.accel})`, value: median(samples.bare_boot!), unit: 'ms' },
     { name: `qemu cell /bin/true, pool miss (boots its VM)`, value: median(samples.cold_cell!), unit: 'ms' },
     // Before the pool (2026-11-30): 1.34x the bare boot, 5.56 s.
     { name: 'pool miss / bare boot', value: coldRatio, unit: 'x', target: '<= 1.34x (the cell before the pool)', met: coldRatio <= 1.34 },
+    {
+      name: 'first cell of a run: pool of 2 filling / pool off',
+      value: firstRatio,
+      unit: 'x',
+      target: '<= 1.1x (replacements boot after the missed VM)',
+      met: firstRatio <= 1.1,
+    },
     { name: `qemu cell /bin/true, warm pool (${accel.accel})`, value: warmMs, unit: 'ms', target: '<= 1000 ms', met: warmMs <= 1000 },
   ];
   if (samples.docker_cell) {

@@ -212,6 +212,18 @@ export class PooledVm {
     conn.end(requestArchive(request));
   }
 
+  /**
+   * Resolves once the guest has reported that it waits for its request, or has ended (its
+   * status line, not the request port: qemu connects that as soon as it starts).
+   */
+  async whenWaiting(): Promise<void> {
+    const status = join(this.dir, 'status');
+    while (!this.dead) {
+      if (existsSync(status) && parseGuestStatus(readFileSync(status, 'utf8'), this.bootNonce) !== null) return;
+      await new Promise((r) => setTimeout(r, 50).unref());
+    }
+  }
+
   /** The status port's content (the cell's exit line is framed with its own nonce). */
   statusText(): string {
     const f = join(this.dir, 'status');
@@ -349,7 +361,10 @@ export class VmPool {
         throw e;
       }
     }
-    this.refill(shape);
+    // On a miss the cell waits for this boot: replacements start once it is over, so on a
+    // small machine they do not slow the one boot a cell is waiting for.
+    if (pick) this.refill(shape);
+    else void vm.whenWaiting().then(() => this.refill(shape));
     return { vm, hit: pick !== undefined };
   }
 
