@@ -114,50 +114,66 @@ describe('a worktree on a path another user controls (host steps after a cell)',
     await prepareCellWorktree({ worktree: src, capture_diff: true }, process.env, join(scratch, 'state'));
   });
 
-  it('a second cell on a tree a running cell works on, or one inside it, is refused until that cell ends', async function () {
-    const wt = join(scratch, 'busy');
-    repoAt(wt);
-    mkdirSync(join(wt, 'inner'));
-    const stateDir = process.env.FORGE_STATE_DIR!;
+  it("a second cell on a running cell's tree, inside it, inside a .git it made, or with git data in it is refused until that cell ends", async function () {
+    // The running cell's tree has no .git: one it makes during the cell is not read-only.
+    const host = join(scratch, 'host');
+    mkdirSync(join(host, 'inner'), { recursive: true });
+    if (ROOT) chownSync(host, 65532, 65532);
+    // A worktree elsewhere whose git data lies in the running cell's tree.
+    const src = join(scratch, 'src');
+    mkdirSync(src);
+    git(src, 'init', '-q', '-b', 'main', `--separate-git-dir=${join(host, 'gd')}`);
+    writeFileSync(join(src, 'a.txt'), 'a\n');
+    git(src, 'add', '-A');
+    git(src, 'commit', '-q', '-m', 'base');
+    const busy = join(process.env.FORGE_STATE_DIR!, 'busy');
+    const claims = () => (existsSync(busy) ? readdirSync(busy).length : 0);
+    const before = claims();
     const first = spawn(
       process.execPath,
-      [RUNNER, 'cell', 'run', '--provider', 'host', '--worktree', wt, '--', '/bin/sh', '-c', 'sleep 4'],
+      [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', host, '--', '/bin/sh', '-c', 'mkdir -p .git/d && sleep 5'],
       {
         stdio: 'ignore',
       },
     );
     const exited = new Promise((r) => first.once('exit', r));
+    const second = (worktree: string, diff: boolean, cmd: string) =>
+      spawnSync(
+        process.execPath,
+        [RUNNER, 'cell', 'run', '--provider', 'host', ...(diff ? [] : ['--no-diff']), '--worktree', worktree, '--', '/bin/sh', '-c', cmd],
+        {
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
     try {
-      const busy = join(stateDir, 'busy');
-      for (let i = 0; i < 200 && !(existsSync(busy) && readdirSync(busy).length > 0); i++) await new Promise((r) => setTimeout(r, 50));
-      assert.ok(existsSync(busy) && readdirSync(busy).length > 0, 'the first cell never claimed its worktree');
-      for (const other of [wt, join(wt, 'inner')]) {
+      for (let i = 0; i < 200 && !(claims() > before && existsSync(join(host, '.git', 'd'))); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      assert.ok(claims() > before && existsSync(join(host, '.git', 'd')), 'the first cell never claimed its worktree and made .git/d');
+      for (const [worktree, diff] of [
+        [host, false],
+        [join(host, 'inner'), false],
+        [join(host, '.git', 'd'), false],
+        [src, true],
+      ] as const) {
         const marker = join(scratch, 'ran');
-        const r = spawnSync(
-          process.execPath,
-          [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', other, '--', '/bin/sh', '-c', `touch ${marker}`],
-          {
-            encoding: 'utf8',
-            timeout: 60_000,
-          },
-        );
-        assert.equal(r.status, 2, r.stderr);
+        const r = second(worktree, diff, `touch ${marker}`);
+        assert.equal(r.status, 2, `${worktree}: ${r.stderr}`);
         assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-        assert.match(r.stderr, /a cell still running.*wait for it to end or use another worktree/);
+        // The tree itself now holds the .git its cell made: refused for that first, which is as good.
+        assert.match(
+          r.stderr,
+          worktree === host
+            ? /a cell still running|is not usable git data/
+            : /a cell still running.*wait for it to end or use another worktree/,
+        );
         assert.equal(existsSync(marker), false);
       }
     } finally {
       await exited;
     }
-    const after = spawnSync(
-      process.execPath,
-      [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', join(wt, 'inner'), '--', '/bin/true'],
-      {
-        encoding: 'utf8',
-        timeout: 60_000,
-      },
-    );
-    assert.equal(after.status, 0, after.stderr);
+    assert.equal(second(join(host, 'inner'), false, 'true').status, 0);
+    assert.equal(second(src, true, 'true').status, 0);
   });
 
   it('a worktree swapped for a link during the cell: nothing is neutralized or read where the link points', async function () {

@@ -5,7 +5,7 @@ import { assembleCellResult, type CellEnding } from './assembleCellResult.js';
 import { BoundedOutputCollector } from './boundedOutput.js';
 import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { collectAfterCell } from './cellWorktree.js';
-import { claimWorktree } from './worktreeClaims.js';
+import { claimWorktree, treeClaimOf } from './worktreeClaims.js';
 import { join } from 'node:path';
 import type { EgressProxy } from './egressProxy.js';
 import type { CellRunOptions } from './provider.js';
@@ -105,7 +105,7 @@ export async function runCellLifecycle<H, W>(cell: CellRunFacts, driver: CellDri
   let release: (() => void) | null = null;
   try {
     // From before the sandbox names the worktree until the diff is taken and the cell is gone.
-    if (cell.worktree) release = claimWorktree(join(cell.stateDir, 'busy'), cell.cellId, cell.worktree.top);
+    if (cell.worktree) release = claimWorktree(join(cell.stateDir, 'busy'), cell.cellId, treeClaimOf(cell.worktree));
     const h = (handle = await driver.start(ctx));
     const started = Date.now();
     await driver.launch(h);

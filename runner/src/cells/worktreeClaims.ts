@@ -1,39 +1,49 @@
-import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { InputError } from '../protocol/inputError.js';
 import { isInside } from '../workspace/pathInside.js';
 
-/**
- * Pure: whether cells on worktrees `a` and `b` could touch each other's tree: the same
- * directory, or one inside the other (but not inside the other's `.git`, which every cell
- * sees read-only: attempt worktrees live in `<repo>/.git/forge-cells/`).
- */
-export function worktreesOverlap(a: string, b: string): boolean {
-  if (a === b) return true;
-  if (isInside(b, a)) return !isInside(b, join(a, '.git'));
-  if (isInside(a, b)) return !isInside(a, join(b, '.git'));
-  return false;
+/** What a running cell holds: its tree, the `.git` directory it sees read-only, the git data its diff reads. */
+export interface TreeClaim {
+  top: string;
+  /** `<top>/.git` when it was a directory at the check (mounted read-only in the cell), else null. */
+  roGit: string | null;
+  /** Git directory, common directory and objects the runner reads by name after the cell. */
+  gitData: string[];
 }
 
-interface Claim {
+/**
+ * Pure: whether cells holding `a` and `b` could touch what the other's host steps use: one
+ * tree is the other or inside it, or one's git data is inside the other's tree. Inside a
+ * tree's read-only `.git` (where attempt worktrees live: <repo>/.git/forge-cells/) does not
+ * count: that cell cannot write there. Only a `.git` that was a directory at the check is
+ * read-only; one the cell makes later is not.
+ */
+export function claimsConflict(a: TreeClaim, b: TreeClaim): boolean {
+  const writableBy = (path: string, c: TreeClaim) => isInside(path, c.top) && !(c.roGit && isInside(path, c.roGit));
+  return writableBy(b.top, a) || writableBy(a.top, b) || a.gitData.some((g) => writableBy(g, b)) || b.gitData.some((g) => writableBy(g, a));
+}
+
+interface Claim extends TreeClaim {
   pid: number;
   /** The runner process's start time (field 22 of /proc/<pid>/stat): a reused pid is not it. */
   start: string;
-  top: string;
 }
 
 /**
- * Registers that a cell of this runner works on `top` (under `dir`, one file per cell) until
- * the returned release is called, and refuses one whose worktree overlaps a running cell's.
+ * Registers that a cell of this runner works on `tree` (under `dir`, one file per cell) until
+ * the returned release is called, and refuses one that conflicts with a running cell's.
  * A cell can rename anything in its worktree: a second cell on the same tree or one inside it
  * could have the runner's by-path steps (the sandbox's bind mount, the diff) redirected
  * outside while they run. The claim is written before the others are read, so of two cells
  * starting at once at least one sees the other. Claims of runners that are gone are removed.
  */
-export function claimWorktree(dir: string, cellId: string, top: string): () => void {
+export function claimWorktree(dir: string, cellId: string, tree: TreeClaim): () => void {
+  const { top } = tree;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const mine = join(dir, `${cellId}.json`);
-  const claim: Claim = { pid: process.pid, start: processStart(process.pid) ?? '', top };
+  const claim: Claim = { ...tree, pid: process.pid, start: processStart(process.pid) ?? '' };
   writeFileSync(mine, JSON.stringify(claim), { flag: 'wx', mode: 0o600 });
   const release = () => {
     try {
@@ -54,10 +64,10 @@ export function claimWorktree(dir: string, cellId: string, top: string): () => v
       }
       continue;
     }
-    if (worktreesOverlap(top, other.top)) {
+    if (claimsConflict(tree, other)) {
       release();
       throw new InputError(
-        `worktree ${top} ${top === other.top ? 'is' : 'overlaps'} the worktree ${other.top} of ${name.slice(0, -5)}, a cell still running (runner pid ${other.pid}): cells on one tree (or one inside another) could redirect each other's host steps; wait for it to end or use another worktree`,
+        `worktree ${top} ${top === other.top ? 'is' : 'overlaps'} the worktree ${other.top} of ${name.slice(0, -5)}, a cell still running (runner pid ${other.pid}): cells on one tree (or on one inside another, or on the other's git data) could redirect each other's host steps; wait for it to end or use another worktree`,
       );
     }
   }
@@ -67,7 +77,14 @@ export function claimWorktree(dir: string, cellId: string, top: string): () => v
 function readClaim(path: string): Claim | null {
   try {
     const c = JSON.parse(readFileSync(path, 'utf8')) as Partial<Claim>;
-    return typeof c.pid === 'number' && typeof c.start === 'string' && typeof c.top === 'string' ? (c as Claim) : null;
+    const ok =
+      typeof c.pid === 'number' &&
+      typeof c.start === 'string' &&
+      typeof c.top === 'string' &&
+      (c.roGit === null || typeof c.roGit === 'string') &&
+      Array.isArray(c.gitData) &&
+      c.gitData.every((g) => typeof g === 'string');
+    return ok ? (c as Claim) : null;
   } catch {
     return null;
   }
@@ -81,4 +98,18 @@ function processStart(pid: number): string | null {
   } catch {
     return null;
   }
+}
+
+/** What a cell on this worktree claims (its `.git` looked at now, without following a link). */
+export function treeClaimOf(worktree: CellWorktree): TreeClaim {
+  let roGit: string | null = null;
+  if (worktree.gitEntry) {
+    try {
+      if (lstatSync(worktree.gitEntry).isDirectory()) roGit = worktree.gitEntry;
+    } catch {
+      /* gone: nothing read-only there */
+    }
+  }
+  const loc = worktree.source?.location;
+  return { top: worktree.top, roGit, gitData: loc ? [...new Set([dirname(loc.indexFile), loc.commonDir, loc.objectsDir])] : [] };
 }

@@ -3,45 +3,66 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { claimWorktree, worktreesOverlap } from '../../../runner/src/cells/worktreeClaims.js';
+import { claimsConflict, claimWorktree, type TreeClaim } from '../../../runner/src/cells/worktreeClaims.js';
 
-describe('worktree claims: no two running cells on one tree or one inside another', () => {
+/** A tree; `git: true` gives it a .git directory (read-only in its cell) and the git data in it. */
+const tree = (top: string, opts: { git?: boolean; gitData?: string[] } = {}): TreeClaim => ({
+  top,
+  roGit: opts.git ? `${top}/.git` : null,
+  gitData: opts.gitData ?? (opts.git ? [`${top}/.git`, `${top}/.git/objects`] : []),
+});
+
+describe("worktree claims: no two running cells on one tree, one inside another, or one on the other's git data", () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'forge-claims-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("worktreesOverlap: the same tree or one inside the other, except inside the outer one's .git", () => {
-    assert.equal(worktreesOverlap('/r', '/r'), true);
-    assert.equal(worktreesOverlap('/r', '/r/sub'), true);
-    assert.equal(worktreesOverlap('/r/sub', '/r'), true);
-    assert.equal(worktreesOverlap('/r', '/r/.git/forge-cells/a1'), false);
-    assert.equal(worktreesOverlap('/r/.git/forge-cells/a1', '/r'), false);
-    assert.equal(worktreesOverlap('/r/.git/forge-cells/a1', '/r/.git/forge-cells/a2'), false);
-    assert.equal(worktreesOverlap('/r', '/r2'), false);
-    assert.equal(worktreesOverlap('/r/.gitx', '/r'), true);
+  it("the same tree or one inside the other conflicts; a tree inside the other's read-only .git does not", () => {
+    const repo = tree('/r', { git: true });
+    const attempt = tree('/r/.git/forge-cells/a1', { gitData: ['/r/.git/worktrees/a1', '/r/.git', '/r/.git/objects'] });
+    assert.equal(claimsConflict(repo, tree('/r')), true);
+    assert.equal(claimsConflict(repo, tree('/r/sub')), true);
+    assert.equal(claimsConflict(tree('/r/sub'), repo), true);
+    assert.equal(claimsConflict(repo, attempt), false);
+    assert.equal(claimsConflict(attempt, repo), false);
+    assert.equal(claimsConflict(attempt, tree('/r/.git/forge-cells/a2', { gitData: ['/r/.git/worktrees/a2', '/r/.git'] })), false);
+    assert.equal(claimsConflict(repo, tree('/r2')), false);
+    assert.equal(claimsConflict(repo, tree('/r/.gitx')), true);
+  });
+
+  it('a .git the cell made after the check is not read-only: a tree inside it conflicts', () => {
+    assert.equal(claimsConflict(tree('/p'), tree('/p/.git/d')), true);
+  });
+
+  it("git data inside another running cell's tree conflicts either way round", () => {
+    const outer = tree('/host');
+    const b = tree('/w', { gitData: ['/host/gd', '/host/gd/objects'] });
+    assert.equal(claimsConflict(b, outer), true);
+    assert.equal(claimsConflict(outer, b), true);
+    assert.equal(claimsConflict(b, tree('/elsewhere')), false);
   });
 
   it('a second cell on the same tree or a nested one is refused while the first runs, and taken after', () => {
-    const release = claimWorktree(dir, 'cell-a', '/w');
-    assert.throws(() => claimWorktree(dir, 'cell-b', '/w'), /worktree \/w is the worktree \/w of cell-a, a cell still running/);
-    assert.throws(() => claimWorktree(dir, 'cell-c', '/w/n'), /overlaps the worktree \/w of cell-a/);
-    assert.throws(() => claimWorktree(dir, 'cell-d', '/'), /overlaps/);
-    const sibling = claimWorktree(dir, 'cell-e', '/w/.git/forge-cells/x');
-    sibling();
+    const release = claimWorktree(dir, 'cell-a', tree('/w', { git: true }));
+    assert.throws(() => claimWorktree(dir, 'cell-b', tree('/w')), /worktree \/w is the worktree \/w of cell-a, a cell still running/);
+    assert.throws(() => claimWorktree(dir, 'cell-c', tree('/w/n')), /overlaps the worktree \/w of cell-a/);
+    assert.throws(() => claimWorktree(dir, 'cell-d', tree('/')), /overlaps/);
+    claimWorktree(dir, 'cell-e', tree('/w/.git/forge-cells/x'))();
     assert.deepEqual(readdirSync(dir), ['cell-a.json'], 'a refused claim is not left behind');
     release();
-    claimWorktree(dir, 'cell-f', '/w/n')();
+    claimWorktree(dir, 'cell-f', tree('/w/n'))();
     assert.deepEqual(readdirSync(dir), []);
   });
 
-  it('a claim of a runner that is gone (or whose pid was reused) is removed, not honoured', async () => {
+  it('a claim of a runner that is gone (or whose pid was reused) is removed, not honoured; a malformed one is ignored', async () => {
     const child = spawn(process.execPath, ['-e', '0']);
     const pid = child.pid!;
     await new Promise((r) => child.once('exit', r));
-    writeFileSync(join(dir, 'cell-dead.json'), JSON.stringify({ pid, start: '1', top: '/w' }));
-    writeFileSync(join(dir, 'cell-reused.json'), JSON.stringify({ pid: process.pid, start: 'not-this-one', top: '/w' }));
+    const claim = (p: number, start: string) => JSON.stringify({ pid: p, start, top: '/w', roGit: null, gitData: [] });
+    writeFileSync(join(dir, 'cell-dead.json'), claim(pid, '1'));
+    writeFileSync(join(dir, 'cell-reused.json'), claim(process.pid, 'not-this-one'));
     writeFileSync(join(dir, 'garbage.json'), '{');
-    const release = claimWorktree(dir, 'cell-a', '/w');
+    const release = claimWorktree(dir, 'cell-a', tree('/w'));
     assert.equal(existsSync(join(dir, 'cell-dead.json')), false);
     assert.equal(existsSync(join(dir, 'cell-reused.json')), false);
     release();
