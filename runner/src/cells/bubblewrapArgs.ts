@@ -12,6 +12,13 @@ export interface BubblewrapPlan {
   gitMetadata: string | null;
   /** Where the cell sees the worktree (the user's repository path in fix runs); default: its own path. */
   worktreeTarget?: string;
+  /**
+   * What bwrap binds for the worktree and its .git instead of their paths: names of the
+   * directories the runner checked and holds open (/proc/<runner>/fd/N), so a path changed
+   * since the check cannot make bwrap bind anything else. Root runners only (bwrap as root
+   * resolves another process's descriptors).
+   */
+  held?: { top: string; git: string | null };
   /** Shared dependencies: read-only, or writable when the source is a discarded overlay layer. */
   deps?: { source: string; target: string; writable: boolean }[];
   shareNet: boolean;
@@ -67,10 +74,11 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
     // bwrap makes missing parents of a mount point 0700: the cell user could not reach a
     // worktree below a hidden directory (/tmp/repo/.git/forge-cells/x). Make them traversable.
     for (const dir of ancestorsBelowMasks(target, plan.layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', dir);
-    args.push('--bind', plan.worktree, target);
+    args.push('--bind', plan.held?.top ?? plan.worktree, target);
     // The host runs git on this worktree after the cell: a writable .git would let the cell
     // plant hooks or core.fsmonitor commands that the host would then execute.
-    if (plan.gitMetadata) args.push('--ro-bind', plan.gitMetadata, join(target, relative(plan.worktree, plan.gitMetadata)));
+    if (plan.gitMetadata)
+      args.push('--ro-bind', plan.held?.git ?? plan.gitMetadata, join(target, relative(plan.worktree, plan.gitMetadata)));
     workdir = target;
   } else {
     args.push('--perms', '0777', '--dir', CELL_SCRATCH);

@@ -65,3 +65,51 @@ export function withPinnedDirectory<T>(
     for (const fd of fds.reverse()) closeSync(fd);
   }
 }
+
+/** A worktree held open from its check until the cell is over: names a root process can mount from. */
+export interface HeldWorktree {
+  /** /proc/<runner>/fd/N of the worktree directory. */
+  top: string;
+  /** /proc/<runner>/fd/N of its `.git` (file or directory), or null when it has none. */
+  git: string | null;
+  close(): void;
+}
+
+/**
+ * Opens the worktree that was checked (no link followed anywhere on the way, the same
+ * device and inode) and its `.git`, and keeps both open: a sandbox that binds these names
+ * binds exactly them, whatever happens to the path meanwhile. Throws InputError when the
+ * worktree changed, or its `.git` is a link or neither a file nor a directory.
+ */
+export function holdWorktree(path: string, identity: { dev: number; ino: number } | undefined, withGit: boolean): HeldWorktree {
+  const fds: number[] = [];
+  const track = (fd: number) => (fds.push(fd), fd);
+  const close = () => {
+    for (const fd of fds.splice(0)) closeSync(fd);
+  };
+  try {
+    const { fd } = openDirectoryNoFollow(path, track);
+    const now = fstatSync(fd);
+    if (identity && (now.dev !== identity.dev || now.ino !== identity.ino))
+      throw new InputError(`the worktree ${path} is not the directory that was checked`);
+    let gitFd: number | null = null;
+    if (withGit) {
+      try {
+        gitFd = track(openSync(`/proc/self/fd/${fd}/.git`, O_PATH | constants.O_NOFOLLOW));
+      } catch (e) {
+        throw new InputError(`the worktree's .git changed since it was checked (${(e as NodeJS.ErrnoException).code})`);
+      }
+      const st = fstatSync(gitFd);
+      if (!st.isDirectory() && !st.isFile()) throw new InputError("the worktree's .git is neither a directory nor a file (a symlink?)");
+    }
+    // Only the two named descriptors stay open; the walk's others are closed now.
+    for (const f of fds.splice(0)) {
+      if (f === fd || f === gitFd) fds.push(f);
+      else closeSync(f);
+    }
+    return { top: fdPath(fd), git: gitFd === null ? null : fdPath(gitFd), close };
+  } catch (e) {
+    close();
+    throw e;
+  }
+}

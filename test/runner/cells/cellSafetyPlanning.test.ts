@@ -117,6 +117,23 @@ describe('cell safety decisions (pure)', () => {
     assert.deepEqual(plain.slice(plain.indexOf('--') + 1), ['true']);
   });
 
+  it('a worktree held open is bound by its descriptor names, at the paths the cell knows', () => {
+    const args = buildBubblewrapArgs({
+      layout: { tmpfsMasks: [], nullMasks: [], reexposed: [] },
+      worktree: '/w',
+      gitMetadata: '/w/.git',
+      worktreeTarget: '/repo',
+      held: { top: '/proc/7/fd/20', git: '/proc/7/fd/21' },
+      shareNet: false,
+      env: {},
+      argv: ['true'],
+    });
+    const seq = (xs: string[]) => args.some((_, i) => xs.every((x, j) => args[i + j] === x));
+    assert.ok(seq(['--bind', '/proc/7/fd/20', '/repo']));
+    assert.ok(seq(['--ro-bind', '/proc/7/fd/21', '/repo/.git']));
+    assert.ok(!args.includes('/w'), 'the worktree path itself is never given to bwrap');
+  });
+
   it('makes the parents of a worktree below a mask traversable (bwrap would make them 0700)', () => {
     assert.deepEqual(ancestorsBelowMasks('/tmp/repo/.git/forge-cells/x', ['/tmp', '/root']), [
       '/tmp/repo',

@@ -20,6 +20,7 @@ import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
+import { holdWorktree } from '../../workspace/pinnedDirectory.js';
 
 export type BubblewrapMode = 'auto' | 'require' | 'off';
 
@@ -167,6 +168,8 @@ export class HostCellProvider implements CellProvider {
     if (!useBwrap && (spec.shared_deps.length > 0 || (spec.mount_at && spec.mount_at !== worktree?.top))) {
       mountWarnings.push("mount_at and shared dependencies need bubblewrap: the cell ran at the worktree's own path without them");
     }
+    // A root runner's bwrap binds the worktree it checked, held open, not whatever its path names by then.
+    const held = useBwrap && dropTo && worktree ? holdWorktree(worktree.top, worktree.identity, worktree.gitEntry !== null) : null;
     if (useBwrap) {
       const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', { ...this.caEnv(env.layout), ...spec.env });
       mountWarnings.push(...mounts!.deps.warnings);
@@ -181,6 +184,7 @@ export class HostCellProvider implements CellProvider {
           argv,
           dropTo,
           ...(mounts!.plan.worktree ? { worktreeTarget: mounts!.plan.worktree.target } : {}),
+          ...(held ? { held: { top: held.top, git: held.git } } : {}),
           deps: mounts!.deps.mounts,
         }),
       ];
@@ -257,6 +261,7 @@ export class HostCellProvider implements CellProvider {
         },
         kill: killTree,
         cleanup: async () => {
+          held?.close();
           // Removing the group waits for the dying processes to leave it; the result need not wait.
           if (cgroup) this.track(cgroup.release());
           try {
