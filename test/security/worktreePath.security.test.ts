@@ -176,6 +176,45 @@ describe('a worktree on a path another user controls (host steps after a cell)',
     assert.equal(second(src, true, 'true').status, 0);
   });
 
+  it('one tree bind-mounted at a second path is one tree: a cell through the other path is refused while the first runs', async function () {
+    requireFeature(this, ROOT, 'needs a root runner (bind mounts; CI runs as root)');
+    const tree = join(scratch, 'B');
+    const alias = join(scratch, 'B2');
+    mkdirSync(join(tree, 'n'), { recursive: true });
+    mkdirSync(alias);
+    assert.equal(spawnSync('mount', ['--bind', tree, alias]).status, 0);
+    const busy = join(process.env.FORGE_STATE_DIR!, 'busy');
+    const claims = () => (existsSync(busy) ? readdirSync(busy).length : 0);
+    const before = claims();
+    const first = spawn(
+      process.execPath,
+      [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', tree, '--', '/bin/sh', '-c', 'sleep 4'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const exited = new Promise((r) => first.once('exit', r));
+    try {
+      for (let i = 0; i < 200 && claims() === before; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(claims() > before, 'the first cell never claimed its worktree');
+      for (const other of [alias, join(alias, 'n')]) {
+        const r = spawnSync(
+          process.execPath,
+          [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', other, '--', '/bin/true'],
+          {
+            encoding: 'utf8',
+            timeout: 60_000,
+          },
+        );
+        assert.equal(r.status, 2, `${other}: ${r.stderr}`);
+        assert.match(r.stderr, /a cell still running/);
+      }
+    } finally {
+      await exited;
+      spawnSync('umount', [alias]);
+    }
+  });
+
   it('a worktree swapped for a link during the cell: nothing is neutralized or read where the link points', async function () {
     const parent = join(scratch, 'p');
     const wt = join(parent, 'bin');

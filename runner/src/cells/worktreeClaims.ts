@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { InputError } from '../protocol/inputError.js';
 import { isInside } from '../workspace/pathInside.js';
+import { withPinnedDirectory } from '../workspace/pinnedDirectory.js';
 
 /** What a running cell holds: its tree, the `.git` directory it sees read-only, the git data its diff reads. */
 export interface TreeClaim {
@@ -11,6 +12,12 @@ export interface TreeClaim {
   roGit: string | null;
   /** Git directory, common directory and objects the runner reads by name after the cell. */
   gitData: string[];
+  /**
+   * The same, by identity: device:inode of every directory from / down to the worktree (the
+   * worktree last), of the read-only .git, and down to each git-data directory. A tree
+   * reached through two paths (a bind mount) is one tree here. Empty when it could not be read.
+   */
+  ids: { top: string[]; roGit: string | null; gitData: string[][] };
 }
 
 /**
@@ -22,7 +29,16 @@ export interface TreeClaim {
  */
 export function claimsConflict(a: TreeClaim, b: TreeClaim): boolean {
   const writableBy = (path: string, c: TreeClaim) => isInside(path, c.top) && !(c.roGit && isInside(path, c.roGit));
-  return writableBy(b.top, a) || writableBy(a.top, b) || a.gitData.some((g) => writableBy(g, b)) || b.gitData.some((g) => writableBy(g, a));
+  const byPath =
+    writableBy(b.top, a) || writableBy(a.top, b) || a.gitData.some((g) => writableBy(g, b)) || b.gitData.some((g) => writableBy(g, a));
+  // A directory is inside a tree when the tree's own identity is on the chain down to it.
+  const within = (chain: string[], c: TreeClaim) => {
+    const top = c.ids.top.at(-1);
+    return top !== undefined && chain.includes(top) && !(c.ids.roGit !== null && chain.includes(c.ids.roGit));
+  };
+  const byIdentity =
+    within(b.ids.top, a) || within(a.ids.top, b) || a.ids.gitData.some((ch) => within(ch, b)) || b.ids.gitData.some((ch) => within(ch, a));
+  return byPath || byIdentity;
 }
 
 interface Claim extends TreeClaim {
@@ -84,7 +100,16 @@ function readClaim(path: string): Claim | null {
       (c.roGit === null || typeof c.roGit === 'string') &&
       Array.isArray(c.gitData) &&
       c.gitData.every((g) => typeof g === 'string');
-    return ok ? (c as Claim) : null;
+    if (!ok) return null;
+    const strings = (x: unknown): x is string[] => Array.isArray(x) && x.every((v) => typeof v === 'string');
+    const ids = c.ids;
+    const idsOk =
+      ids !== undefined &&
+      strings(ids.top) &&
+      (ids.roGit === null || typeof ids.roGit === 'string') &&
+      Array.isArray(ids.gitData) &&
+      ids.gitData.every(strings);
+    return { ...(c as Claim), ids: idsOk ? ids : { top: [], roGit: null, gitData: [] } };
   } catch {
     return null;
   }
@@ -111,5 +136,24 @@ export function treeClaimOf(worktree: CellWorktree): TreeClaim {
     }
   }
   const loc = worktree.source?.location;
-  return { top: worktree.top, roGit, gitData: loc ? [...new Set([dirname(loc.indexFile), loc.commonDir, loc.objectsDir])] : [] };
+  const gitData = loc ? [...new Set([dirname(loc.indexFile), loc.commonDir, loc.objectsDir])] : [];
+  return {
+    top: worktree.top,
+    roGit,
+    gitData,
+    ids: {
+      top: identityChain(worktree.top),
+      roGit: roGit ? (identityChain(roGit).at(-1) ?? null) : null,
+      gitData: gitData.map(identityChain),
+    },
+  };
+}
+
+/** device:inode of each directory from / down to `path`, walked without following links; empty when it cannot be. */
+function identityChain(path: string): string[] {
+  try {
+    return withPinnedDirectory(path, undefined, (_fd, steps) => steps.map((s) => `${s.dev}:${s.ino}`));
+  } catch {
+    return [];
+  }
 }

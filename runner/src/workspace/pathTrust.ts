@@ -3,6 +3,9 @@ export interface PathStep {
   path: string;
   uid: number;
   mode: number;
+  /** Device and inode: the same directory reached through another path (a bind mount) has the same. */
+  dev: number;
+  ino: number;
 }
 
 const STICKY = 0o1000;

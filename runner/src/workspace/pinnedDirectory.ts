@@ -37,7 +37,7 @@ export function openDirectoryNoFollow(
 
 function stepOf(path: string, fd: number): PathStep {
   const st = fstatSync(fd);
-  return { path, uid: st.uid, mode: st.mode };
+  return { path, uid: st.uid, mode: st.mode, dev: st.dev, ino: st.ino };
 }
 
 /**

@@ -10,6 +10,7 @@ const tree = (top: string, opts: { git?: boolean; gitData?: string[] } = {}): Tr
   top,
   roGit: opts.git ? `${top}/.git` : null,
   gitData: opts.gitData ?? (opts.git ? [`${top}/.git`, `${top}/.git/objects`] : []),
+  ids: { top: [], roGit: null, gitData: [] },
 });
 
 describe("worktree claims: no two running cells on one tree, one inside another, or one on the other's git data", () => {
@@ -42,6 +43,20 @@ describe("worktree claims: no two running cells on one tree, one inside another,
     assert.equal(claimsConflict(b, tree('/elsewhere')), false);
   });
 
+  it('by identity: one tree reached through two paths (a bind mount) is one tree, inside it too; its read-only .git still is not', () => {
+    // Directories by device:inode: / = r, /srv = s, the tree = t, its .git = g, a directory in it = n.
+    const a = { ...tree('/srv/B'), ids: { top: ['r', 's', 't'], roGit: 'g', gitData: [['r', 's', 't', 'g']] } };
+    const alias = { ...tree('/mnt/B2'), ids: { top: ['r', 'm', 't'], roGit: 'g', gitData: [] } };
+    const nested = { ...tree('/mnt/B2/n'), ids: { top: ['r', 'm', 't', 'n'], roGit: null, gitData: [] } };
+    const inGit = { ...tree('/mnt/B2/.git/forge-cells/x'), ids: { top: ['r', 'm', 't', 'g', 'f', 'x'], roGit: null, gitData: [] } };
+    const gitDataIn = { ...tree('/w'), ids: { top: ['r', 'w'], roGit: null, gitData: [['r', 'm', 't', 'n', 'gd']] } };
+    assert.equal(claimsConflict(a, alias), true);
+    assert.equal(claimsConflict(nested, a), true);
+    assert.equal(claimsConflict(a, inGit), false);
+    assert.equal(claimsConflict(gitDataIn, { ...a, roGit: null, ids: { ...a.ids, roGit: null } }), true);
+    assert.equal(claimsConflict(a, { ...tree('/other'), ids: { top: ['r', 'o'], roGit: null, gitData: [] } }), false);
+  });
+
   it('a second cell on the same tree or a nested one is refused while the first runs, and taken after', () => {
     const release = claimWorktree(dir, 'cell-a', tree('/w', { git: true }));
     assert.throws(() => claimWorktree(dir, 'cell-b', tree('/w')), /worktree \/w is the worktree \/w of cell-a, a cell still running/);
@@ -58,7 +73,8 @@ describe("worktree claims: no two running cells on one tree, one inside another,
     const child = spawn(process.execPath, ['-e', '0']);
     const pid = child.pid!;
     await new Promise((r) => child.once('exit', r));
-    const claim = (p: number, start: string) => JSON.stringify({ pid: p, start, top: '/w', roGit: null, gitData: [] });
+    const claim = (p: number, start: string) =>
+      JSON.stringify({ pid: p, start, top: '/w', roGit: null, gitData: [], ids: { top: [], roGit: null, gitData: [] } });
     writeFileSync(join(dir, 'cell-dead.json'), claim(pid, '1'));
     writeFileSync(join(dir, 'cell-reused.json'), claim(process.pid, 'not-this-one'));
     writeFileSync(join(dir, 'garbage.json'), '{');
