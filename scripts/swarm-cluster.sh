@@ -30,6 +30,9 @@ node_sock() { echo "$(node_dir "$1")/docker.sock"; }
 # Interface names are at most 15 characters.
 node_bridge() { echo "forgeswarm$1"; }
 dk() { docker -H "unix://$(node_sock "$1")" "${@:2}"; }
+# An engine can hang a swarm call forever (a CI run once sat 50 minutes in a worker's
+# `swarm leave`): every call that changes membership gets a deadline, and down goes on without it.
+within() { timeout -k 5 "$@"; }
 answers() { curl -sf --max-time 2 --unix-socket "$1" http://localhost/_ping >/dev/null 2>&1; }
 registry_answers() { curl -sf --max-time 2 "http://$registry_addr/v2/" >/dev/null 2>&1; }
 swarm_state() { docker "$@" info --format '{{.Swarm.LocalNodeState}}' 2>/dev/null || echo unreachable; }
@@ -75,7 +78,7 @@ init_manager() {
   if [ "$state" = active ]; then
     say "manager: already in a swarm"
   else
-    docker swarm init --advertise-addr "$manager_addr" --listen-addr "$manager_addr:2377" >/dev/null
+    within 60 docker swarm init --advertise-addr "$manager_addr" --listen-addr "$manager_addr:2377" >/dev/null
     say "manager: swarm initialised on $manager_addr:2377"
   fi
   [ "$(docker info --format '{{.Swarm.ControlAvailable}}')" = true ] || die "the local engine is in a swarm but not a manager; run: docker swarm leave --force"
@@ -118,15 +121,15 @@ start_worker() {
   done
   if [ "$state" = pending ]; then
     # The manager no longer knows it (removed while it was down): it joins again as a new node.
-    dk "$n" swarm leave --force >/dev/null 2>&1 || true
+    within 30 docker -H "unix://$sock" swarm leave --force >/dev/null 2>&1 || true
     state=inactive
   fi
   if [ "$state" = active ]; then
     say "node$n: already joined"
   else
     local token
-    token=$(docker swarm join-token -q worker)
-    dk "$n" swarm join --token "$token" --listen-addr "127.0.0.$n:2377" --advertise-addr "127.0.0.$n" "$manager_addr:2377" >/dev/null
+    token=$(within 30 docker swarm join-token -q worker)
+    within 60 docker -H "unix://$sock" swarm join --token "$token" --listen-addr "127.0.0.$n:2377" --advertise-addr "127.0.0.$n" "$manager_addr:2377" >/dev/null
     say "node$n: joined as worker on 127.0.0.$n"
   fi
 }
@@ -164,8 +167,9 @@ stop_worker() {
   dir=$(node_dir "$n")
   sock=$(node_sock "$n")
   bridge=$(node_bridge "$n")
+  say "node$n: stopping"
   if answers "$sock"; then
-    dk "$n" swarm leave --force >/dev/null 2>&1 || true
+    within 20 docker -H "unix://$sock" swarm leave --force >/dev/null 2>&1 || say "node$n: swarm leave did not finish within 20 s; stopping the engine anyway"
   fi
   if pid_alive "$dir/dockerd.pid"; then
     local pid
@@ -180,8 +184,8 @@ stop_worker() {
   fi
   # A killed engine leaves its containerd shim mounts and network namespaces behind.
   if [ -d "$dir" ]; then
-    grep -o " $dir[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-    rm -rf "$dir"
+    grep -o " $dir[^ ]*" /proc/self/mounts | sort -r | while read -r m; do within 10 umount -l "$m" 2>/dev/null || true; done
+    within 60 rm -rf "$dir" || say "node$n: could not remove $dir within 60 s"
   fi
   if ip link show "$bridge" >/dev/null 2>&1; then
     ip link del "$bridge"
@@ -193,8 +197,11 @@ cmd_down() {
   [ "$(id -u)" = 0 ] || die "run as root"
   for n in "${workers[@]}"; do stop_worker "$n"; done
   if answers /var/run/docker.sock && [ "$(swarm_state)" != inactive ]; then
-    docker swarm leave --force >/dev/null
-    say "manager: left the swarm"
+    if within 60 docker swarm leave --force >/dev/null; then
+      say "manager: left the swarm"
+    else
+      say "warning: the manager did not leave the swarm within 60 s; run: docker swarm leave --force"
+    fi
   fi
   if pid_alive "$root/registry/pid"; then
     kill "$(cat "$root/registry/pid")"
