@@ -176,6 +176,39 @@ describe('a worktree on a path another user controls (host steps after a cell)',
     assert.equal(second(src, true, 'true').status, 0);
   });
 
+  it("a tree in a running cell's read-only .git is refused except in its forge-cells directory (elsewhere it could write the alternates that cell's diff reads)", async function () {
+    const repo = join(scratch, 'repo');
+    repoAt(repo);
+    mkdirSync(join(repo, '.git', 'forge-cells', 'x'), { recursive: true });
+    const busy = join(process.env.FORGE_STATE_DIR!, 'busy');
+    const claims = () => (existsSync(busy) ? readdirSync(busy).length : 0);
+    const before = claims();
+    const first = spawn(
+      process.execPath,
+      [RUNNER, 'cell', 'run', '--provider', 'host', '--worktree', repo, '--', '/bin/sh', '-c', 'sleep 4'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const exited = new Promise((r) => first.once('exit', r));
+    const second = (worktree: string) =>
+      spawnSync(process.execPath, [RUNNER, 'cell', 'run', '--provider', 'host', '--no-diff', '--worktree', worktree, '--', '/bin/true'], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+    try {
+      for (let i = 0; i < 200 && claims() === before; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(claims() > before, 'the first cell never claimed its worktree');
+      const inObjects = second(join(repo, '.git', 'objects', 'info'));
+      assert.equal(inObjects.status, 2, inObjects.stderr);
+      assert.match(inObjects.stderr, /overlaps the worktree .* a cell still running/);
+      const attempt = second(join(repo, '.git', 'forge-cells', 'x'));
+      assert.equal(attempt.status, 0, attempt.stderr);
+    } finally {
+      await exited;
+    }
+  });
+
   it('one tree bind-mounted at a second path is one tree: a cell through the other path is refused while the first runs', async function () {
     requireFeature(this, ROOT, 'needs a root runner (bind mounts; CI runs as root)');
     const tree = join(scratch, 'B');

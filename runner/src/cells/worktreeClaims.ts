@@ -4,6 +4,7 @@ import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { InputError } from '../protocol/inputError.js';
 import { isInside } from '../workspace/pathInside.js';
 import { withPinnedDirectory } from '../workspace/pinnedDirectory.js';
+import { ATTEMPTS_DIR_NAME } from '../workspace/attemptsDirName.js';
 
 /** What a running cell holds: its tree, the `.git` directory it sees read-only, the git data its diff reads. */
 export interface TreeClaim {
@@ -16,28 +17,35 @@ export interface TreeClaim {
    * The same, by identity: device:inode of every directory from / down to the worktree (the
    * worktree last), of the read-only .git, and down to each git-data directory. A tree
    * reached through two paths (a bind mount) is one tree here. Empty when it could not be read.
+   * `attempts`: the read-only .git's forge-cells directory, when there was one at the claim.
    */
-  ids: { top: string[]; roGit: string | null; gitData: string[][] };
+  ids: { top: string[]; roGit: string | null; attempts?: string | null; gitData: string[][] };
 }
 
 /**
  * Pure: whether cells holding `a` and `b` could touch what the other's host steps use: one
- * tree is the other or inside it, or one's git data is inside the other's tree. Inside a
- * tree's read-only `.git` (where attempt worktrees live: <repo>/.git/forge-cells/) does not
- * count: that cell cannot write there. Only a `.git` that was a directory at the check is
- * read-only; one the cell makes later is not.
+ * tree is the other or inside it, or one's git data is inside the other's tree. A tree's
+ * `.git` that was a directory at the check is read-only in that cell (one it makes later is
+ * not): git data there is out of its reach. A tree inside another's `.git` is allowed only in
+ * its forge-cells directory (attempt worktrees: <repo>/.git/forge-cells/), where that git
+ * reads nothing: elsewhere (.git/info, .git/objects/info) the inner cell could write files the
+ * outer cell's diff reads (attributes, alternates).
  */
 export function claimsConflict(a: TreeClaim, b: TreeClaim): boolean {
-  const writableBy = (path: string, c: TreeClaim) => isInside(path, c.top) && !(c.roGit && isInside(path, c.roGit));
-  const byPath =
-    writableBy(b.top, a) || writableBy(a.top, b) || a.gitData.some((g) => writableBy(g, b)) || b.gitData.some((g) => writableBy(g, a));
+  const attemptsOf = (c: TreeClaim) => (c.roGit ? join(c.roGit, ATTEMPTS_DIR_NAME) : null);
+  const treeIn = (path: string, c: TreeClaim) => isInside(path, c.top) && !(attemptsOf(c) && isInside(path, attemptsOf(c)!));
+  const dataIn = (path: string, c: TreeClaim) => isInside(path, c.top) && !(c.roGit && isInside(path, c.roGit));
+  const byPath = treeIn(b.top, a) || treeIn(a.top, b) || a.gitData.some((g) => dataIn(g, b)) || b.gitData.some((g) => dataIn(g, a));
   // A directory is inside a tree when the tree's own identity is on the chain down to it.
-  const within = (chain: string[], c: TreeClaim) => {
+  const within = (chain: string[], c: TreeClaim, exempt: string | null | undefined) => {
     const top = c.ids.top.at(-1);
-    return top !== undefined && chain.includes(top) && !(c.ids.roGit !== null && chain.includes(c.ids.roGit));
+    return top !== undefined && chain.includes(top) && !(exempt && chain.includes(exempt));
   };
   const byIdentity =
-    within(b.ids.top, a) || within(a.ids.top, b) || a.ids.gitData.some((ch) => within(ch, b)) || b.ids.gitData.some((ch) => within(ch, a));
+    within(b.ids.top, a, a.ids.attempts) ||
+    within(a.ids.top, b, b.ids.attempts) ||
+    a.ids.gitData.some((ch) => within(ch, b, b.ids.roGit)) ||
+    b.ids.gitData.some((ch) => within(ch, a, a.ids.roGit));
   return byPath || byIdentity;
 }
 
@@ -107,6 +115,7 @@ function readClaim(path: string): Claim | null {
       ids !== undefined &&
       strings(ids.top) &&
       (ids.roGit === null || typeof ids.roGit === 'string') &&
+      (ids.attempts === undefined || ids.attempts === null || typeof ids.attempts === 'string') &&
       Array.isArray(ids.gitData) &&
       ids.gitData.every(strings);
     return { ...(c as Claim), ids: idsOk ? ids : { top: [], roGit: null, gitData: [] } };
@@ -144,6 +153,8 @@ export function treeClaimOf(worktree: CellWorktree): TreeClaim {
     ids: {
       top: identityChain(worktree.top),
       roGit: roGit ? (identityChain(roGit).at(-1) ?? null) : null,
+      attempts:
+        roGit && isDirectory(join(roGit, ATTEMPTS_DIR_NAME)) ? (identityChain(join(roGit, ATTEMPTS_DIR_NAME)).at(-1) ?? null) : null,
       gitData: gitData.map(identityChain),
     },
   };
@@ -155,5 +166,13 @@ function identityChain(path: string): string[] {
     return withPinnedDirectory(path, undefined, (_fd, steps) => steps.map((s) => `${s.dev}:${s.ino}`));
   } catch {
     return [];
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }

@@ -18,17 +18,13 @@ import { commitWorktreeChanges } from './captureWorktreeDiff.js';
 import { isInside } from './pathInside.js';
 import { discoverRepository, type RepoLocation, repoTarget, resolveCommit } from './repoLocation.js';
 import { nulRecords, runGit } from './safeGit.js';
+import { ATTEMPTS_DIR_NAME } from './attemptsDirName.js';
+
+export { ATTEMPTS_DIR_NAME };
 
 /** The repository's forge directory in its work tree (bake.json), and the branch prefix. */
 export const FORGE_DIR = '.forge';
 export const BRANCH_PREFIX = 'forge/attempt/';
-/**
- * Attempt worktrees live in the repository's git directory, `<git common dir>/forge-cells`:
- * never in the work tree, where a command running on your checkout could rename or link the
- * directory under the runner; every cell sees `.git` read-only.
- */
-export const ATTEMPTS_DIR_NAME = 'forge-cells';
-
 export function attemptsDir(loc: Pick<RepoLocation, 'commonDir'>): string {
   return join(loc.commonDir, ATTEMPTS_DIR_NAME);
 }

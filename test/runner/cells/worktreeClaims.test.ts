@@ -31,6 +31,14 @@ describe("worktree claims: no two running cells on one tree, one inside another,
     assert.equal(claimsConflict(repo, tree('/r/.gitx')), true);
   });
 
+  it("a tree elsewhere in another's read-only .git conflicts: there it could write what that cell's diff reads (alternates, attributes)", () => {
+    const repo = tree('/r', { git: true });
+    assert.equal(claimsConflict(repo, tree('/r/.git/objects/info')), true);
+    assert.equal(claimsConflict(tree('/r/.git/info'), repo), true);
+    assert.equal(claimsConflict(repo, tree('/r/.git/forge-cellsx')), true);
+    assert.equal(claimsConflict(repo, tree('/r/.git/forge-cells/a1')), false);
+  });
+
   it('a .git the cell made after the check is not read-only: a tree inside it conflicts', () => {
     assert.equal(claimsConflict(tree('/p'), tree('/p/.git/d')), true);
   });
@@ -45,14 +53,20 @@ describe("worktree claims: no two running cells on one tree, one inside another,
 
   it('by identity: one tree reached through two paths (a bind mount) is one tree, inside it too; its read-only .git still is not', () => {
     // Directories by device:inode: / = r, /srv = s, the tree = t, its .git = g, a directory in it = n.
-    const a = { ...tree('/srv/B'), ids: { top: ['r', 's', 't'], roGit: 'g', gitData: [['r', 's', 't', 'g']] } };
-    const alias = { ...tree('/mnt/B2'), ids: { top: ['r', 'm', 't'], roGit: 'g', gitData: [] } };
+    const a = { ...tree('/srv/B'), ids: { top: ['r', 's', 't'], roGit: 'g', attempts: 'f', gitData: [['r', 's', 't', 'g']] } };
+    const alias = { ...tree('/mnt/B2'), ids: { top: ['r', 'm', 't'], roGit: 'g', attempts: 'f', gitData: [] } };
     const nested = { ...tree('/mnt/B2/n'), ids: { top: ['r', 'm', 't', 'n'], roGit: null, gitData: [] } };
     const inGit = { ...tree('/mnt/B2/.git/forge-cells/x'), ids: { top: ['r', 'm', 't', 'g', 'f', 'x'], roGit: null, gitData: [] } };
     const gitDataIn = { ...tree('/w'), ids: { top: ['r', 'w'], roGit: null, gitData: [['r', 'm', 't', 'n', 'gd']] } };
     assert.equal(claimsConflict(a, alias), true);
     assert.equal(claimsConflict(nested, a), true);
     assert.equal(claimsConflict(a, inGit), false);
+    // Elsewhere in the .git (its objects/info = o) through the alias: a conflict.
+    const inObjects = { ...tree('/mnt/B2/.git/objects/info'), ids: { top: ['r', 'm', 't', 'g', 'o'], roGit: null, gitData: [] } };
+    assert.equal(claimsConflict(a, inObjects), true);
+    // Git data in the read-only .git (a linked worktree's) is out of that cell's reach.
+    const linked = { ...tree('/elsewhere'), ids: { top: ['r', 'e'], roGit: null, gitData: [['r', 'm', 't', 'g', 'wt']] } };
+    assert.equal(claimsConflict(a, linked), false);
     assert.equal(claimsConflict(gitDataIn, { ...a, roGit: null, ids: { ...a.ids, roGit: null } }), true);
     assert.equal(claimsConflict(a, { ...tree('/other'), ids: { top: ['r', 'o'], roGit: null, gitData: [] } }), false);
   });
