@@ -20,6 +20,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectAfterCell, prepareCellWorktree } from '../../runner/src/cells/cellWorktree.js';
+import { resolveCellWorktree } from '../../runner/src/workspace/inspectWorktree.js';
+import { holdWorktree } from '../../runner/src/workspace/pinnedDirectory.js';
 import { git } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 
@@ -207,6 +209,18 @@ describe('a worktree on a path another user controls (host steps after a cell)',
     } finally {
       await exited;
     }
+  });
+
+  it('a .git swapped since the check (another directory put in its place) is not what the sandbox binds read-only', async function () {
+    const repo = join(scratch, 'repo');
+    repoAt(repo);
+    const checked = (await resolveCellWorktree({ worktree: repo, capture_diff: true }))!;
+    const held = holdWorktree(checked.top, checked.identity, true, checked.gitIdentity);
+    assert.equal(statSync(held.git!).ino, statSync(join(repo, '.git')).ino);
+    held.close();
+    renameSync(join(repo, '.git'), join(repo, 'old-git'));
+    mkdirSync(join(repo, '.git'));
+    assert.throws(() => holdWorktree(checked.top, checked.identity, true, checked.gitIdentity), /\.git is not the one that was checked/);
   });
 
   it('one tree bind-mounted at a second path is one tree: a cell through the other path is refused while the first runs', async function () {

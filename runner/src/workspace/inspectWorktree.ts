@@ -17,6 +17,8 @@ export interface CellWorktree {
   source: WorktreeSource | null;
   /** The directory `top` named when it was checked: a later step that opens it again compares. */
   identity?: { dev: number; ino: number };
+  /** What `gitEntry` named when it was checked (a sandbox binding it read-only compares). */
+  gitIdentity?: { dev: number; ino: number };
 }
 
 /** Checks that a path is an existing directory; throws InputError otherwise. */
@@ -52,7 +54,8 @@ export async function resolveCellWorktree(
   const { dev, ino } = statSync(top);
   const identity = { dev, ino };
   const gitEntry = join(top, '.git');
-  const hasGit = lstatOrNull(gitEntry) !== null;
+  const gitStat = lstatOrNull(gitEntry);
+  const hasGit = gitStat !== null;
   if (!spec.capture_diff && !hasGit) return { top, gitEntry: null, source: null, identity };
   const loc = await discoverRepository(top);
   if (!loc) {
@@ -64,10 +67,11 @@ export async function resolveCellWorktree(
     throw new InputError(`worktree ${spec.worktree} is inside the git work tree ${loc.top}; pass its top (--worktree ${loc.top})`);
   }
   assertGitDataOutsideTree(loc);
-  if (!spec.capture_diff) return { top, gitEntry, source: null, identity };
+  const gitIdentity = gitStat ? { dev: gitStat.dev, ino: gitStat.ino } : undefined;
+  if (!spec.capture_diff) return { top, gitEntry, source: null, identity, gitIdentity };
   const head = await resolveCommit(loc, 'HEAD');
   if (!head) throw new InputError(`worktree ${spec.worktree} has no commit yet; commit once so a diff has a base, or pass --no-diff`);
-  return { top, gitEntry, source: { location: loc, base: head }, identity };
+  return { top, gitEntry, source: { location: loc, base: head }, identity, gitIdentity };
 }
 
 function lstatOrNull(path: string) {

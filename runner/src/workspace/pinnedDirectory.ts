@@ -79,9 +79,14 @@ export interface HeldWorktree {
  * Opens the worktree that was checked (no link followed anywhere on the way, the same
  * device and inode) and its `.git`, and keeps both open: a sandbox that binds these names
  * binds exactly them, whatever happens to the path meanwhile. Throws InputError when the
- * worktree changed, or its `.git` is a link or neither a file nor a directory.
+ * worktree or its `.git` changed since the check, or `.git` is a link or neither a file nor a directory.
  */
-export function holdWorktree(path: string, identity: { dev: number; ino: number } | undefined, withGit: boolean): HeldWorktree {
+export function holdWorktree(
+  path: string,
+  identity: { dev: number; ino: number } | undefined,
+  withGit: boolean,
+  gitIdentity?: { dev: number; ino: number },
+): HeldWorktree {
   const fds: number[] = [];
   const track = (fd: number) => (fds.push(fd), fd);
   const close = () => {
@@ -101,6 +106,8 @@ export function holdWorktree(path: string, identity: { dev: number; ino: number 
       }
       const st = fstatSync(gitFd);
       if (!st.isDirectory() && !st.isFile()) throw new InputError("the worktree's .git is neither a directory nor a file (a symlink?)");
+      if (gitIdentity && (st.dev !== gitIdentity.dev || st.ino !== gitIdentity.ino))
+        throw new InputError(`the worktree's .git is not the one that was checked; is something changing ${path}?`);
     }
     // Only the two named descriptors stay open; the walk's others are closed now.
     for (const f of fds.splice(0)) {

@@ -169,7 +169,10 @@ export class HostCellProvider implements CellProvider {
       mountWarnings.push("mount_at and shared dependencies need bubblewrap: the cell ran at the worktree's own path without them");
     }
     // A root runner's bwrap binds the worktree it checked, held open, not whatever its path names by then.
-    const held = useBwrap && dropTo && worktree ? holdWorktree(worktree.top, worktree.identity, worktree.gitEntry !== null) : null;
+    const held =
+      useBwrap && dropTo && worktree
+        ? holdWorktree(worktree.top, worktree.identity, worktree.gitEntry !== null, worktree.gitIdentity)
+        : null;
     if (useBwrap) {
       const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', { ...this.caEnv(env.layout), ...spec.env });
       mountWarnings.push(...mounts!.deps.warnings);
