@@ -35,10 +35,11 @@ interface FixFlags {
   dockerHost?: string;
   registry?: string;
   model?: string;
-  maxTurns: string;
-  maxTokens: string;
-  timeoutPerAttempt: string;
-  cellTimeout: string;
+  /** Budgets: undefined when not given (a new run takes the default, a resumed one its own). */
+  maxTurns?: string;
+  maxTokens?: string;
+  timeoutPerAttempt?: string;
+  cellTimeout?: string;
   out?: string;
   apply?: boolean;
   branch?: string;
@@ -81,14 +82,18 @@ export function registerFixCommand(program: Command): void {
     .option('--docker-host <url>', 'swarm: the manager (unix:///path, tcp://host:port, ssh://user@host; default $DOCKER_HOST)')
     .option('--registry <host:port>', 'swarm: the registry the nodes pull cell images from (default $FORGE_SWARM_REGISTRY)')
     .option('--model <spec>', 'model: replay:FILE (default $FORGE_MODEL_SPEC)')
-    .option('--max-turns <n>', 'model turns per attempt', String(FIX_LIMITS.max_turns.default))
-    .option('--max-tokens <n>', 'model tokens per attempt', String(FIX_LIMITS.max_tokens.default))
-    .option('--timeout-per-attempt <s>', 'wall-clock budget of one attempt', String(FIX_LIMITS.timeout_per_attempt_s.default))
-    .option('--cell-timeout <s>', 'budget of one cell (one test run)', String(FIX_LIMITS.cell_timeout_s.default))
+    // No commander defaults for budgets: a resume must tell "not given" (keep the run's) from a value.
+    .option('--max-turns <n>', `model turns per attempt (default: ${FIX_LIMITS.max_turns.default})`)
+    .option('--max-tokens <n>', `model tokens per attempt (default: ${FIX_LIMITS.max_tokens.default})`)
+    .option('--timeout-per-attempt <s>', `wall-clock budget of one attempt (default: ${FIX_LIMITS.timeout_per_attempt_s.default})`)
+    .option('--cell-timeout <s>', `budget of one cell, one test run (default: ${FIX_LIMITS.cell_timeout_s.default})`)
     .option('--out <dir>', 'write winner.diff, report.json and summary.md there')
     .option('--apply', 'apply the winner to your working tree (only if it applies cleanly)')
     .option('--branch <name>', 'create this branch at the winning commit')
-    .option('--resume <run_id>', 'continue a cancelled run, or one whose runner was killed: finished attempts are kept, the rest redone')
+    .option(
+      '--resume <run_id>',
+      'continue a cancelled run, or one whose runner was killed: finished attempts are kept, the rest redone, with the budgets, --allow-net hosts and dependency sharing the run started with (flags given now win)',
+    )
     .option('--allow-dirty', 'run even with uncommitted changes (they are not part of the attempts)')
     .option('--allow-green-baseline', 'continue even if the tests already pass on the base commit')
     .option('--json', 'print only the report (JSON) on stdout')
@@ -212,10 +217,7 @@ export async function fixFromFlags(
     throw new InputError(
       `--temperature ${flags.temperature}: expected a number from ${FIX_LIMITS.temperature.min} to ${FIX_LIMITS.temperature.max}`,
     );
-  const allowNet = flags.allowNet ?? [];
-  for (const h of allowNet)
-    if (!hostName.safeParse(h).success)
-      throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.example.com (or *.example.com)`);
+  const allowNet = checkedAllowNet(flags.allowNet ?? []);
   const request = parseFixRequest(
     {
       repo,
@@ -237,19 +239,29 @@ export async function fixFromFlags(
   return runFix(request, { store, provider, model, progress, signal });
 }
 
+function checkedAllowNet(hosts: string[]): string[] {
+  for (const h of hosts)
+    if (!hostName.safeParse(h).success)
+      throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.example.com (or *.example.com)`);
+  return hosts;
+}
+
 /** Budgets and outputs shared by a new run and a resumed one (FixRequest fields). */
 function runSettings(flags: FixFlags) {
   if (flags.out) checkOutDir(resolve(flags.out));
   if (flags.branch) checkBranchName(flags.branch);
   return {
-    max_turns: positiveInt('--max-turns', flags.maxTurns),
-    max_tokens: positiveInt('--max-tokens', flags.maxTokens),
-    timeout_per_attempt_s: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt),
-    cell_timeout_s: positiveInt('--cell-timeout', flags.cellTimeout),
+    ...(flags.maxTurns !== undefined ? { max_turns: positiveInt('--max-turns', flags.maxTurns) } : {}),
+    ...(flags.maxTokens !== undefined ? { max_tokens: positiveInt('--max-tokens', flags.maxTokens) } : {}),
+    ...(flags.timeoutPerAttempt !== undefined
+      ? { timeout_per_attempt_s: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt) }
+      : {}),
+    ...(flags.cellTimeout !== undefined ? { cell_timeout_s: positiveInt('--cell-timeout', flags.cellTimeout) } : {}),
     ...(flags.out ? { out_dir: resolve(flags.out) } : {}),
     apply: flags.apply ?? false,
     ...(flags.branch ? { branch: flags.branch } : {}),
-    allow_green_baseline: flags.allowGreenBaseline ?? false,
+    // Only when given: a resume keeps the run's own setting otherwise.
+    ...(flags.allowGreenBaseline ? { allow_green_baseline: true } : {}),
   };
 }
 
@@ -281,11 +293,20 @@ function checkBranchName(name: string): void {
   if (r.status !== 0) throw new InputError(`--branch ${name} is not a valid branch name (git check-ref-format); pick another`);
 }
 
-/** --resume RUN_ID: what defines the run comes from the store (resumeRequest); budgets and outputs from the flags. */
+/**
+ * --resume RUN_ID: what defines the run and the settings it started with come from the store
+ * (resumeRequest); flags given now (budgets, --allow-net, --no-shared-deps, outputs) win.
+ */
 async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: string) => void, signal?: AbortSignal) {
   const row = store.getRun(flags.resume!);
   if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
-  const request = parseFixRequest(resumeRequest(row, runSettings(flags)), flags);
+  const given = {
+    ...runSettings(flags),
+    ...(flags.allowNet ? { allow_net: checkedAllowNet(flags.allowNet) } : {}),
+    // commander gives true when --no-shared-deps is absent: only the explicit "no" is a choice.
+    ...(flags.sharedDeps === false ? { shared_deps: false } : {}),
+  };
+  const request = parseFixRequest(resumeRequest(row, given), flags);
   const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4), ...swarmOptions(flags) });
   const model = createModel(row.model);
   return runFix(request, { store, provider, model, progress, signal });

@@ -127,6 +127,8 @@ const MIGRATIONS: string[] = [
    ALTER TABLE runs ADD COLUMN review TEXT;`,
   // Swarm cells: the node that ran the cell (and any node it was resubmitted from).
   `ALTER TABLE cell_executions ADD COLUMN node TEXT;`,
+  // The budgets and network policy a run was started with (a resume keeps them).
+  `ALTER TABLE runs ADD COLUMN settings_json TEXT;`,
 ];
 
 /**

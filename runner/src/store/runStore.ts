@@ -28,6 +28,8 @@ export interface RunRow {
   runner_pid: number;
   install_cmd: string | null;
   review: 'pending' | 'applied' | 'discarded' | null;
+  /** JSON of the run's budgets and policy as started (prepareRun.ts: RUN_SETTINGS); null in older stores. */
+  settings_json: string | null;
 }
 
 export interface CellRow {
@@ -80,7 +82,12 @@ export class RunStore {
   constructor(private readonly db: Db) {}
 
   createRun(
-    run: Omit<RunRow, 'created_at' | 'updated_at' | 'status' | 'winner_attempt' | 'baseline_json' | 'report_json' | 'review'>,
+    run: Omit<
+      RunRow,
+      'created_at' | 'updated_at' | 'status' | 'winner_attempt' | 'baseline_json' | 'report_json' | 'review' | 'settings_json'
+    > & {
+      settings_json?: string | null;
+    },
     temperatures: number[],
   ): void {
     this.db
@@ -88,10 +95,10 @@ export class RunStore {
         const t = now();
         this.db
           .prepare(
-            `INSERT INTO runs (id, created_at, updated_at, repo, base_commit, issue, test_cmd, provider, image, model, attempts, status, runner_pid, install_cmd)
-                  VALUES (@id, @t, @t, @repo, @base_commit, @issue, @test_cmd, @provider, @image, @model, @attempts, 'running', @runner_pid, @install_cmd)`,
+            `INSERT INTO runs (id, created_at, updated_at, repo, base_commit, issue, test_cmd, provider, image, model, attempts, status, runner_pid, install_cmd, settings_json)
+                  VALUES (@id, @t, @t, @repo, @base_commit, @issue, @test_cmd, @provider, @image, @model, @attempts, 'running', @runner_pid, @install_cmd, @settings_json)`,
           )
-          .run({ ...run, t });
+          .run({ settings_json: null, ...run, t });
         const insert = this.db.prepare(`INSERT INTO attempts (run_id, idx, attempt_id, temperature, status) VALUES (?, ?, ?, ?, 'queued')`);
         temperatures.forEach((temp, i) => insert.run(run.id, i, `${run.id}-a${i}`, temp));
       })
@@ -249,11 +256,12 @@ export class RunStore {
    * (every one not finished or failed) wait in the queue again instead of showing how the
    * last runner left them.
    */
-  claimRun(runId: string, pid: number): void {
+  claimRun(runId: string, pid: number, settingsJson?: string): void {
     this.db
       .transaction(() => {
         const t = now();
         this.db.prepare(`UPDATE runs SET runner_pid = ?, status = 'running', updated_at = ? WHERE id = ?`).run(pid, t, runId);
+        if (settingsJson !== undefined) this.db.prepare(`UPDATE runs SET settings_json = ? WHERE id = ?`).run(settingsJson, runId);
         this.db
           .prepare(
             `UPDATE attempts SET status = 'queued', started_at = NULL, finished_at = NULL WHERE run_id = ? AND status NOT IN ('finished', 'failed')`,

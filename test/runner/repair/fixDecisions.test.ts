@@ -7,7 +7,7 @@ import { type FixRequestInput, FixRequestSchema } from '../../../runner/src/prot
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { ReplayModel } from '../../../runner/src/repair/models/replayModel.js';
 import type { ReplayScript } from '../../../runner/src/repair/models/replayScript.js';
-import { notResumable } from '../../../runner/src/repair/fix/prepareRun.js';
+import { notResumable, runSettingsOf, storedRunSettings } from '../../../runner/src/repair/fix/prepareRun.js';
 import { BrokenEnvironmentError, type FixDeps, resumeRequest, runFix } from '../../../runner/src/repair/runFix.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { type RunRow, RunStore } from '../../../runner/src/store/runStore.js';
@@ -325,6 +325,7 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
       runner_pid: process.pid,
       install_cmd: null,
       review: null,
+      settings_json: null,
       ...over,
     });
     const gone = () => false;
@@ -351,5 +352,58 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
       () => resumeRequest(row({ status: 'fixed' })),
       (e: Error) => e instanceof InputError && /already ended/.test(e.message),
     );
+  });
+
+  it('a resume keeps the budgets, allowlist and dependency sharing the run started with; what the caller gives wins; damaged ones fall back to defaults', () => {
+    const started = FixRequestSchema.parse({
+      repo: '/r',
+      issue: 'x',
+      model: 'replay:x',
+      attempts: 2,
+      max_turns: 9,
+      cell_timeout_s: 120,
+      allow_net: ['registry.npmjs.org'],
+      shared_deps: false,
+      allow_green_baseline: true,
+      out_dir: '/tmp/out',
+    });
+    const recorded = JSON.stringify(runSettingsOf(started));
+    assert.equal(JSON.parse(recorded).out_dir, undefined, 'outputs belong to each invocation');
+    const row = (settings_json: string | null): RunRow => ({
+      id: 'run-x',
+      created_at: '',
+      updated_at: '',
+      repo: '/r',
+      base_commit: 'abc',
+      issue: 'x',
+      test_cmd: 'true',
+      provider: 'host',
+      image: '',
+      model: 'replay:x',
+      attempts: 2,
+      status: 'cancelled',
+      winner_attempt: null,
+      baseline_json: null,
+      report_json: null,
+      runner_pid: process.pid,
+      install_cmd: null,
+      review: null,
+      settings_json,
+    });
+    const kept = FixRequestSchema.parse(resumeRequest(row(recorded)));
+    assert.deepEqual(
+      [kept.max_turns, kept.cell_timeout_s, kept.allow_net, kept.shared_deps, kept.allow_green_baseline],
+      [9, 120, ['registry.npmjs.org'], false, true],
+    );
+    const overridden = FixRequestSchema.parse(resumeRequest(row(recorded), { cell_timeout_s: 3, max_turns: undefined }));
+    assert.deepEqual([overridden.cell_timeout_s, overridden.max_turns], [3, 9], 'an undefined setting is "not given"');
+    const older = FixRequestSchema.parse(resumeRequest(row(null)));
+    assert.deepEqual([older.max_turns, older.allow_net], [30, []], 'a run recorded before settings were kept gets the defaults');
+    const damaged = FixRequestSchema.parse(
+      resumeRequest(row(JSON.stringify({ max_turns: -4, allow_net: ['not a host!'], cell_timeout_s: 60 }))),
+    );
+    assert.deepEqual([damaged.max_turns, damaged.allow_net, damaged.cell_timeout_s], [30, [], 60]);
+    assert.deepEqual(storedRunSettings('{not json'), {});
+    assert.deepEqual(storedRunSettings('[1]'), {});
   });
 });

@@ -95,7 +95,9 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       const cellsA0Before = (
         before.prepare('SELECT count(*) n FROM cell_executions WHERE run_id = ? AND attempt_idx = 0').get(runId) as { n: number }
       ).n;
+      const settingsBefore = before.prepare('SELECT settings_json FROM runs WHERE id = ?').get(runId) as { settings_json: string };
       before.close();
+      assert.equal(JSON.parse(settingsBefore.settings_json).cell_timeout_s, 120, 'the run records the budgets it started with');
       assert.ok(existsSync(join(repo, '.git', 'forge-cells', `${runId}-a1`)), 'the killed runner should have left attempt 1 behind');
 
       const resumed = spawnSync(process.execPath, [RUNNER, 'fix', '--resume', runId, '--json', '--cell-timeout', '3'], {
@@ -112,7 +114,9 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       const cellsA0After = (
         after.prepare('SELECT count(*) n FROM cell_executions WHERE run_id = ? AND attempt_idx = 0').get(runId) as { n: number }
       ).n;
+      const settingsAfter = after.prepare('SELECT settings_json FROM runs WHERE id = ?').get(runId) as { settings_json: string };
       after.close();
+      assert.equal(JSON.parse(settingsAfter.settings_json).cell_timeout_s, 3, 'a budget given to the resume is what the run goes on with');
       assert.equal(a0After.finished_at, a0Before.finished_at, 'attempt 0 was redone');
       assert.equal(cellsA0After, cellsA0Before, 'attempt 0 ran new cells');
       assert.equal(git(repo, 'branch', '--list', 'forge/*').trim(), `forge/attempt/${runId}-a0`);

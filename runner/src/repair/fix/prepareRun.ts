@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { detectStacks } from '../../images/detectStack.js';
 import { readRepoFacts } from '../../images/readRepoFacts.js';
-import type { FixRequest, FixRequestInput } from '../../protocol/fixRequest.js';
+import { type FixRequest, type FixRequestInput, FixRequestSchema } from '../../protocol/fixRequest.js';
 import { InputError } from '../../protocol/inputError.js';
 import type { RunRow } from '../../store/runStore.js';
 import { locateRepository } from '../../workspace/attemptWorktree.js';
@@ -60,6 +60,7 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
       attempts: request.attempts,
       runner_pid: process.pid,
       install_cmd: request.install_cmd ?? null,
+      settings_json: JSON.stringify(runSettingsOf(request)),
     },
     temperatures,
   );
@@ -101,13 +102,58 @@ export function notResumable(row: RunRow, alive: (pid: number) => boolean = runn
 }
 
 /**
+ * What a resume keeps of the run besides what defines it: its budgets, the hosts its cells
+ * may reach and whether they share installed dependencies. A run resumed without its
+ * allowlist would fail where it needs the network (an npm posttest hook), not where it stopped.
+ * Outputs (--out, --apply, --branch) belong to each invocation and are not kept.
+ */
+export const RUN_SETTINGS = [
+  'temperature',
+  'max_turns',
+  'max_tokens',
+  'timeout_per_attempt_s',
+  'cell_timeout_s',
+  'allow_net',
+  'shared_deps',
+  'concurrency',
+  'allow_green_baseline',
+] as const satisfies readonly (keyof FixRequest)[];
+
+/** Pure: the settings of a request to record with its run. */
+export function runSettingsOf(request: FixRequest): Partial<FixRequestInput> {
+  const out: Record<string, unknown> = {};
+  for (const k of RUN_SETTINGS) if (request[k] !== undefined) out[k] = request[k];
+  return out as Partial<FixRequestInput>;
+}
+
+/** Pure: the recorded settings, each checked as the request schema checks it (a damaged one is dropped, its default used). */
+export function storedRunSettings(json: string | null | undefined): Partial<FixRequestInput> {
+  let raw: unknown;
+  try {
+    raw = json ? JSON.parse(json) : null;
+  } catch {
+    return {};
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return {};
+  const out: Record<string, unknown> = {};
+  for (const k of RUN_SETTINGS) {
+    const v = (raw as Record<string, unknown>)[k];
+    if (v !== undefined && FixRequestSchema.shape[k].safeParse(v).success) out[k] = v;
+  }
+  return out as Partial<FixRequestInput>;
+}
+
+/**
  * The request that resumes a stored run (`fix --resume`, `fix/resume`): what defines the run
- * comes from the store; the caller adds the budgets and outputs it wants (defaults otherwise).
- * Refused with one line, before any provider or model is made, when the run cannot be resumed.
+ * and the settings it was started with come from the store; what the caller passes explicitly
+ * (a larger --max-turns, the outputs) wins. Runs recorded before settings were kept get the
+ * defaults. Refused with one line, before any provider or model is made, when the run cannot
+ * be resumed.
  */
 export function resumeRequest(row: RunRow, settings: Partial<FixRequestInput> = {}): FixRequestInput {
   const why = notResumable(row);
   if (why) throw new InputError(why);
+  const given = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined)) as Partial<FixRequestInput>;
   return {
     repo: row.repo,
     issue: row.issue,
@@ -117,7 +163,8 @@ export function resumeRequest(row: RunRow, settings: Partial<FixRequestInput> = 
     ...(row.image ? { image: row.image } : {}),
     test_cmd: row.test_cmd,
     ...(row.install_cmd ? { install_cmd: row.install_cmd } : {}),
-    ...settings,
+    ...storedRunSettings(row.settings_json),
+    ...given,
     // The run's base commit is fixed; the user's later edits are not part of it.
     allow_dirty: true,
     resume_run_id: row.id,
@@ -133,7 +180,8 @@ async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps,
   // Checked again here, and claimed in the same synchronous step: nothing can claim it in between.
   const why = notResumable(row);
   if (why) throw new InputError(why);
-  store.claimRun(runId, process.pid);
+  // The settings it goes on with are the ones a later resume keeps.
+  store.claimRun(runId, process.pid, JSON.stringify(runSettingsOf(request)));
   const temperatures = store.attempts(runId).map((a) => a.temperature);
   return {
     runId,
