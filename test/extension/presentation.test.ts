@@ -98,6 +98,11 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(skipped.tooltip, /: skipped$/);
   });
 
+  it('an attempt whose runner died mid-way is shown interrupted (a warning, as its run), never spinning as running', () => {
+    const a = attemptView(attempt({ status: 'interrupted', turns: 2, green: null, passed: null, failed: null }));
+    assert.deepEqual([a.icon, a.color, a.description], ['debug-pause', 'editorWarning.foreground', 'interrupted · 2 turns']);
+  });
+
   it('a cancelled run is grey and offers Resume (run.cancelled); an interrupted one stays a warning', () => {
     const cancelled = runView(run({ status: 'cancelled', review: null, winner_attempt: null, error: null }));
     assert.deepEqual(

@@ -63,6 +63,8 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   if (a.status === 'queued') [state, icon] = ['queued', 'circle-outline'];
   else if (a.status === 'running') [state, icon] = ['running', 'sync~spin'];
   else if (a.status === 'cancelled') [state, icon, color] = ['cancelled', 'debug-stop', STOPPED];
+  // Its runner died mid-way: shown as its run is (a resume redoes it).
+  else if (a.status === 'interrupted') [state, icon, color] = ['interrupted', 'debug-pause', 'editorWarning.foreground'];
   else if (a.status === 'skipped') [state, icon, color] = ['skipped', 'debug-step-over', STOPPED];
   else if (a.status === 'failed') [state, icon, color] = ['error', 'error', 'errorForeground'];
   else if (a.winner) [state, icon, color] = ['winner', 'star-full', 'charts.yellow'];

@@ -3,8 +3,15 @@ import { join } from 'node:path';
 import { runnerStateDir } from '../cells/cellIdentity.js';
 import { InputError } from '../protocol/inputError.js';
 import { openStore } from '../store/openStore.js';
-import { RunStore } from '../store/runStore.js';
+import { type RunRow, RunStore } from '../store/runStore.js';
+import { shownAttemptStatus } from '../server/runSnapshots.js';
+import { processAlive } from '../workspace/staleWorktrees.js';
 import { printable } from './formatCellResult.js';
+
+/** A run still marked running by a runner that is gone is interrupted (resumable), as the editor shows it. */
+function shownRunStatus(r: RunRow): string {
+  return r.status === 'running' && !processAlive(r.runner_pid) ? 'interrupted' : r.status;
+}
 
 export function registerRunsCommand(program: Command): void {
   const runs = program.command('runs').description('History of fix runs, from the runner store ($FORGE_STATE_DIR/forge.db)');
@@ -22,7 +29,7 @@ export function registerRunsCommand(program: Command): void {
       if (flags.json) {
         process.stdout.write(
           JSON.stringify(
-            rows.map(({ report_json: _r, baseline_json: _b, ...row }) => row),
+            rows.map(({ report_json: _r, baseline_json: _b, ...row }) => ({ ...row, status: shownRunStatus(row as RunRow) })),
             null,
             2,
           ) + '\n',
@@ -32,7 +39,8 @@ export function registerRunsCommand(program: Command): void {
       if (rows.length === 0) process.stdout.write('no runs yet\n');
       for (const r of rows) {
         process.stdout.write(
-          printable(`${r.id}  ${r.status.padEnd(11)} ${r.created_at}  ${r.attempts} attempt(s) on ${r.provider}  ${r.repo}`) + '\n',
+          printable(`${r.id}  ${shownRunStatus(r).padEnd(11)} ${r.created_at}  ${r.attempts} attempt(s) on ${r.provider}  ${r.repo}`) +
+            '\n',
         );
       }
     });
@@ -46,13 +54,16 @@ export function registerRunsCommand(program: Command): void {
       const s = store();
       const run = s.getRun(runId);
       if (!run) throw new InputError(`no run ${runId}; see forge-runner runs list`);
-      const attempts = s.attempts(runId);
+      const status = shownRunStatus(run);
+      const state = status === 'running' ? 'going' : status === 'interrupted' ? 'interrupted' : 'ended';
+      const attempts = s.attempts(runId).map((a) => ({ ...a, status: shownAttemptStatus(a.status, state) }));
       if (flags.json) {
         const parse = (t: string | null) => (t ? JSON.parse(t) : null);
         process.stdout.write(
           JSON.stringify(
             {
               ...run,
+              status,
               baseline_json: undefined,
               report_json: undefined,
               baseline: parse(run.baseline_json),
@@ -72,7 +83,7 @@ export function registerRunsCommand(program: Command): void {
       }
       process.stdout.write(
         printable(
-          `${run.id}: ${run.status}\n  repo ${run.repo} at ${run.base_commit.slice(0, 12)}\n  tests: ${run.test_cmd}\n  ${run.provider}${run.image ? ` (${run.image})` : ''}, model ${run.model}`,
+          `${run.id}: ${status}\n  repo ${run.repo} at ${run.base_commit.slice(0, 12)}\n  tests: ${run.test_cmd}\n  ${run.provider}${run.image ? ` (${run.image})` : ''}, model ${run.model}`,
         ) + '\n',
       );
       for (const a of attempts) {

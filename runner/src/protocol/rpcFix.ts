@@ -51,8 +51,10 @@ export const AttemptSnapshotSchema = z
     attempt_id: z.string(),
     temperature: z.number(),
     status: z
-      .enum(['queued', 'running', 'finished', 'failed', 'cancelled', 'skipped'])
-      .describe('cancelled: stopped mid-way by a cancel; skipped: the run was cancelled before it started. A resume redoes both.'),
+      .enum(['queued', 'running', 'finished', 'failed', 'cancelled', 'skipped', 'interrupted'])
+      .describe(
+        'cancelled: stopped mid-way by a cancel; skipped: the run was cancelled before it started; interrupted: its runner died while it ran. A resume redoes all three.',
+      ),
     turns: z.number().int(),
     tokens: z.number().int(),
     green: z.boolean().nullable(),

@@ -47,21 +47,31 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
   };
 }
 
+/**
+ * Pure: how an attempt is shown, given how its run stands. A run that ended before an attempt
+ * started (its tests could not run, an error) never will start it: skipped, not waiting. An
+ * interrupted run's queued ones stay queued for Resume, and one that was running when its
+ * runner died is not running any more: interrupted (a resume redoes it).
+ */
+export function shownAttemptStatus(stored: AttemptRow['status'], run: 'going' | 'ended' | 'interrupted'): AttemptSnapshot['status'] {
+  if (run === 'ended' && stored === 'queued') return 'skipped';
+  if (run === 'interrupted' && stored === 'running') return 'interrupted';
+  return stored;
+}
+
 export function attemptSnapshot(
   a: AttemptRow,
   winner: number | null,
   liveTurns: number,
   ranking?: RankingExplained,
-  runEnded = false,
+  run: 'going' | 'ended' | 'interrupted' = 'going',
 ): AttemptSnapshot {
   const v = a.verdict_json ? (JSON.parse(a.verdict_json) as { green: boolean; passed: number; failed: number }) : null;
   return {
     index: a.idx,
     attempt_id: a.attempt_id,
     temperature: a.temperature,
-    // A run that ended before an attempt started (its tests could not run, an error) never
-    // will start it: it is skipped, not waiting. An interrupted run's stay queued for Resume.
-    status: runEnded && a.status === 'queued' ? 'skipped' : a.status,
+    status: shownAttemptStatus(a.status, run),
     turns: Math.max(a.turns, liveTurns),
     tokens: a.tokens,
     green: v ? v.green : null,
@@ -107,10 +117,10 @@ export function runSnapshot(
   // Ranked once the run ended: while it goes on, attempts are still arriving.
   const ranking = run.status === 'running' ? undefined : rankAttempts(attempts);
   const summary = runSummary(run, runnerAlive);
-  const ended = summary.status !== 'running' && summary.status !== 'interrupted';
+  const state = summary.status === 'running' ? 'going' : summary.status === 'interrupted' ? 'interrupted' : 'ended';
   return {
     run: summary,
-    attempts: attempts.map((a) => attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, ended)),
+    attempts: attempts.map((a) => attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, state)),
     cells: [...store.cells(runId).map(cellSnapshot), ...running.filter((c) => c.run_id === runId)],
     ranking: ranking?.lines ?? [],
   };

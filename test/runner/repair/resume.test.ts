@@ -100,6 +100,11 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       assert.equal(JSON.parse(settingsBefore.settings_json).cell_timeout_s, 120, 'the run records the budgets it started with');
       assert.ok(existsSync(join(repo, '.git', 'forge-cells', `${runId}-a1`)), 'the killed runner should have left attempt 1 behind');
 
+      // What the dead runner left is shown as it is: interrupted, not running.
+      const shown = spawnSync(process.execPath, [RUNNER, 'runs', 'show', runId], { encoding: 'utf8' });
+      assert.equal(shown.status, 0, shown.stderr);
+      assert.match(shown.stdout, new RegExp(`^${runId}: interrupted$`, 'm'));
+      assert.match(shown.stdout, /attempt 1 \(t=[\d.]+\): interrupted/);
       const resumed = spawnSync(process.execPath, [RUNNER, 'fix', '--resume', runId, '--json', '--cell-timeout', '3'], {
         encoding: 'utf8',
       });
