@@ -157,6 +157,34 @@ describe('qemu VM pool (each test tries to break one claim)', function () {
     }
   });
 
+  it('a pooled VM that dies while it boots is never given to a cell: the cell runs on another', async () => {
+    provider = new QemuCellProvider({ stateDir, env: { ...process.env, FORGE_QEMU_POOL: '1' } });
+    const vms = join(stateDir, 'qemu', 'cells');
+    const qemus = () => processesWith(vms).filter((p) => cmdlineOf(p).split('\0')[0]!.endsWith('qemu-system-x86_64'));
+    const first = provider.run({ cmd: 'sleep 1' });
+    // The refill boots once the first cell's VM waits: stopped at once, it cannot finish booting.
+    let firstVm = 0;
+    let refill = 0;
+    await until('the pool to boot its replacement', 120_000, () => {
+      for (const p of qemus()) {
+        if (firstVm === 0) firstVm = p;
+        else if (p !== firstVm) refill = p;
+      }
+      return refill !== 0;
+    });
+    process.kill(refill, 'SIGSTOP');
+    assert.equal((await first).exit_code, 0);
+    assert.equal(provider.poolCounts()?.booting, 1, 'the stopped VM waits in the pool, still booting');
+    const second = provider.run({ cmd: 'echo ran' });
+    // The cell has taken the booting VM; it dies before it ever reports.
+    await until('the cell to take the booting VM', 10_000, () => provider!.poolCounts()?.booting !== 1 || qemus().length > 1);
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(refill, 'SIGKILL');
+    const r = await second;
+    assert.equal(r.exit_code, 0, `${r.output} ${r.isolation.warnings.join('; ')}`);
+    assert.equal(r.output.trim(), 'ran');
+  });
+
   it('a killed runner leaves no qemu or virtiofsd of its pool running; gc unmounts and removes the rest (never the worktree)', async () => {
     const repo = makeRepo({ 'keep.txt': 'the user owns this\n' });
     const script = join(stateDir, 'pool-runner.mts');

@@ -330,6 +330,9 @@ export function livePoolCounts(): { ready: number; booting: number; memoryMib: n
   return sum;
 }
 
+/** How long a cell waits for a pooled VM still booting before taking it as it is. */
+const BOOT_WAIT_MS = 60_000;
+
 /** VMs booted ahead of need, per shape. A VM leaves the pool when a cell takes it and never returns. */
 export class VmPool {
   private readonly waiting = new Map<string, PooledVm[]>();
@@ -345,12 +348,29 @@ export class VmPool {
   /** A VM of this shape: a waiting one (ready first) or, on a miss, one booted now. Refills behind it. */
   async take(shape: VmShape): Promise<{ vm: PooledVm; hit: boolean }> {
     const key = shapeKey(shape);
-    const list = (this.waiting.get(key) ?? []).filter((v) => v.state === 'ready' || v.state === 'booting');
-    const pick = list.find((v) => v.state === 'ready') ?? list[0];
-    this.waiting.set(
-      key,
-      list.filter((v) => v !== pick),
-    );
+    let pick: PooledVm | undefined;
+    // Two pooled VMs that die in a row say something is wrong with booting: the cell boots its
+    // own, whose failure it then reports.
+    for (let tries = 0; tries < 2; tries++) {
+      const list = (this.waiting.get(key) ?? []).filter((v) => v.state === 'ready' || v.state === 'booting');
+      pick = list.find((v) => v.state === 'ready') ?? list[0];
+      this.waiting.set(
+        key,
+        list.filter((v) => v !== pick),
+      );
+      if (!pick) break;
+      this.refill(shape);
+      if (pick.state === 'ready') break;
+      // A VM still booting may yet die (its boot failed, the kernel killed it): the cell is not
+      // given a dead one but the next, or a fresh boot. Bounded: a boot that neither reports
+      // nor dies is handed over as before, and the cell's own timeout ends it.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([pick.whenWaiting(), new Promise((r) => (timer = setTimeout(r, BOOT_WAIT_MS)))]);
+      clearTimeout(timer);
+      if (pick.state !== 'dead') break;
+      await pick.destroy();
+      pick = undefined;
+    }
     let vm = pick;
     if (!vm) {
       vm = new PooledVm(shape, this.rt());
@@ -363,8 +383,7 @@ export class VmPool {
     }
     // On a miss the cell waits for this boot: replacements start once it is over, so on a
     // small machine they do not slow the one boot a cell is waiting for.
-    if (pick) this.refill(shape);
-    else void vm.whenWaiting().then(() => this.refill(shape));
+    if (!pick) void vm.whenWaiting().then(() => this.refill(shape));
     return { vm, hit: pick !== undefined };
   }
 
