@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Docker from 'dockerode';
 import { SwarmCellProvider } from '../../runner/src/cells/providers/swarmCellProvider.js';
 import { LABEL_CELL } from '../../runner/src/cells/dockerContainerSpec.js';
@@ -11,6 +13,8 @@ import { TEST_IMAGES } from '../helpers/docker.js';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 import { swarmUnavailable, TEST_SWARM_REGISTRY } from '../helpers/swarm.js';
+
+const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 
 /** The docker cell security suite's cases that apply to swarm cells, plus the result frame's. */
 describe('swarm cell security (each test tries to break one claim)', function () {
@@ -186,6 +190,43 @@ describe('swarm cell security (each test tries to break one claim)', function ()
         () => docker.getConfig(live.id).remove(),
       ])
         await remove().catch(() => undefined);
+    }
+  });
+
+  it('gc --docker-host cleans the manager it names (not only the local engine), and says so when none answers there', async () => {
+    const dead = 2 ** 22 + 19;
+    const cfg = await docker.createConfig({
+      Name: `cell-gcr-${dead}-script`,
+      Labels: { [LABEL_CELL]: `cell-gcr-${dead}`, 'forge.run': 'adhoc', 'forge.runner.pid': String(dead), 'forge.runner.host': hostname() },
+      Data: Buffer.from('x').toString('base64'),
+    });
+    // The same manager under another name: what gc reports is where it looked.
+    const alias = join(mkdtempSync(join(tmpdir(), 'forge-gc-manager-')), 'manager.sock');
+    symlinkSync('/var/run/docker.sock', alias);
+    const env = { ...process.env };
+    delete env.DOCKER_HOST;
+    try {
+      const gc = (host: string) =>
+        spawnSync(process.execPath, [RUNNER, 'gc', '--repo', process.cwd(), '--docker-host', host, '--json'], { encoding: 'utf8', env });
+      const r = gc(`unix://${alias}`);
+      assert.equal(r.status, 0, r.stderr);
+      const items = (JSON.parse(r.stdout) as { items: { kind: string; id: string; action: string }[] }).items;
+      assert.ok(
+        items.some((i) => i.id === `config cell-gcr-${dead}-script on unix://${alias}` && i.action === 'removed'),
+        JSON.stringify(items),
+      );
+      const none = gc('unix:///nonexistent/docker.sock');
+      assert.equal(none.status, 0, none.stderr);
+      assert.match(
+        (JSON.parse(none.stdout) as { notes: string[] }).notes.join('\n'),
+        /swarm cells not checked: no manager answers at unix:\/\/\/nonexistent/,
+      );
+    } finally {
+      await docker
+        .getConfig(cfg.id)
+        .remove()
+        .catch(() => undefined);
+      rmSync(dirname(alias), { recursive: true, force: true });
     }
   });
 

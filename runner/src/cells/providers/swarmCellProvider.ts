@@ -29,7 +29,6 @@ import {
   baseImageTag,
   buildSwarmServiceSpec,
   judgeTasks,
-  managerConnection,
   parseRegistry,
   SWARM_BASE_REPOSITORY,
   SWARM_WRAPPER_CAPABILITIES,
@@ -38,6 +37,7 @@ import {
 } from '../swarm/swarmServiceSpec.js';
 import { applyReturnedChanges, baseLayerTar, type CellInputState, cellInputTar, recordCellInput, treeOf } from '../swarm/swarmTransfer.js';
 import { writeTar } from '../swarm/tarArchive.js';
+import { connectSwarmManager } from '../swarm/swarmManager.js';
 
 export interface SwarmCellProviderOptions {
   /** The manager: unix:///path, tcp://host:port (TLS with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) or ssh://user@host; default DOCKER_HOST. */
@@ -135,23 +135,9 @@ export class SwarmCellProvider implements CellProvider {
 
   constructor(options: SwarmCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
-    const host = options.dockerHost ?? this.env.DOCKER_HOST;
-    this.managerName = host && host !== '' ? host : 'unix:///var/run/docker.sock';
-    const conn = managerConnection(host, { verify: this.env.DOCKER_TLS_VERIFY === '1', certPath: this.env.DOCKER_CERT_PATH });
-    if ('socketPath' in conn) this.docker = new Docker({ socketPath: conn.socketPath });
-    else {
-      const { certPath, ...rest } = conn;
-      this.docker = new Docker({
-        ...rest,
-        ...(certPath
-          ? {
-              ca: readFileSync(join(certPath, 'ca.pem')),
-              cert: readFileSync(join(certPath, 'cert.pem')),
-              key: readFileSync(join(certPath, 'key.pem')),
-            }
-          : {}),
-      } as Docker.DockerOptions);
-    }
+    const manager = connectSwarmManager(options.dockerHost, this.env);
+    this.docker = manager.docker;
+    this.managerName = manager.name;
     this.registryRaw = options.registry ?? this.env.FORGE_SWARM_REGISTRY;
     this.constraints = options.constraints ?? [];
     this.stateDir = options.stateDir ?? runnerStateDir(this.env);
