@@ -54,6 +54,11 @@ describe('swarm cells: planning (pure)', () => {
     // A worktree below /tmp lives in the image: no tmpfs over it.
     const under = buildSwarmServiceSpec(spec, { ...ctx, workdir: '/tmp/repo' });
     assert.deepEqual((under.TaskTemplate as { ContainerSpec: { Mounts: unknown[] } }).ContainerSpec.Mounts, []);
+    const files = (x: typeof s) =>
+      (x.TaskTemplate as { ContainerSpec: { Configs: { File: { Name: string } }[] } }).ContainerSpec.Configs.map((c) => c.File.Name);
+    assert.deepEqual(files(s), ['/forge-in/cell.sh', '/forge-in/input.tar']);
+    // Changes too large for a config are in the image: nothing is mounted over them.
+    assert.deepEqual(files(buildSwarmServiceSpec(spec, { ...ctx, configs: { ...ctx.configs, input: null } })), ['/forge-in/cell.sh']);
   });
 
   it('base image tags are content-addressed by image, tree, place and user', () => {

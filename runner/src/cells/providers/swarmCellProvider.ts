@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ import {
   buildCellScript,
   parseReturnedFrame,
   type ReturnedFrame,
+  SWARM_INPUT_TAR,
   SWARM_TOOLS_DIR,
   SWARM_WRAPPER_SCRIPT,
 } from '../swarm/swarmCellScript.js';
@@ -31,6 +32,7 @@ import {
   judgeTasks,
   parseRegistry,
   SWARM_BASE_REPOSITORY,
+  SWARM_INPUT_REPOSITORY,
   SWARM_WRAPPER_CAPABILITIES,
   swarmCellLabels,
   type TaskView,
@@ -66,8 +68,10 @@ class NodeLostError extends Error {
 }
 
 const MiB = 1024 * 1024;
-/** Swarm refuses configs over 500 KB. */
+/** Swarm refuses configs over 500 KB: larger changes travel as an image layer. */
 const MAX_CONFIG_BYTES = 500 * 1024;
+/** Most bytes of an attempt's changes (as a tar archive) one swarm cell takes. */
+const MAX_INPUT_BYTES = 256 * MiB;
 const CELL_UID = 65532;
 const POLL_MS = 250;
 /** How long a task's output may take to arrive after the task ended. */
@@ -260,22 +264,44 @@ export class SwarmCellProvider implements CellProvider {
     const src = worktree?.source ?? null;
     const state = src ? await recordCellInput(src) : null;
     const inputTar = src && state ? await cellInputTar(src, state) : writeTar([]);
-    if (inputTar.length > MAX_CONFIG_BYTES)
+    if (inputTar.length > MAX_INPUT_BYTES)
       throw new InputError(
-        `the attempt's changes are ${inputTar.length} bytes as a tar archive; a swarm cell takes at most ${MAX_CONFIG_BYTES} (a Swarm config): commit them or use --provider docker`,
+        `the attempt's changes are ${inputTar.length} bytes as a tar archive; a swarm cell takes at most ${MAX_INPUT_BYTES}: commit them or use --provider docker`,
       );
     const script = buildCellScript(spec, workdir, null);
     const retries: { node: string; reason: string }[] = [];
     const avoid: string[] = [];
+    // Changes too large for a config: one image over the base, shared by a resubmission, removed after.
+    const inputImage: { ref: Promise<string> | null } = { ref: null };
+    try {
+      return await this.runTries(
+        spec,
+        options,
+        { worktree, src, state, workdir, inputTar, script, registry, busybox, inputImage },
+        retries,
+        avoid,
+      );
+    } finally {
+      if (inputImage.ref) {
+        // After the cell's own removal (tracked by then): an image a container still uses cannot go.
+        const pending = [...this.cleanups];
+        const ref = inputImage.ref;
+        this.track(Promise.all(pending).then(async () => this.removeInputImage(registry, await ref.catch(() => null))));
+      }
+    }
+  }
+
+  private async runTries(
+    spec: ReturnType<typeof parseCellSpec>,
+    options: CellRunOptions,
+    cell: Omit<Parameters<SwarmCellProvider['runOnce']>[2], 'tryNo' | 'avoid' | 'retryAllowed'>,
+    retries: { node: string; reason: string }[],
+    avoid: string[],
+  ): Promise<CellResult> {
     for (let tryNo = 0; ; tryNo++) {
       try {
         let nodeId: string | null = null;
-        const result = await this.runOnce(
-          spec,
-          options,
-          { worktree, src, state, workdir, inputTar, script, registry, busybox, tryNo, avoid, retryAllowed: tryNo === 0 },
-          (id) => (nodeId = id),
-        );
+        const result = await this.runOnce(spec, options, { ...cell, tryNo, avoid, retryAllowed: tryNo === 0 }, (id) => (nodeId = id));
         if (spec.shared_deps.length > 0)
           result.isolation.warnings.push(
             "shared dependencies are not mounted on swarm cells: nothing of the runner's disk reaches a node but the base tree and the attempt's changes",
@@ -308,6 +334,7 @@ export class SwarmCellProvider implements CellProvider {
       script: string;
       registry: string;
       busybox: string;
+      inputImage: { ref: Promise<string> | null };
       tryNo: number;
       avoid: string[];
       retryAllowed: boolean;
@@ -352,7 +379,12 @@ export class SwarmCellProvider implements CellProvider {
             output: ctx.output,
             finished: ctx.finished,
           });
-          const image = await this.baseImage(spec.image, cell.src, cell.state?.base ?? null, cell.workdir, cell.registry, cell.busybox);
+          let image = await this.baseImage(spec.image, cell.src, cell.state?.base ?? null, cell.workdir, cell.registry, cell.busybox);
+          if (cell.inputTar.length > MAX_CONFIG_BYTES) {
+            const base = image;
+            cell.inputImage.ref ??= this.inputImage(base, cell.inputTar, cell.registry);
+            image = await cell.inputImage.ref;
+          }
           const secret = await docker.createSecret({
             Name: `${cellId}-nonce`,
             Labels: labels,
@@ -365,8 +397,12 @@ export class SwarmCellProvider implements CellProvider {
             Data: Buffer.from(cell.script).toString('base64'),
           });
           h.created.configs.push(scriptCfg.id);
-          const inputCfg = await docker.createConfig({ Name: `${cellId}-input`, Labels: labels, Data: cell.inputTar.toString('base64') });
-          h.created.configs.push(inputCfg.id);
+          let input: { id: string; name: string } | null = null;
+          if (cell.inputTar.length <= MAX_CONFIG_BYTES) {
+            const inputCfg = await docker.createConfig({ Name: `${cellId}-input`, Labels: labels, Data: cell.inputTar.toString('base64') });
+            h.created.configs.push(inputCfg.id);
+            input = { id: inputCfg.id, name: `${cellId}-input` };
+          }
           (h as Handle & { serviceSpec: Docker.CreateServiceOptions }).serviceSpec = buildSwarmServiceSpec(spec, {
             cellId,
             image,
@@ -374,7 +410,7 @@ export class SwarmCellProvider implements CellProvider {
             cellUid: CELL_UID,
             runnerPid: process.pid,
             runnerHost: hostname(),
-            configs: { script: { id: scriptCfg.id, name: `${cellId}-script` }, input: { id: inputCfg.id, name: `${cellId}-input` } },
+            configs: { script: { id: scriptCfg.id, name: `${cellId}-script` }, input },
             secret: { id: secret.id, name: `${cellId}-nonce` },
             avoidNodes: cell.avoid,
             constraints: this.constraints,
@@ -635,9 +671,55 @@ export class SwarmCellProvider implements CellProvider {
     return made;
   }
 
-  private async registryDigest(registry: string, tag: string): Promise<string | null> {
+  /**
+   * The attempt's changes as a layer over the cell's base image (COPY of the input archive,
+   * root-only, where the config would have put it), pushed under a content-addressed tag.
+   */
+  private async inputImage(base: string, inputTar: Buffer, registry: string): Promise<string> {
+    const tag = createHash('sha256').update(base).update('\0').update(inputTar).digest('hex').slice(0, 40);
+    const ref = `${registry}/${SWARM_INPUT_REPOSITORY}:${tag}`;
+    const now = Math.floor(Date.now() / 1000);
+    const context = writeTar([
+      {
+        name: 'Dockerfile',
+        type: 'file',
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+        mtime: now,
+        // The base by tag: this engine built or pulled it; the digest pins what the tag names.
+        data: Buffer.from(`FROM ${base}\nCOPY input.tar ${SWARM_INPUT_TAR}\n`),
+      },
+      { name: 'input.tar', type: 'file', mode: 0o400, uid: 0, gid: 0, mtime: now, data: inputTar },
+    ]);
+    const build = await this.docker.buildImage(Readable.from([context]), { t: ref, rm: true, forcerm: true });
+    await followProgress(this.docker, build, `building the image that carries the attempt's changes (${inputTar.length} bytes)`);
+    const push = await this.docker.getImage(ref).push({ authconfig: { serveraddress: registry } });
+    const events = await followProgress(this.docker, push, `pushing ${ref} to the registry ${registry}`);
+    const digest =
+      events.map((e) => (e.aux as { Digest?: string } | undefined)?.Digest).find(Boolean) ??
+      (await this.registryDigest(registry, tag, SWARM_INPUT_REPOSITORY));
+    if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${ref}; check its storage`);
+    return `${ref}@${digest}`;
+  }
+
+  /** After the cell: the input image leaves the registry (where it allows deletes) and the manager's engine. Nodes keep what they pulled. */
+  private async removeInputImage(registry: string, refWithDigest: string | null): Promise<void> {
+    if (!refWithDigest) return;
+    const [ref, digest] = refWithDigest.split('@') as [string, string];
+    await fetch(this.registryUrl(registry, `/v2/${SWARM_INPUT_REPOSITORY}/manifests/${digest}`), {
+      method: 'DELETE',
+      signal: AbortSignal.timeout(10_000),
+    }).catch(() => undefined);
+    await this.docker
+      .getImage(ref)
+      .remove()
+      .catch(() => undefined);
+  }
+
+  private async registryDigest(registry: string, tag: string, repository: string = SWARM_BASE_REPOSITORY): Promise<string | null> {
     try {
-      const r = await fetch(this.registryUrl(registry, `/v2/${SWARM_BASE_REPOSITORY}/manifests/${tag}`), {
+      const r = await fetch(this.registryUrl(registry, `/v2/${repository}/manifests/${tag}`), {
         method: 'HEAD',
         headers: { Accept: 'application/vnd.docker.distribution.manifest.v2+json' },
         signal: AbortSignal.timeout(10_000),

@@ -12,6 +12,8 @@ export const SWARM_WRAPPER_CAPABILITIES = ['CAP_SETUID', 'CAP_SETGID', 'CAP_NET_
 
 /** The repository in the registry that holds every base image (one tag per image, tree and place). */
 export const SWARM_BASE_REPOSITORY = 'forge-cell-base';
+/** Where an attempt's changes too large for a Swarm config travel: an image layer over the base. */
+export const SWARM_INPUT_REPOSITORY = 'forge-cell-input';
 
 export interface SwarmCellContext {
   cellId: string;
@@ -21,7 +23,8 @@ export interface SwarmCellContext {
   cellUid: number;
   runnerPid: number;
   runnerHost: string;
-  configs: { script: { id: string; name: string }; input: { id: string; name: string } };
+  /** input null: the changes are in the image itself (too large for a config). */
+  configs: { script: { id: string; name: string }; input: { id: string; name: string } | null };
   secret: { id: string; name: string };
   /** Node ids this cell must not be placed on (a node lost by its first try). */
   avoidNodes: string[];
@@ -88,11 +91,15 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
             ConfigID: ctx.configs.script.id,
             ConfigName: ctx.configs.script.name,
           },
-          {
-            File: { Name: SWARM_INPUT_TAR, UID: '0', GID: '0', Mode: 0o400 },
-            ConfigID: ctx.configs.input.id,
-            ConfigName: ctx.configs.input.name,
-          },
+          ...(ctx.configs.input
+            ? [
+                {
+                  File: { Name: SWARM_INPUT_TAR, UID: '0', GID: '0', Mode: 0o400 },
+                  ConfigID: ctx.configs.input.id,
+                  ConfigName: ctx.configs.input.name,
+                },
+              ]
+            : []),
         ],
         Secrets: [
           { File: { Name: SWARM_NONCE_SECRET, UID: '0', GID: '0', Mode: 0o400 }, SecretID: ctx.secret.id, SecretName: ctx.secret.name },
