@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -91,6 +91,20 @@ describe('swarm cell security (each test tries to break one claim)', function ()
         r.diff?.files.map((f) => f.path),
         ['a.txt', 'made.txt'],
       );
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a file name with a newline cannot fake what was left out or cancel a deletion (red team round 4)', async () => {
+    const repo = makeRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    try {
+      const r = await provider.run({ image, worktree: repo.dir, cmd: 'rm a.txt; printf x > "$(printf "q\\na.txt")"' });
+      assert.equal(r.exit_code, 0, r.output);
+      assert.equal(existsSync(join(repo.dir, 'a.txt')), false, 'the deletion was cancelled');
+      const omitted = r.diff?.omitted?.map((o) => o.path) ?? [];
+      assert.ok(!omitted.includes('a.txt') && !omitted.includes('q'), JSON.stringify(omitted));
+      assert.ok(omitted.includes('q\na.txt'), JSON.stringify(omitted));
     } finally {
       repo.cleanup();
     }

@@ -8,8 +8,6 @@ describeCellProviderConformance({
   title: 'swarm',
   image: TEST_IMAGES.busybox,
   mountedAt: () => DOCKER_WORKDIR,
-  // Nothing of the runner's disk reaches a node but the base tree and the attempt's changes.
-  sharedDeps: false,
   make: async () => {
     const why = await swarmUnavailable();
     return why ? { unavailable: why } : { provider: new SwarmCellProvider({ registry: TEST_SWARM_REGISTRY }) };

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { CellSpecSchema } from '../../../runner/src/protocol/cellSpec.js';
-import { buildCellScript, parseReturnedFrame, shellQuote } from '../../../runner/src/cells/swarm/swarmCellScript.js';
+import { spawnSync } from 'node:child_process';
+import { buildCellScript, parseReturnedFrame, shellQuote, SWARM_WRAPPER_SCRIPT } from '../../../runner/src/cells/swarm/swarmCellScript.js';
+import { requireFeature } from '../../helpers/requirement.js';
 import {
   baseImageTag,
   buildSwarmServiceSpec,
@@ -25,6 +27,13 @@ const ctx: SwarmCellContext = {
 };
 
 describe('swarm cells: planning (pure)', () => {
+  it('the task wrapper is a script busybox sh accepts (checked by a real busybox sh)', function () {
+    const busybox = spawnSync('sh', ['-c', 'command -v busybox'], { encoding: 'utf8' }).stdout.trim();
+    requireFeature(this, busybox !== '', 'no busybox on PATH (Debian busybox-static; .ci/run installs it)');
+    const r = spawnSync(busybox, ['sh', '-n'], { input: SWARM_WRAPPER_SCRIPT, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  });
+
   it('the service: one replica that never restarts, limits reserved, the wrapper capabilities only, nothing bound from the runner', () => {
     const spec = CellSpecSchema.parse({
       image: 'img',
@@ -94,6 +103,8 @@ describe('swarm cells: planning (pure)', () => {
       b64('./a.txt\0./b c.txt\0'),
       `FORGE ${nonce} omitted`,
       b64('too-large 9000000 ./big.bin\n'),
+      `FORGE ${nonce} newline`,
+      b64('./q\na\0'),
       `FORGE ${nonce} output 12`,
       `FORGE ${nonce} oom 1`,
       `FORGE ${nonce} exit 3`,
@@ -105,6 +116,11 @@ describe('swarm cells: planning (pure)', () => {
     assert.equal(f.oomKills, 1);
     assert.deepEqual(f.all, ['a.txt', 'b c.txt']);
     assert.equal(f.omitted[0]!.path, 'big.bin');
+    // A name with a newline is one name, never two omitted paths (one of them a tracked file's).
+    assert.deepEqual(
+      f.omitted.slice(1).map((o) => o.path),
+      ['q\na'],
+    );
     assert.equal(readTar(f.files).entries[0]!.data!.toString(), 'hi\n');
     assert.equal(parseReturnedFrame(frame.split('\n').slice(0, -2).join('\n'), nonce), null, 'no exit line: no frame');
     assert.equal(parseReturnedFrame('FORGE other exit 0\n', nonce), null);

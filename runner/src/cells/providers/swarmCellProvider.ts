@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import type { CellSpecInput } from '../../protocol/cellSpec.js';
 import type { CellResult } from '../../protocol/cellResult.js';
@@ -32,13 +32,16 @@ import {
   judgeTasks,
   parseRegistry,
   SWARM_BASE_REPOSITORY,
+  SWARM_DEPS_REPOSITORY,
   SWARM_INPUT_REPOSITORY,
   SWARM_WRAPPER_CAPABILITIES,
   swarmCellLabels,
   type TaskView,
 } from '../swarm/swarmServiceSpec.js';
 import { applyReturnedChanges, baseLayerTar, type CellInputState, cellInputTar, recordCellInput, treeOf } from '../swarm/swarmTransfer.js';
-import { writeTar } from '../swarm/tarArchive.js';
+import { TAR_END, tarFileParts, tarParts, writeTar } from '../swarm/tarArchive.js';
+import { type DependencySource, dependencyFingerprint, dependencyLayerTar } from '../swarm/dependencyLayer.js';
+import { isInside } from '../../workspace/pathInside.js';
 import { connectSwarmManager } from '../swarm/swarmManager.js';
 
 export interface SwarmCellProviderOptions {
@@ -133,6 +136,7 @@ export class SwarmCellProvider implements CellProvider {
   private readonly managerName: string;
   private readonly cleanups = new Set<Promise<void>>();
   private readonly bases = new Map<string, Promise<string>>();
+  private readonly depKeys = new Map<string, Promise<string>>();
   private nodeNames = new Map<string, { name: string; state: string }>();
   private nodesFetched = 0;
   private hardLimits: HardLimits | null = null;
@@ -269,18 +273,28 @@ export class SwarmCellProvider implements CellProvider {
         `the attempt's changes are ${inputTar.length} bytes as a tar archive; a swarm cell takes at most ${MAX_INPUT_BYTES}: commit them or use --provider docker`,
       );
     const script = buildCellScript(spec, workdir, null);
+    // Installed dependencies inside the worktree travel as a layer; elsewhere the task's own
+    // tmpfs (/tmp) would cover them: those are named, not sent.
+    const deps = plan.deps.filter((d) => isInside(d.target, workdir)).map((d) => ({ source: d.source, target: d.target }));
+    const unsent = plan.deps.filter((d) => !isInside(d.target, workdir)).map((d) => d.target);
+    const depsKey = deps.length > 0 ? await this.dependencyKey(deps) : null;
     const retries: { node: string; reason: string }[] = [];
     const avoid: string[] = [];
     // Changes too large for a config: one image over the base, shared by a resubmission, removed after.
     const inputImage: { ref: Promise<string> | null } = { ref: null };
     try {
-      return await this.runTries(
+      const result = await this.runTries(
         spec,
         options,
-        { worktree, src, state, workdir, inputTar, script, registry, busybox, inputImage },
+        { worktree, src, state, workdir, inputTar, script, registry, busybox, inputImage, deps, depsKey },
         retries,
         avoid,
       );
+      if (unsent.length > 0)
+        result.isolation.warnings.push(
+          `shared dependencies outside the worktree are not sent to swarm nodes (${unsent.join(', ')}): bake them into the image`,
+        );
+      return result;
     } finally {
       if (inputImage.ref) {
         // After the cell's own removal (tracked by then): an image a container still uses cannot go.
@@ -302,10 +316,6 @@ export class SwarmCellProvider implements CellProvider {
       try {
         let nodeId: string | null = null;
         const result = await this.runOnce(spec, options, { ...cell, tryNo, avoid, retryAllowed: tryNo === 0 }, (id) => (nodeId = id));
-        if (spec.shared_deps.length > 0)
-          result.isolation.warnings.push(
-            "shared dependencies are not mounted on swarm cells: nothing of the runner's disk reaches a node but the base tree and the attempt's changes",
-          );
         result.node = nodeId ? await this.nodeName(nodeId) : null;
         if (retries.length > 0) {
           result.retries = retries;
@@ -335,6 +345,9 @@ export class SwarmCellProvider implements CellProvider {
       registry: string;
       busybox: string;
       inputImage: { ref: Promise<string> | null };
+      deps: DependencySource[];
+      /** What a walk of the dependencies sees (dependencyFingerprint); null without any. */
+      depsKey: string | null;
       tryNo: number;
       avoid: string[];
       retryAllowed: boolean;
@@ -354,6 +367,8 @@ export class SwarmCellProvider implements CellProvider {
     const ulimits = engineUlimits(rl);
     const isolation = this.describeIsolation(spec, rl);
     const labels = swarmCellLabels(spec, { cellId, runnerPid: process.pid, runnerHost: hostname() });
+    // The installed dependencies are the layer's, not the worktree's: neither sent back nor applied.
+    const prune = cell.deps.map((d) => relative(cell.workdir, d.target)).filter((p) => p !== '' && !p.startsWith('..'));
     const docker = this.docker;
     let handle: Handle | null = null;
 
@@ -380,6 +395,7 @@ export class SwarmCellProvider implements CellProvider {
             finished: ctx.finished,
           });
           let image = await this.baseImage(spec.image, cell.src, cell.state?.base ?? null, cell.workdir, cell.registry, cell.busybox);
+          if (cell.depsKey) image = await this.dependencyImage(image, cell.deps, cell.depsKey, cell.registry);
           if (cell.inputTar.length > MAX_CONFIG_BYTES) {
             const base = image;
             cell.inputImage.ref ??= this.inputImage(base, cell.inputTar, cell.registry);
@@ -405,6 +421,7 @@ export class SwarmCellProvider implements CellProvider {
           }
           (h as Handle & { serviceSpec: Docker.CreateServiceOptions }).serviceSpec = buildSwarmServiceSpec(spec, {
             cellId,
+            prune,
             image,
             workdir: cell.workdir,
             cellUid: CELL_UID,
@@ -535,7 +552,7 @@ export class SwarmCellProvider implements CellProvider {
             facts.isolation.warnings.push(`the swarm cell's wrapper failed: ${frame.failure} ${frame.notes.trim()}`.trim());
           if (cell.src && cell.state && !frame.failure) {
             try {
-              const applied = await applyReturnedChanges(cell.src, cell.state, frame);
+              const applied = await applyReturnedChanges(cell.src, cell.state, frame, prune);
               facts.isolation.warnings.push(...applied.warnings);
             } catch (e) {
               facts.isolation.warnings.push(`the cell's changes could not be brought back: ${(e as Error).message.split('\n')[0]}`);
@@ -662,6 +679,60 @@ export class SwarmCellProvider implements CellProvider {
         const events = await followProgress(this.docker, push, `pushing ${ref} to the registry ${registry}`);
         const digest =
           events.map((e) => (e.aux as { Digest?: string } | undefined)?.Digest).find(Boolean) ?? (await this.registryDigest(registry, tag));
+        if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${ref}; check its storage`);
+        return `${ref}@${digest}`;
+      })();
+      this.bases.set(ref, made);
+      made.catch(() => this.bases.delete(ref));
+    }
+    return made;
+  }
+
+  /** The dependencies' fingerprint, walked once per provider (one run): the checkout's installed tree does not change under a run. */
+  private dependencyKey(deps: DependencySource[]): Promise<string> {
+    const key = JSON.stringify(deps);
+    let known = this.depKeys.get(key);
+    if (!known) {
+      known = Promise.resolve().then(() => dependencyFingerprint(deps));
+      this.depKeys.set(key, known);
+      known.catch(() => this.depKeys.delete(key));
+    }
+    return known;
+  }
+
+  /**
+   * The installed dependencies as a layer over the base (each at its target in the worktree,
+   * owned by the cell user), content-addressed by base and fingerprint: built and pushed once,
+   * then found in the registry by every cell and runner with the same tree.
+   */
+  private dependencyImage(base: string, deps: DependencySource[], fingerprint: string, registry: string): Promise<string> {
+    const tag = createHash('sha256').update(base).update('\0').update(fingerprint).digest('hex').slice(0, 40);
+    const ref = `${registry}/${SWARM_DEPS_REPOSITORY}:${tag}`;
+    let made = this.bases.get(ref);
+    if (!made) {
+      made = (async () => {
+        const known = await this.registryDigest(registry, tag, SWARM_DEPS_REPOSITORY);
+        if (known) return `${ref}@${known}`;
+        const layer = dependencyLayerTar(deps, CELL_UID);
+        const now = Math.floor(Date.now() / 1000);
+        const meta = { mode: 0o644, uid: 0, gid: 0, mtime: now };
+        // Streamed: the layer's file contents are never joined into one buffer.
+        const context = [
+          ...tarParts([{ name: 'Dockerfile', type: 'file', ...meta, data: Buffer.from(`FROM ${base}\nADD deps.tar /\n`) }], false),
+          ...tarFileParts('deps.tar', layer, meta),
+          TAR_END(),
+        ];
+        const build = await this.docker.buildImage(Readable.from(context), { t: ref, rm: true, forcerm: true });
+        await followProgress(
+          this.docker,
+          build,
+          `building the image with the installed dependencies (${deps.map((d) => d.target).join(', ')})`,
+        );
+        const push = await this.docker.getImage(ref).push({ authconfig: { serveraddress: registry } });
+        const events = await followProgress(this.docker, push, `pushing ${ref} to the registry ${registry}`);
+        const digest =
+          events.map((e) => (e.aux as { Digest?: string } | undefined)?.Digest).find(Boolean) ??
+          (await this.registryDigest(registry, tag, SWARM_DEPS_REPOSITORY));
         if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${ref}; check its storage`);
         return `${ref}@${digest}`;
       })();

@@ -82,8 +82,17 @@ echo
 cd "$W"
 NL='
 '
-run_as $B find . -path ./.git -prune -o ! -type d ! -path "*$NL*" -print0 >/forge-run/all || fail "the worktree could not be listed"
-run_as $B find . -path ./.git -prune -o ! -type d -path "*$NL*" -print >/forge-run/newline
+# .git and the installed dependencies (FORGE_PRUNE, one ./path a line) are not the worktree's to send back.
+set -- -path ./.git -prune
+saved_ifs=$IFS
+IFS=$NL
+set -f
+for p in $FORGE_PRUNE; do set -- "$@" -o -path "$p" -prune; done
+set +f
+IFS=$saved_ifs
+run_as $B find . \\( "$@" \\) -o ! -type d ! -path "*$NL*" -print0 >/forge-run/all || fail "the worktree could not be listed"
+# NUL-separated: a name with a newline would read as several names (and could hide a deletion).
+run_as $B find . \\( "$@" \\) -o ! -type d -path "*$NL*" -print0 >/forge-run/newline
 : >/forge-run/changed
 : >/forge-run/omitted
 # Changed since the stamp by ctime, which no command can set back; same tick counts as changed.
@@ -95,13 +104,13 @@ $B awk -v since="$since" -v max=${SWARM_RETURN_FILE_BYTES} -v budget=${SWARM_RET
     if (size > max) { print "too-large " size " " path >> "/forge-run/omitted"; next }
     if (total + size > budget) { print "budget " size " " path >> "/forge-run/omitted"; next }
     total += size; print path >> "/forge-run/changed" }' /forge-run/stat
-if [ -s /forge-run/newline ]; then $B sed 's/^/newline 0 /' /forge-run/newline >>/forge-run/omitted; fi
 : >/forge-run/files.tar
 # No tar -T in busybox: xargs may split the list, so files.tar can be several archives in a row.
 if [ -s /forge-run/changed ]; then $B tr '\\n' '\\0' </forge-run/changed | run_as $B xargs -r -0 $B tar -cf - >/forge-run/files.tar; fi
 section files /forge-run/files.tar ${SWARM_RETURN_TOTAL_BYTES * 2}
 section all /forge-run/all 268435456
 section omitted /forge-run/omitted 1048576
+section newline /forge-run/newline 1048576
 section notes /forge-run/err 4096
 say "output $($B cat /forge-run/count)"
 # The task's own cgroup (v1 or v2) says whether the kernel killed something for memory.
@@ -210,9 +219,16 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
           ? `file larger than ${SWARM_RETURN_FILE_BYTES} bytes (${size}): not brought back from the swarm node`
           : kind === 'budget'
             ? `past the ${SWARM_RETURN_TOTAL_BYTES}-byte budget of files a swarm cell sends back`
-            : 'its path has a newline: not brought back from the swarm node';
+            : 'not brought back from the swarm node';
       return { path: p, reason };
-    });
+    })
+    .concat(
+      decode('newline')
+        .toString('utf8')
+        .split('\0')
+        .filter(Boolean)
+        .map((path) => ({ path: stripDot(path), reason: 'its path has a newline: not brought back from the swarm node' })),
+    );
   return {
     exitCode,
     failure,

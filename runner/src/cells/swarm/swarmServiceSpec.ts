@@ -12,11 +12,15 @@ export const SWARM_WRAPPER_CAPABILITIES = ['CAP_SETUID', 'CAP_SETGID', 'CAP_NET_
 
 /** The repository in the registry that holds every base image (one tag per image, tree and place). */
 export const SWARM_BASE_REPOSITORY = 'forge-cell-base';
+/** Where a checkout's installed dependencies travel: an image layer over the base. */
+export const SWARM_DEPS_REPOSITORY = 'forge-cell-deps';
 /** Where an attempt's changes too large for a Swarm config travel: an image layer over the base. */
 export const SWARM_INPUT_REPOSITORY = 'forge-cell-input';
 
 export interface SwarmCellContext {
   cellId: string;
+  /** Paths relative to the worktree the task does not send back (installed dependencies). */
+  prune?: string[];
   /** The base image as the nodes pull it: registry/repository:tag@digest. */
   image: string;
   workdir: string;
@@ -73,7 +77,12 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
         Labels: labels,
         Command: [SWARM_BUSYBOX, 'sh', SWARM_WRAPPER],
         Args: [],
-        Env: [`FORGE_WORKDIR=${ctx.workdir}`, `FORGE_CELL_UID=${ctx.cellUid}`, `FORGE_OUTPUT_LIMIT=${spec.limits.output_bytes}`],
+        Env: [
+          `FORGE_WORKDIR=${ctx.workdir}`,
+          `FORGE_CELL_UID=${ctx.cellUid}`,
+          `FORGE_OUTPUT_LIMIT=${spec.limits.output_bytes}`,
+          ...(ctx.prune && ctx.prune.length > 0 ? [`FORGE_PRUNE=${ctx.prune.map((p) => `./${p}`).join('\n')}`] : []),
+        ],
         Dir: '/',
         User: '0:0',
         // tini as pid 1: reaps what the command leaves, and a removed service ends the whole tree.

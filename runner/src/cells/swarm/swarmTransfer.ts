@@ -117,7 +117,14 @@ export interface AppliedReturn {
  * listing no longer has, plus the files it sent, becomes a tree; the difference of the two
  * trees is applied by `git apply`, which refuses paths outside the tree or through links.
  */
-export async function applyReturnedChanges(src: WorktreeSource, input: CellInputState, frame: ReturnedFrame): Promise<AppliedReturn> {
+export async function applyReturnedChanges(
+  src: WorktreeSource,
+  input: CellInputState,
+  frame: ReturnedFrame,
+  /** Directories relative to the worktree that are not the cell's to change here (installed dependencies): left as they are. */
+  notReturned: string[] = [],
+): Promise<AppliedReturn> {
+  const outside = (p: string) => !notReturned.some((d) => p === d || p.startsWith(`${d}/`));
   const warnings: string[] = [];
   const scratch = mkdtempSync(join(tmpdir(), 'forge-swarm-return-'));
   // A root runner writes objects and files into a repository someone else may own: given back after.
@@ -129,7 +136,7 @@ export async function applyReturnedChanges(src: WorktreeSource, input: CellInput
     const omitted = new Set(frame.omitted.map((o) => o.path));
     const before = nulRecords((await runGit(target, ['ls-files', '-z'], { maxBytes: 256 * 1024 * 1024 })).text);
     // A file the cell kept but did not send back (too large) stays as it was here.
-    const gone = before.filter((p) => !listed.has(p) && !omitted.has(p));
+    const gone = before.filter((p) => !listed.has(p) && !omitted.has(p) && outside(p));
     if (gone.length > 0)
       await runGit(target, ['update-index', '--force-remove', '-z', '--stdin'], { input: gone.map((p) => `${p}\0`).join('') });
     const { entries, skipped } = readTar(frame.files);
@@ -140,7 +147,7 @@ export async function applyReturnedChanges(src: WorktreeSource, input: CellInput
     const lines: string[] = [];
     for (const e of entries) {
       const path = e.name.replace(/^(\.\/)+/, '');
-      if (e.type === 'dir') continue;
+      if (e.type === 'dir' || !outside(path)) continue;
       if (!isSafeIndexPath(path)) {
         warnings.push(`the cell sent back a path git would not accept (${JSON.stringify(path).slice(0, 200)}); left out`);
         continue;

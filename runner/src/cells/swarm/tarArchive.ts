@@ -71,6 +71,14 @@ function padded(data: Buffer): Buffer[] {
 
 /** Pure: a tar archive of `entries`, in order (long names and link targets through pax headers). */
 export function writeTar(entries: readonly TarEntry[]): Buffer {
+  return Buffer.concat(tarParts(entries));
+}
+
+/**
+ * Pure: the same archive as pieces, file contents not copied (a large archive is streamed, not
+ * joined); `end: false` leaves out the two end blocks, for an archive that goes on.
+ */
+export function tarParts(entries: readonly TarEntry[], end = true): Buffer[] {
   const parts: Buffer[] = [];
   for (const e of entries) {
     const name = e.type === 'dir' && !e.name.endsWith('/') ? `${e.name}/` : e.name;
@@ -92,9 +100,23 @@ export function writeTar(entries: readonly TarEntry[]): Buffer {
       parts.push(header(shortName, '2', e, 0, shortLink));
     }
   }
-  parts.push(Buffer.alloc(BLOCK * 2));
-  return Buffer.concat(parts);
+  if (end) parts.push(Buffer.alloc(BLOCK * 2));
+  return parts;
 }
+
+/** Pure: one regular file whose content is `content` (pieces, not copied), as archive pieces without the end blocks. */
+export function tarFileParts(
+  name: string,
+  content: readonly Buffer[],
+  meta: { mode: number; uid: number; gid: number; mtime: number },
+): Buffer[] {
+  const size = content.reduce((n, b) => n + b.length, 0);
+  const rest = size % BLOCK;
+  return [header(name, '0', meta, size), ...content, ...(rest === 0 ? [] : [Buffer.alloc(BLOCK - rest)])];
+}
+
+/** The two zero blocks that end an archive. */
+export const TAR_END = (): Buffer => Buffer.alloc(BLOCK * 2);
 
 function field(h: Buffer, start: number, len: number): string {
   const raw = h.subarray(start, start + len);
