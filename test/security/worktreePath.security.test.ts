@@ -286,6 +286,26 @@ describe('a worktree on a path another user controls (host steps after a cell)',
     assert.match(after.warnings.join('\n'), /changed since it was checked.*nothing was read from it after the cell/);
   });
 
+  it('a .git or git data directory swapped between the check and the diff: the diff reads none of it (red team round 4)', async function () {
+    for (const swap of ['.git', 'objects'] as const) {
+      const wt = join(scratch, `swap-${swap}`);
+      repoAt(wt);
+      const { worktree } = await prepareCellWorktree({ worktree: wt, capture_diff: true }, process.env, join(scratch, 'state'));
+      writeFileSync(join(wt, 'a.txt'), 'changed\n');
+      writeFileSync(join(wt, 'tool'), '#!/bin/sh\n');
+      chmodSync(join(wt, 'tool'), 0o4755);
+      // Another .git (or objects directory) with the same content takes the checked one's name.
+      const moved = join(scratch, `moved-${swap}`);
+      const at = swap === '.git' ? join(wt, '.git') : join(wt, '.git', 'objects');
+      renameSync(at, moved);
+      assert.equal(spawnSync('cp', ['-a', moved, at]).status, 0);
+      const after = await collectAfterCell(worktree, true);
+      assert.equal(after.diff?.files.length, 0, swap);
+      assert.equal(statSync(join(wt, 'tool')).mode & 0o4000, 0, 'the hazards the cell left are neutralized all the same');
+      assert.match(after.warnings.join('\n'), /not the (one|directory) that was checked.*nothing was read from it after the cell/, swap);
+    }
+  });
+
   it('a directory above the worktree swapped for a link during the cell: same, nothing touched there', async function () {
     const parent = join(scratch, 'usr');
     const wt = join(parent, 'bin');

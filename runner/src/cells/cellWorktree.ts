@@ -56,10 +56,21 @@ function refuseUntrustedPath(worktree: CellWorktree, env: NodeJS.ProcessEnv): vo
   const loc = worktree.source?.location;
   if (!found && loc) {
     const owners = new Set([0, uid]);
+    const seen: { path: string; dev: number; ino: number }[] = [];
     for (const dir of new Set([dirname(loc.indexFile), loc.commonDir, loc.objectsDir])) {
-      found = withPinnedDirectory(dir, undefined, (_fd, steps) => untrustedDirectory(steps, trusted, owners), 'the git directory');
+      found = withPinnedDirectory(
+        dir,
+        undefined,
+        (_fd, steps) => {
+          const last = steps.at(-1)!;
+          seen.push({ path: dir, dev: last.dev, ino: last.ino });
+          return untrustedDirectory(steps, trusted, owners);
+        },
+        'the git directory',
+      );
       if (found) break;
     }
+    worktree.gitDataIdentity = seen;
   }
   if (found)
     throw new InputError(
@@ -184,6 +195,21 @@ export interface AfterCell {
   warnings: string[];
 }
 
+/** Throws InputError when the worktree's .git or a git data directory is no longer the one that was checked. */
+function sameGitData(topFd: number, worktree: CellWorktree): void {
+  if (worktree.gitIdentity) {
+    let st: { dev: number; ino: number } | null = null;
+    try {
+      st = lstatSync(`/proc/self/fd/${topFd}/.git`);
+    } catch {
+      st = null;
+    }
+    if (!st || st.dev !== worktree.gitIdentity.dev || st.ino !== worktree.gitIdentity.ino)
+      throw new InputError(`the worktree's .git is not the one that was checked`);
+  }
+  for (const d of worktree.gitDataIdentity ?? []) withPinnedDirectory(d.path, d, () => undefined, 'the git directory');
+}
+
 /**
  * After a cell, on every provider, before anything else reads the tree: hazards the cell left
  * (setuid files, device nodes, FIFOs, sockets) are neutralized, then the diff is captured
@@ -213,7 +239,19 @@ export async function collectAfterCell(worktree: CellWorktree | null, captureDif
   }
   if (scan.incomplete)
     warnings.push(`the scan for hazardous entries stopped early (${scan.incomplete}): entries beyond it were not checked`);
-  const diff = captureDiff && worktree.source ? await captureWorktreeDiff(worktree.source) : null;
+  // The diff reads the git data by name: the .git and the directories that were checked, or nothing.
+  let gitDataChanged: string | null = null;
+  if (captureDiff && worktree.source) {
+    try {
+      withPinnedDirectory(worktree.top, worktree.identity, (fd) => sameGitData(fd, worktree));
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      gitDataChanged = `${e.message}: nothing was read from it after the cell`;
+      warnings.push(gitDataChanged);
+    }
+  }
+  const diff =
+    captureDiff && worktree.source ? (gitDataChanged ? emptyDiff(gitDataChanged) : await captureWorktreeDiff(worktree.source)) : null;
   // Git names files by path: what lies deeper than PATH_MAX is in no listing it makes.
   if (diff && scan.tooLong > 0)
     diff.incomplete ??= `${scan.tooLong} entr${scan.tooLong === 1 ? 'y has a path' : 'ies have paths'} longer than ${HOST_PATH_MAX} bytes, which git cannot see: the diff does not show them`;

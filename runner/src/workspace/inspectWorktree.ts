@@ -19,6 +19,8 @@ export interface CellWorktree {
   identity?: { dev: number; ino: number };
   /** What `gitEntry` named when it was checked (a sandbox binding it read-only compares). */
   gitIdentity?: { dev: number; ino: number };
+  /** The git data directories the diff reads by name (git dir, common dir, objects) as checked; the diff compares. */
+  gitDataIdentity?: { path: string; dev: number; ino: number }[];
 }
 
 /** Checks that a path is an existing directory; throws InputError otherwise. */
