@@ -8,6 +8,7 @@ import {
   chmodSync,
   chownSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   renameSync,
@@ -20,6 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectAfterCell, prepareCellWorktree } from '../../runner/src/cells/cellWorktree.js';
+import { chownTree } from '../../runner/src/cells/cellUser.js';
 import { resolveCellWorktree } from '../../runner/src/workspace/inspectWorktree.js';
 import { holdWorktree } from '../../runner/src/workspace/pinnedDirectory.js';
 import { git } from '../helpers/gitRepo.js';
@@ -304,6 +306,25 @@ describe('a worktree on a path another user controls (host steps after a cell)',
       assert.equal(statSync(join(wt, 'tool')).mode & 0o4000, 0, 'the hazards the cell left are neutralized all the same');
       assert.match(after.warnings.join('\n'), /not the (one|directory) that was checked.*nothing was read from it after the cell/, swap);
     }
+  });
+
+  it('handing a tree to the cell user changes links, never what they point to, and skips .git (chownTree walks by descriptor)', function () {
+    requireFeature(this, ROOT, 'needs a root runner (chown; CI runs as root)');
+    const tree = join(scratch, 'handed');
+    const outside = join(scratch, 'outside');
+    mkdirSync(join(tree, '.git'), { recursive: true });
+    mkdirSync(join(tree, 'd'), { recursive: true });
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'f'), 'x');
+    writeFileSync(join(tree, '.git', 'HEAD'), 'x');
+    writeFileSync(join(tree, 'd', Buffer.from([0x66, 0xff]).toString('latin1')), 'x');
+    symlinkSync(outside, join(tree, 'd', 'link'));
+    chownTree(tree, { uid: OTHER_USER, gid: OTHER_USER }, ['.git']);
+    assert.equal(lstatSync(join(tree, 'd', 'link')).uid, OTHER_USER);
+    assert.equal(statSync(outside).uid, 0, 'a link was followed');
+    assert.equal(statSync(join(outside, 'f')).uid, 0, 'a link was followed');
+    assert.equal(statSync(join(tree, '.git', 'HEAD')).uid, 0, '.git was not skipped');
+    assert.ok(readdirSync(join(tree, 'd')).every((n) => lstatSync(join(tree, 'd', n)).uid === OTHER_USER));
   });
 
   it('a directory above the worktree swapped for a link during the cell: same, nothing touched there', async function () {

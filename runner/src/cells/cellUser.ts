@@ -1,5 +1,6 @@
-import { lchownSync, lstatSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants, lchownSync, lstatSync, openSync, readdirSync } from 'node:fs';
+import { normalize } from 'node:path';
+import { O_PATH } from '../workspace/pinnedDirectory.js';
 import { InputError } from '../protocol/inputError.js';
 
 /**
@@ -81,21 +82,36 @@ export function handOverToCellUser(dir: string, env: NodeJS.ProcessEnv = process
   chownTree(dir, dedicatedCellUser(env), skip);
 }
 
-/** lchown of a whole tree (links changed, never followed), minus `skip` (relative names). */
+/**
+ * lchown of a whole tree (links changed, never followed), minus `skip` (relative names). Each
+ * name is reached through its parent's open descriptor, never by a path from the top: a
+ * directory swapped for a link meanwhile leads nowhere but where the descriptor is.
+ */
 export function chownTree(dir: string, to: { uid: number; gid: number }, skip: string[] = []): void {
   const { uid, gid } = to;
   lchownSync(dir, uid, gid);
   // Names as bytes: a name that is not UTF-8 would otherwise be looked up under another name.
-  const stack: Buffer[] = [Buffer.from(dir)];
-  const skipped = new Set(skip.map((s) => Buffer.from(join(dir, s)).toString('latin1')));
-  const slash = Buffer.from('/');
-  while (stack.length > 0) {
-    const current = stack.pop()!;
-    for (const e of readdirSync(current, { withFileTypes: true, encoding: 'buffer' })) {
-      const path = Buffer.concat([current, slash, e.name]);
-      if (skipped.has(path.toString('latin1'))) continue;
+  const skipped = new Set(skip.map((s) => Buffer.from(normalize(s).replace(/\/+$/, '')).toString('latin1')));
+  const inDir = (fd: number, rel: Buffer | null) => {
+    const at = Buffer.from(`/proc/self/fd/${fd}/`);
+    for (const e of readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true, encoding: 'buffer' })) {
+      const relName = rel ? Buffer.concat([rel, Buffer.from('/'), e.name]) : e.name;
+      if (skipped.has(relName.toString('latin1'))) continue;
+      const path = Buffer.concat([at, e.name]);
       lchownSync(path, uid, gid);
-      if (e.isDirectory()) stack.push(path);
+      if (!e.isDirectory()) continue;
+      const sub = openSync(path, O_PATH | constants.O_NOFOLLOW | constants.O_DIRECTORY);
+      try {
+        inDir(sub, relName);
+      } finally {
+        closeSync(sub);
+      }
     }
+  };
+  const top = openSync(dir, O_PATH | constants.O_NOFOLLOW | constants.O_DIRECTORY);
+  try {
+    inDir(top, null);
+  } finally {
+    closeSync(top);
   }
 }
