@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { corpusEntries, prepareCorpusRepo, runCorpusFix } from './corpusRepos.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { requireFeature } from '../helpers/requirement.js';
+import { swarmUnavailable, TEST_SWARM_REGISTRY } from '../helpers/swarm.js';
 
 /**
  * Every corpus repository is fixed with default flags after its ordinary install step: the
@@ -47,6 +48,26 @@ describe('corpus: realistic repositories fixed with default flags', function () 
       }
     });
   }
+
+  describe('swarm cells: the installed dependencies travel to the nodes as a layer', () => {
+    it('js-jest: an npm package with jest installed in the checkout is fixed on the 3-node cluster', async function () {
+      const why = await swarmUnavailable();
+      requireFeature(this, why === null, why ?? '');
+      const entry = corpusEntries().find((e) => e.name === 'js-jest')!;
+      const repo = prepareCorpusRepo(entry);
+      try {
+        const out = runCorpusFix(entry, repo, 'swarm', TEST_IMAGES.bookworm, ['--registry', TEST_SWARM_REGISTRY]);
+        assert.equal(out.exitCode, 0, out.stderr.slice(-3000));
+        assert.equal(out.report!.provider, 'swarm');
+        assert.equal(out.fixed, true);
+        assert.ok(out.winner?.endsWith(`-${entry.winner}`), `winner ${out.winner}`);
+        assert.ok(out.regressions.includes(entry.regression), JSON.stringify(out.regressions));
+        assert.ok(out.report!.dependencies.length > 0, 'installed dependencies were not detected');
+      } finally {
+        repo.cleanup();
+      }
+    });
+  });
 
   describe('nothing installed in the checkout: --install-cmd runs once for the run, with only the registry reachable', () => {
     for (const provider of ['host', 'docker'] as const) {

@@ -102,7 +102,7 @@ export interface CorpusOutcome {
 export function runCorpusFix(
   entry: CorpusEntry,
   prepared: PreparedCorpusRepo,
-  provider: 'host' | 'docker' | 'qemu',
+  provider: 'host' | 'docker' | 'qemu' | 'swarm',
   image?: string,
   extraArgs: string[] = [],
 ): CorpusOutcome {

@@ -79,7 +79,7 @@ describe("swarm cells: what travels besides the base tree (changes past a Swarm 
       const earlier = new Set(await tags());
       const r = await provider.run(
         spec(
-          'sh test.sh; stat -c "%a %U" node_modules/dep/tool; readlink node_modules/tool-link; cat node_modules/shadow-link 2>&1 | head -c 40; echo; echo x > node_modules/dep/written 2>/dev/null && echo wrote; mkdir -p node_modules/.cache && echo c > node_modules/.cache/f && echo cache-ok',
+          'sh test.sh; stat -c "%a %U" node_modules/dep/tool; readlink node_modules/tool-link; cat node_modules/shadow-link 2>&1 | head -c 40; echo; echo x > node_modules/dep/written 2>/dev/null && echo wrote; mkdir -p node_modules/.cache && echo c > node_modules/.cache/f && echo cache-ok; stat -c "tmp %a" /tmp; touch top-ok && echo top-ok',
         ),
       );
       assert.equal(r.exit_code, 0, `${r.output} ${r.isolation.warnings.join('; ')}`);
@@ -89,6 +89,11 @@ describe("swarm cells: what travels besides the base tree (changes past a Swarm 
       assert.doesNotMatch(r.output, /root:/, "the task's own /etc/shadow at most, never the runner's");
       assert.doesNotMatch(r.output, /wrote/, "the installed content is read-only to the cell, as under the other providers' layers");
       assert.equal(existsSync(join(nm, 'dep', 'written')), false, 'writes stay in the task');
+      assert.match(r.output, /cache-ok/, 'a tool may add its cache');
+      assert.equal(existsSync(join(nm, '.cache')), false);
+      // The layer leaves what lies above its targets alone (here the worktree, under /tmp).
+      assert.match(r.output, /^tmp 1777$/m);
+      assert.match(r.output, /top-ok/, "the worktree top is still the cell user's");
       assert.deepEqual(
         r.isolation.warnings.filter((w) => /shared dependenc/.test(w)),
         [],

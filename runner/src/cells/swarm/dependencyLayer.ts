@@ -22,7 +22,7 @@ export interface DependencySource {
 }
 
 /** Part of every dependency layer's tag: a layer made another way is another layer. */
-export const DEPENDENCY_LAYER_FORMAT = 'deps-layer-3';
+export const DEPENDENCY_LAYER_FORMAT = 'deps-layer-4';
 
 /** Most bytes of file content one swarm cell's dependency layer carries. */
 export const SWARM_DEPS_MAX_BYTES = 768 * 1024 * 1024;
@@ -91,17 +91,10 @@ export function dependencyLayerTar(deps: DependencySource[], uid: number): Buffe
   const entries: TarEntry[] = [];
   const mtime = Math.floor(Date.now() / 1000);
   let bytes = 0;
-  const parents = new Set<string>();
   for (const d of deps) {
     const top = d.target.replace(/^\/+/, '');
-    // The directories above the target exist in the base (the worktree) or are made here, root's.
-    const parts = top.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join('/');
-      if (parents.has(dir)) continue;
-      parents.add(dir);
-      entries.push({ name: dir, type: 'dir', mode: 0o755, uid: 0, gid: 0, mtime });
-    }
+    // No entry for the directories above: those in the base (the worktree, /tmp) keep their
+    // owner and mode; the engine makes any missing one.
     entries.push({ name: top, type: 'dir', mode: 0o755, uid, gid: uid, mtime });
     walk(d.source, ({ rel, st, at }) => {
       const name = posix.join(top, rel);
