@@ -48,7 +48,7 @@ export async function benchSharedDependencies(files: number, packages: number, r
           let release: (() => Promise<void>) | undefined;
           const t = await timeAsync(async () => {
             wt = await createAttemptWorktree(repo, 'HEAD', `shared${n++}`);
-            const found = detectSharedDeps(repo, repo, { env: process.env, config: null });
+            const found = detectSharedDeps(repo, repo, { env: process.env });
             const spec = { mount_at: repo, shared_deps: found.deps.map((d) => ({ source: d.source, target: d.target, layer: d.layer })) };
             const plan = vetCellMounts(spec, { top: wt.path, gitEntry: join(wt.path, '.git'), source: null }, (top) => top, {
               env: process.env,

@@ -54,6 +54,7 @@ const check = (over: Partial<RepositoryCheck> = {}): RepositoryCheck => ({
   untracked: { count: 0, sample: [] },
   test_cmd: 'npm test',
   install_cmd: 'npm ci',
+  repository_files: [],
   ...over,
 });
 
@@ -139,7 +140,38 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
     assert.equal(dirty.block, null);
     assert.equal(dirty.dirty?.detail, 'a.js\nb.js');
     assert.match(dirty.untracked ?? '', /^2 untracked file\(s\) are not part of the attempts/);
-    assert.deepEqual(planPreflight(null, check()), { block: null, dirty: null, untracked: null });
+    assert.deepEqual(planPreflight(null, check()), { block: null, dirty: null, untracked: null, repositoryFiles: null });
+  });
+
+  it("pre-flight: the repository's own unconfirmed files are asked about, with what they ask for; confirmed or refused ones are not", () => {
+    const sha = 'a'.repeat(64);
+    const asking = planPreflight(
+      null,
+      check({
+        repository_files: [
+          { file: '.forgeinclude', state: 'read', sha256: sha, summary: 'copies "config/local.json" into every attempt', confirmed: false },
+          {
+            file: '.forge/config.json',
+            state: 'read',
+            sha256: 'b'.repeat(64),
+            summary: 'shares "vendor" with every cell',
+            confirmed: true,
+          },
+        ],
+      }),
+    );
+    assert.match(asking.repositoryFiles?.message ?? '', /own \.forgeinclude asks Forge .* not from you/);
+    assert.match(asking.repositoryFiles?.detail ?? '', /config\/local\.json/);
+    assert.deepEqual(asking.repositoryFiles?.files, [{ file: '.forgeinclude', sha256: sha }]);
+    const refused = planPreflight(
+      null,
+      check({
+        repository_files: [
+          { file: '.forgeinclude', state: 'refused', sha256: null, summary: '.forgeinclude is a symbolic link', confirmed: false },
+        ],
+      }),
+    );
+    assert.equal(refused.repositoryFiles, null);
   });
 
   it('scope: a run belongs to the window when its repository is open, holds an open folder, or lies in one', () => {

@@ -34,6 +34,16 @@ export async function preflight(
     if (action) await preflightAction(action);
     return { go: false };
   }
+  if (plan.repositoryFiles) {
+    const choice = await vscode.window.showWarningMessage(
+      plan.repositoryFiles.message,
+      { modal: true, detail: plan.repositoryFiles.detail },
+      'Allow',
+      'Run Without Them',
+    );
+    if (choice === undefined) return { go: false };
+    if (choice === 'Allow') await deps.runner.request('repo/trust', { repo: folder.uri.fsPath, files: plan.repositoryFiles.files });
+  }
   if (plan.dirty) {
     const choice = await vscode.window.showWarningMessage(
       plan.dirty.message,

@@ -9,6 +9,11 @@ export interface PreflightPlan {
   dirty: { message: string; detail: string } | null;
   /** What the issue prompt says about files the attempts will not see. */
   untracked: string | null;
+  /**
+   * The repository's own files ask for something the user has not confirmed (files copied into
+   * every attempt, directories shared with every cell): asked once per content.
+   */
+  repositoryFiles: { message: string; detail: string; files: { file: string; sha256: string }[] } | null;
 }
 
 /**
@@ -26,6 +31,7 @@ export function planPreflight(modelProblem: string | null, check: RepositoryChec
       block: { message: `Forge: ${modelProblem}`, actions: [{ label: 'Open Settings', action: 'openModelSettings' }] },
       dirty: null,
       untracked,
+      repositoryFiles: null,
     };
   }
   const problems = check?.problems ?? [];
@@ -39,6 +45,7 @@ export function planPreflight(modelProblem: string | null, check: RepositoryChec
       },
       dirty: null,
       untracked: null,
+      repositoryFiles: null,
     };
   }
   const noCommit = first('no_commit');
@@ -47,6 +54,7 @@ export function planPreflight(modelProblem: string | null, check: RepositoryChec
       block: { message: `Forge: ${noCommit.message}.`, actions: [{ label: 'Open Source Control', action: 'openSourceControl' }] },
       dirty: null,
       untracked,
+      repositoryFiles: null,
     };
   }
   const noTests = first('no_test_command');
@@ -55,6 +63,7 @@ export function planPreflight(modelProblem: string | null, check: RepositoryChec
       block: { message: `Forge: ${noTests.message}.`, actions: [{ label: 'Edit Test Command', action: 'editTestCommand' }] },
       dirty: null,
       untracked,
+      repositoryFiles: null,
     };
   }
   const tracked = first('tracked_changes');
@@ -67,5 +76,19 @@ export function planPreflight(modelProblem: string | null, check: RepositoryChec
         }
       : null,
     untracked,
+    repositoryFiles: repositoryFilesQuestion(check),
+  };
+}
+
+/** Pure: the question about the repository's unconfirmed files, or null when there is none. */
+function repositoryFilesQuestion(check: RepositoryCheck | null): PreflightPlan['repositoryFiles'] {
+  const asking = (check?.repository_files ?? []).filter((f) => f.state === 'read' && !f.confirmed && f.sha256);
+  if (asking.length === 0) return null;
+  return {
+    message: `This repository's own ${asking.map((f) => f.file).join(' and ')} ask${asking.length === 1 ? 's' : ''} Forge to copy or share files with every attempt. They come with the repository, not from you: allow what they ask for?`,
+    detail:
+      asking.map((f) => `${f.file}: ${f.summary}`).join('\n') +
+      '\n\nFiles that look like credentials (.env, keys) are never copied from .forgeinclude. A changed file is asked about again.',
+    files: asking.map((f) => ({ file: f.file, sha256: f.sha256! })),
   };
 }

@@ -8,11 +8,12 @@ import { probeSandboxLayout } from './sandboxLayout.js';
 import { refuseWorktreeLocation } from './worktreeLocation.js';
 import { type CellMountPlan, planCellMounts, refuseMountPlan, refuseSharedSource } from './cellMounts.js';
 import { type MountedDependencies, mountDependencyLayers } from './dependencyLayers.js';
-import { lstatSync, realpathSync, statSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { lstatSync } from 'node:fs';
+import { dirname, isAbsolute, join, normalize, relative } from 'node:path';
 import { isInside } from '../workspace/pathInside.js';
 import { untrustedDirectory, untrustedStep } from '../workspace/pathTrust.js';
 import { withPinnedDirectory } from '../workspace/pinnedDirectory.js';
+import { statDirectoryBeneath } from '../workspace/openBeneath.js';
 import { InputError } from '../protocol/inputError.js';
 
 export interface PreparedWorktree {
@@ -112,13 +113,16 @@ export function vetCellMounts(
       : (worktree?.top ?? null);
   const allowedHidden = [...(repoRoot ? [repoRoot] : []), ...toolchainCaches(ctx.env)];
   const shared = spec.shared_deps.map((d) => {
-    let real: string;
-    try {
-      real = realpathSync(d.source);
-    } catch {
-      throw new InputError(`shared dependency ${d.source} does not exist; install the dependencies or drop it`);
-    }
-    if (!statSync(real).isDirectory()) throw new InputError(`shared dependency ${d.source} is not a directory`);
+    // Walked from / without following a link: a source is shared as the path it names, never
+    // where a link (planted by an install step or a cell) would take it.
+    if (!isAbsolute(d.source)) throw new InputError(`shared dependency ${d.source} is not an absolute path`);
+    const found = statDirectoryBeneath(normalize(d.source), '');
+    if (found.kind === 'absent') throw new InputError(`shared dependency ${d.source} does not exist; install the dependencies or drop it`);
+    if (found.kind === 'refused')
+      throw new InputError(
+        `shared dependency ${d.source}: ${found.why.replace(/^the worktree /, '')}; share the real directory (no symbolic link on the way)`,
+      );
+    const real = found.path;
     const why = refuseSharedSource(real, facts);
     if (why) throw new InputError(`${why}; share only installed dependencies`);
     const hidden = [...facts.masked, ...(facts.runnerHome && facts.runnerHome !== '/' ? [facts.runnerHome] : []), ctx.stateDir].find((m) =>

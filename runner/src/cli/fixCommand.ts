@@ -28,6 +28,8 @@ interface FixFlags {
   /** commander: false from --no-shared-deps. */
   sharedDeps?: boolean;
   allowNet?: string[];
+  include?: string[];
+  share?: string[];
   attempts: string;
   temperature: string;
   provider?: string;
@@ -69,6 +71,16 @@ export function registerFixCommand(program: Command): void {
     .option(
       '--no-shared-deps',
       'don\'t share the checkout\'s installed dependencies (node_modules, .venv, the Go module cache...) with the cells; see README "Dependencies"',
+    )
+    .option(
+      '--include <glob>',
+      "copy the checkout's untracked files matching this glob into every attempt (repeatable; e.g. config/local.json). The repository's own .forgeinclude counts only once you confirm it (forge-runner trust)",
+      (v: string, all: string[] = []) => [...all, v],
+    )
+    .option(
+      '--share <dir>',
+      "share this directory read-only with every cell (repeatable; inside the repository, or an absolute path). The repository's .forge/config.json shares count only once you confirm it (forge-runner trust)",
+      (v: string, all: string[] = []) => [...all, v],
     )
     .option('--install-cmd <cmd>', 'install command, run in a cell on every worktree before its tests (faster: bake it into an image)')
     .option(
@@ -154,6 +166,8 @@ const FLAG_OF: Partial<Record<keyof FixRequestInput, string>> = {
   branch: '--branch',
   out_dir: '--out',
   allow_net: '--allow-net',
+  include: '--include',
+  share: '--share',
 };
 const RAW_OF: Partial<Record<keyof FixRequestInput, keyof FixFlags>> = {
   attempts: 'attempts',
@@ -229,6 +243,8 @@ export async function fixFromFlags(
       ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
       shared_deps: flags.sharedDeps !== false,
       allow_net: allowNet,
+      include: flags.include ?? [],
+      share: flags.share ?? [],
       temperature,
       ...runSettings(flags),
       allow_dirty: flags.allowDirty ?? false,
@@ -303,6 +319,8 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
   const given = {
     ...runSettings(flags),
     ...(flags.allowNet ? { allow_net: checkedAllowNet(flags.allowNet) } : {}),
+    ...(flags.include ? { include: flags.include } : {}),
+    ...(flags.share ? { share: flags.share } : {}),
     // commander gives true when --no-shared-deps is absent: only the explicit "no" is a choice.
     ...(flags.sharedDeps === false ? { shared_deps: false } : {}),
   };

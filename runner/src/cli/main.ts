@@ -13,6 +13,7 @@ const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<Regist
   ['gc', async () => [(await import('./gcCommand.js')).registerGcCommand]],
   ['fix', async () => [(await import('./fixCommand.js')).registerFixCommand]],
   ['runs', async () => [(await import('./runsCommand.js')).registerRunsCommand]],
+  ['trust', async () => [(await import('./trustCommand.js')).registerTrustCommand]],
   ['demo', async () => [(await import('./demoCommand.js')).registerDemoCommand]],
   // `instance` and `ledger` come from one registration.
   ['instance', async () => [(await import('./instanceCommand.js')).registerInstanceCommands]],

@@ -50,6 +50,18 @@ export const FixRequestSchema = z
     timeout_per_attempt_s: whole(FIX_LIMITS.timeout_per_attempt_s),
     cell_timeout_s: whole(FIX_LIMITS.cell_timeout_s),
     allow_dirty: z.boolean().default(false),
+    include: z
+      .array(z.string().min(1).max(4096))
+      .max(64)
+      .default([])
+      .describe(
+        "Untracked files of the checkout (globs) to copy into every attempt: the user's word, unlike the repository's .forgeinclude.",
+      ),
+    share: z
+      .array(z.string().min(1).max(4096))
+      .max(32)
+      .default([])
+      .describe("More directories to share with every cell (inside the repository, or absolute): the user's word."),
     // CLI only.
     allow_net: z.array(hostName).default([]).describe('Hosts every cell of the run may reach through the egress proxy.'),
     max_tokens: whole(FIX_LIMITS.max_tokens),
@@ -83,5 +95,7 @@ export const FixStartParamsSchema = FixRequestSchema.pick({
   timeout_per_attempt_s: true,
   cell_timeout_s: true,
   allow_dirty: true,
+  include: true,
+  share: true,
 }).strict();
 export type FixStartParams = z.output<typeof FixStartParamsSchema>;

@@ -120,6 +120,17 @@ export const RepositoryProblemSchema = z
   })
   .strict();
 
+/** A file of the repository that asks the runner for something (.forgeinclude, .forge/config.json). */
+export const RepositoryFileViewSchema = z
+  .object({
+    file: z.enum(['.forgeinclude', '.forge/config.json']),
+    state: z.enum(['absent', 'refused', 'read']),
+    sha256: z.string().nullable().describe('Of the content read; what repo/trust confirms.'),
+    summary: z.string().describe('What it asks for, or why it is not read.'),
+    confirmed: z.boolean().describe('The user confirmed this exact content: a run uses what it asks for.'),
+  })
+  .strict();
+
 /** fix/check: what would stop a fix run, found before the issue is asked for. */
 export const RepositoryCheckSchema = z
   .object({
@@ -134,6 +145,9 @@ export const RepositoryCheckSchema = z
       .string()
       .nullable()
       .describe("The detected stack's install command (npm ci, pip install -r ...), to suggest when dependencies are missing."),
+    repository_files: z
+      .array(RepositoryFileViewSchema)
+      .describe("The repository's own requests: used by a run only once confirmed (repo/trust); the client asks the user."),
   })
   .strict();
 
@@ -141,6 +155,18 @@ export const RPC_FIX_METHODS = {
   'fix/check': {
     params: z.object({ repo: repoPath, test_cmd: z.string().min(1).max(4096).optional() }).strict(),
     result: RepositoryCheckSchema,
+  },
+  'repo/trust': {
+    params: z
+      .object({
+        repo: repoPath,
+        files: z
+          .array(z.object({ file: z.string().max(64), sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict())
+          .max(2)
+          .describe('What the user was shown and agreed to: a file whose content changed since is not confirmed.'),
+      })
+      .strict(),
+    result: z.object({ confirmed: z.array(RepositoryFileViewSchema) }).strict(),
   },
   'repo/stash': {
     params: z.object({ repo: repoPath }).strict(),

@@ -38,6 +38,11 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
   );
   const note = untrackedNote(run.untracked);
   if (note) progress(`note: ${note}`);
+  for (const line of run.trust.notes) progress(`note: ${line}`);
+  if (run.trust.include.length > 0)
+    progress(
+      `include: ${run.trust.include.length} untracked file(s) copied into every attempt: ${run.trust.include.slice(0, 5).join(', ')}${run.trust.include.length > 5 ? ', ...' : ''}`,
+    );
   const scope: RunScope = { run, request, deps };
   const cells = new RunCells(scope);
   let depsWt: AttemptWorktree | null = null;

@@ -14,6 +14,8 @@ import { cellSnapshot, runSummary } from './runSnapshots.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { stashTrackedChanges } from '../workspace/stashChanges.js';
 import { checkRepository } from '../repair/fix/checkRepository.js';
+import { confirmRepositoryFiles } from '../repair/trust/repositoryTrust.js';
+import { locateRepository } from '../workspace/attemptWorktree.js';
 
 // core types: the table mixes zod's chainable and functional (zod/mini) schemas.
 type MethodTable = Record<string, { params: z.core.$ZodType; result: z.core.$ZodType }>;
@@ -82,7 +84,10 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
   };
 
   const fixHandlers: Handlers<typeof RPC_FIX_METHODS> = {
-    'fix/check': async ({ repo, test_cmd }) => checkRepository(repo, test_cmd),
+    'fix/check': async ({ repo, test_cmd }) => checkRepository(repo, test_cmd, fixes.store),
+    'repo/trust': async ({ repo, files }) => ({
+      confirmed: confirmRepositoryFiles((await locateRepository(repo)).top, fixes.store, files),
+    }),
     'repo/stash': async ({ repo }) => stashTrackedChanges(repo),
     'fix/start': async (p) => fixes.start(p),
     'fix/cancel': async ({ run_id }) => ({ cancelled: fixes.cancel(run_id) }),

@@ -129,6 +129,14 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE cell_executions ADD COLUMN node TEXT;`,
   // The budgets and network policy a run was started with (a resume keeps them).
   `ALTER TABLE runs ADD COLUMN settings_json TEXT;`,
+  // What the user confirmed of a repository's own files (.forgeinclude, .forge/config.json), by content.
+  `CREATE TABLE repo_consents (
+     repo TEXT NOT NULL,
+     file TEXT NOT NULL,
+     sha256 TEXT NOT NULL,
+     granted_at TEXT NOT NULL,
+     PRIMARY KEY (repo, file, sha256)
+   );`,
 ];
 
 /**

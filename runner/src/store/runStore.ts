@@ -270,4 +270,23 @@ export class RunStore {
       })
       .immediate();
   }
+
+  /**
+   * The user confirmed this content of a repository's own file (`forge-runner trust`, the
+   * editor's prompt): what it asks for is used while the file keeps exactly these bytes.
+   */
+  confirmRepositoryFile(repo: string, file: string, sha256: string): void {
+    this.db
+      .prepare(`INSERT OR REPLACE INTO repo_consents (repo, file, sha256, granted_at) VALUES (?, ?, ?, ?)`)
+      .run(repo, file, sha256, now());
+  }
+
+  isRepositoryFileConfirmed(repo: string, file: string, sha256: string): boolean {
+    return this.db.prepare(`SELECT 1 FROM repo_consents WHERE repo = ? AND file = ? AND sha256 = ?`).get(repo, file, sha256) !== undefined;
+  }
+
+  /** Forgets every confirmation for the repository; returns how many there were. */
+  revokeRepositoryFiles(repo: string): number {
+    return this.db.prepare(`DELETE FROM repo_consents WHERE repo = ?`).run(repo).changes;
+  }
 }

@@ -1,15 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import {
-  appendFileSync,
-  copyFileSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  symlinkSync,
-} from 'node:fs';
+import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { handOverToCellUser } from '../cells/cellUser.js';
@@ -17,7 +7,8 @@ import { InputError } from '../protocol/inputError.js';
 import { commitWorktreeChanges } from './captureWorktreeDiff.js';
 import { isInside } from './pathInside.js';
 import { discoverRepository, type RepoLocation, repoTarget, resolveCommit } from './repoLocation.js';
-import { nulRecords, runGit } from './safeGit.js';
+import { runGit } from './safeGit.js';
+import { copyIncludedFiles } from './copyIncludedFiles.js';
 import { ATTEMPTS_DIR_NAME } from './attemptsDirName.js';
 
 export { ATTEMPTS_DIR_NAME };
@@ -40,7 +31,7 @@ export interface AttemptWorktree {
   path: string;
   branch: string;
   baseCommit: string;
-  /** Untracked files copied in from .forgeinclude. */
+  /** Untracked files of the checkout copied in (what the user confirmed or asked for with --include). */
   included: string[];
   /**
    * The worktree's git data, resolved when the runner created it (before any cell ran):
@@ -75,7 +66,12 @@ export async function resolveRepo(repo: string): Promise<string> {
  * Hooks do not run (a post-checkout hook would run for every attempt). When the runner is
  * root the tree is handed to the unprivileged cell user, who runs every command in it.
  */
-export async function createAttemptWorktree(repo: string, baseRef: string, attemptId: string): Promise<AttemptWorktree> {
+export async function createAttemptWorktree(
+  repo: string,
+  baseRef: string,
+  attemptId: string,
+  opts: { include?: readonly string[]; onSkipped?: (line: string) => void } = {},
+): Promise<AttemptWorktree> {
   if (!ATTEMPT_ID.test(attemptId)) {
     throw new InputError(`attempt id "${attemptId}" must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
   }
@@ -107,7 +103,9 @@ export async function createAttemptWorktree(repo: string, baseRef: string, attem
   ]);
   const location = await discoverRepository(path);
   if (!location || location.top !== path) throw new Error(`git worktree add did not create a work tree at ${path}`);
-  const included = await copyForgeIncludes(loc, path);
+  // Untracked files of the checkout the run decided to bring (the user's word: repositoryConsent.ts).
+  const { copied: included, skipped } = opts.include?.length ? copyIncludedFiles(top, path, opts.include) : { copied: [], skipped: [] };
+  for (const line of skipped) opts.onSkipped?.(`not copied into ${attemptId}: ${line}`);
   handOverToCellUser(path);
   // Stat information for every checked-out file (taken now, while the content is the base):
   // later diff captures then hash only what a cell changed.
@@ -213,40 +211,6 @@ function excludeForgeDir(loc: RepoLocation): void {
   if (current.split('\n').some((l) => l.trim() === line)) return;
   mkdirSync(dirname(exclude), { recursive: true });
   appendFileSync(exclude, `${current === '' || current.endsWith('\n') ? '' : '\n'}# forge-cells attempt worktrees\n${line}\n`);
-}
-
-/** Pure: .forgeinclude text -> git pathspecs (one glob per line; # comments; blank lines). */
-export function parseForgeInclude(text: string): string[] {
-  return text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'))
-    .map((l) => `:(glob)${l.replace(/^\/+/, '')}`);
-}
-
-/**
- * Copies the untracked (typically gitignored) files the user listed in .forgeinclude into the
- * worktree. Without a .forgeinclude nothing untracked is copied. Symlinks are copied as links.
- */
-async function copyForgeIncludes(loc: RepoLocation, worktree: string): Promise<string[]> {
-  const listFile = join(loc.top, '.forgeinclude');
-  if (!existsSync(listFile)) return [];
-  const specs = parseForgeInclude(readFileSync(listFile, 'utf8'));
-  if (specs.length === 0) return [];
-  // The user's own list on the user's own checkout: its glob magic is meant.
-  const out = await runGit(repoTarget(loc), ['ls-files', '-z', '--others', '--', ...specs, `:(exclude)${FORGE_DIR}/`], {
-    env: { GIT_LITERAL_PATHSPECS: '0' },
-  });
-  const files = nulRecords(out.text);
-  for (const rel of files) {
-    const src = join(loc.top, rel);
-    const dst = join(worktree, rel);
-    mkdirSync(dirname(dst), { recursive: true });
-    const st = lstatSync(src);
-    if (st.isSymbolicLink()) symlinkSync(readlinkSync(src), dst);
-    else if (st.isFile()) copyFileSync(src, dst);
-  }
-  return files;
 }
 
 /**

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeSharedDep, detectSharedDeps, readForgeConfig } from '../../../runner/src/repair/dependencies/detectSharedDeps.js';
+import { describeSharedDep, detectSharedDeps } from '../../../runner/src/repair/dependencies/detectSharedDeps.js';
+import { readRepositoryFiles } from '../../../runner/src/repair/trust/repositoryFiles.js';
 import { planCellMounts, refuseMountPlan, refuseSharedSource } from '../../../runner/src/cells/cellMounts.js';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 
@@ -28,7 +29,7 @@ describe('shared dependencies: detection', () => {
       '.venv/pyvenv.cfg': 'home = /usr/bin\nversion = 3.11.2\n',
     });
     try {
-      const found = detectSharedDeps(c.dir, '/home/me/proj', { env: { HOME: '/nonexistent' }, config: null });
+      const found = detectSharedDeps(c.dir, '/home/me/proj', { env: { HOME: '/nonexistent' } });
       const byTarget = Object.fromEntries(found.deps.map((d) => [d.target, d]));
       assert.deepEqual(Object.keys(byTarget).sort(), [
         '/home/me/proj/.venv',
@@ -53,7 +54,7 @@ describe('shared dependencies: detection', () => {
   it('the Go module cache is shared at a path every cell user reaches, with the variables that keep go offline', () => {
     const c = checkout({ 'go.mod': 'module x\n', 'cache/mod/example.com/m@v1.0.0/go.mod': 'module m\n' });
     try {
-      const found = detectSharedDeps(c.dir, c.dir, { env: { GOMODCACHE: join(c.dir, 'cache', 'mod') }, config: null });
+      const found = detectSharedDeps(c.dir, c.dir, { env: { GOMODCACHE: join(c.dir, 'cache', 'mod') } });
       assert.deepEqual(
         found.deps.map((d) => [d.kind, d.source, d.target, d.layer]),
         [['go-module-cache', join(c.dir, 'cache', 'mod'), '/tmp/forge-deps/go-mod', 'read-only']],
@@ -66,6 +67,13 @@ describe('shared dependencies: detection', () => {
 
   it('.forge/config.json adds and excludes; a bad one is refused with the field named', () => {
     const c = checkout({ 'vendor/bundle/gem/x.rb': '', 'venv/pyvenv.cfg': 'version = 3.11\n', 'node_modules/a/package.json': '{}' });
+    // What a confirmed config.json asks for (repositoryConsent.ts decides whether it counts).
+    const asked = () => {
+      const r = readRepositoryFiles(c.dir).config;
+      assert.equal(r.state, 'read');
+      const deps = (r as { value: { dependencies: { share: string[]; exclude: string[] } } }).value.dependencies;
+      return { share: deps.share.map((path) => ({ path, from: 'repository' as const })), exclude: deps.exclude };
+    };
     try {
       writeFileSync(join(c.dir, 'cfg.json'), '');
       mkdirSync(join(c.dir, '.forge'));
@@ -73,23 +81,23 @@ describe('shared dependencies: detection', () => {
         join(c.dir, '.forge', 'config.json'),
         JSON.stringify({ dependencies: { share: ['vendor/bundle'], exclude: ['venv', 'node_modules'] } }),
       );
-      const found = detectSharedDeps(c.dir, c.dir, { env: {}, config: readForgeConfig(c.dir) });
+      const found = detectSharedDeps(c.dir, c.dir, { env: {}, ...asked() });
       assert.deepEqual(
         found.deps.map((d) => [d.kind, d.target]),
         [['configured', join(c.dir, 'vendor', 'bundle')]],
       );
       writeFileSync(join(c.dir, '.forge', 'config.json'), JSON.stringify({ dependencies: { shares: [] } }));
       assert.throws(
-        () => readForgeConfig(c.dir),
-        (e: Error) => e instanceof InputError && /config\.json: dependencies: .*shares/.test(e.message),
+        () => readRepositoryFiles(c.dir),
+        (e: Error) => e instanceof InputError && /config\.json in .*: dependencies: .*shares/.test(e.message),
       );
       writeFileSync(join(c.dir, '.forge', 'config.json'), '{ nope');
       assert.throws(
-        () => readForgeConfig(c.dir),
-        (e: Error) => e instanceof InputError && /is not JSON/.test(e.message),
+        () => readRepositoryFiles(c.dir),
+        (e: Error) => e instanceof InputError && /is not valid JSON/.test(e.message) && !e.message.includes('nope'),
       );
       writeFileSync(join(c.dir, '.forge', 'config.json'), JSON.stringify({ dependencies: { share: ['../../etc'] } }));
-      assert.throws(() => detectSharedDeps(c.dir, c.dir, { env: {}, config: readForgeConfig(c.dir) }), /leaves the repository/);
+      assert.throws(() => detectSharedDeps(c.dir, c.dir, { env: {}, ...asked() }), /leaves the repository/);
     } finally {
       c.cleanup();
     }

@@ -3,9 +3,10 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { applyPatch } from '../../../runner/src/workspace/applyPatch.js';
-import { createAttemptWorktree, destroyAttemptWorktree, parseForgeInclude } from '../../../runner/src/workspace/attemptWorktree.js';
+import { createAttemptWorktree, destroyAttemptWorktree } from '../../../runner/src/workspace/attemptWorktree.js';
 import { captureApplicablePatch, captureWorktreeDiff } from '../../../runner/src/workspace/captureWorktreeDiff.js';
 import { git, makeRepo } from '../../helpers/gitRepo.js';
+import { includePathspecs, parseForgeIncludeLines } from '../../../runner/src/repair/trust/repositoryFiles.js';
 
 describe('attempt worktrees', function () {
   this.timeout(60_000);
@@ -41,13 +42,17 @@ describe('attempt worktrees', function () {
     assert.deepEqual(userState(), before);
   });
 
-  it('copies the gitignored files .forgeinclude lists, and only those', async () => {
+  it('copies the untracked files the run decided on, and only those; a .forgeinclude alone copies nothing', async () => {
     writeFileSync(join(repo.dir, '.env'), 'TOKEN=local\n');
     mkdirSync(join(repo.dir, 'build'));
     writeFileSync(join(repo.dir, 'build', 'cache.o'), 'x');
     writeFileSync(join(repo.dir, 'notes.txt'), 'not listed\n');
-    writeFileSync(join(repo.dir, '.forgeinclude'), '# files the tests need\n.env\n\n');
-    const wt = await createAttemptWorktree(repo.dir, 'HEAD', 'inc');
+    writeFileSync(join(repo.dir, '.forgeinclude'), '# files the tests need\n.env\nnotes.txt\n\n');
+    const plain = await createAttemptWorktree(repo.dir, 'HEAD', 'inc0');
+    assert.deepEqual(plain.included, []);
+    assert.equal(existsSync(join(plain.path, '.env')), false);
+    await destroyAttemptWorktree(plain);
+    const wt = await createAttemptWorktree(repo.dir, 'HEAD', 'inc', { include: ['.env'] });
     assert.deepEqual(wt.included, ['.env']);
     assert.equal(readFileSync(join(wt.path, '.env'), 'utf8'), 'TOKEN=local\n');
     assert.equal(existsSync(join(wt.path, 'build', 'cache.o')), false);
@@ -123,6 +128,9 @@ describe('attempt worktrees', function () {
   });
 
   it('parses .forgeinclude into glob pathspecs', () => {
-    assert.deepEqual(parseForgeInclude('# c\n.env\n /config/*.local.json \n\n'), [':(glob).env', ':(glob)config/*.local.json']);
+    assert.deepEqual(includePathspecs(parseForgeIncludeLines('# c\n.env\n /config/*.local.json \n\n')), [
+      ':(glob).env',
+      ':(glob)config/*.local.json',
+    ]);
   });
 });

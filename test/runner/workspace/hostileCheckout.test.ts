@@ -13,6 +13,9 @@ import { stashTrackedChanges } from '../../../runner/src/workspace/stashChanges.
 import { git, makeRepo } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';
 
+/** No confirmation of any repository file (the pre-flight only reads them here). */
+const noConsents = { isRepositoryFileConfirmed: () => false };
+
 /**
  * What an applied attempt can leave in the user's checkout, against the runner's own git
  * calls there (pre-flight status, stash, review of an attempt): each isolation claim with a
@@ -42,7 +45,7 @@ describe('hostile checkout vs the runner git on the user repository (pre-flight,
       copyFileSync(join(scratch, 'index'), join(conf, 'index'));
       rmSync(scratch, { recursive: true, force: true });
       utimesSync(join(conf, 'HEAD'), new Date(), new Date(Date.now() + 5000));
-      const check = await checkRepository(conf);
+      const check = await checkRepository(conf, undefined, noConsents);
       assert.equal(check.repo, null, JSON.stringify(check));
       assert.deepEqual(
         check.problems.map((p) => p.code),
@@ -62,7 +65,7 @@ describe('hostile checkout vs the runner git on the user repository (pre-flight,
       git(r.dir, 'config', 'filter.evil.smudge', `sh -c 'touch ${canary}; cat'`);
       // Stat-dirty: git would re-read (and filter) the file to compare it.
       utimesSync(join(r.dir, 'a.txt'), new Date(), new Date(Date.now() + 5000));
-      const check = await checkRepository(r.dir);
+      const check = await checkRepository(r.dir, undefined, noConsents);
       assert.equal(check.repo, r.dir);
       assert.equal(existsSync(canary), false, 'status ran no filter');
       writeFileSync(join(r.dir, 'a.txt'), 'two\n');

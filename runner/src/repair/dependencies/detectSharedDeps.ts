@@ -1,7 +1,8 @@
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
-import { isAbsolute, join, relative } from 'node:path';
+import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
+import { isAbsolute, join, normalize, relative } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../../protocol/inputError.js';
+import { statDirectoryBeneath } from '../../workspace/openBeneath.js';
 import { readRegularPath } from '../../workspace/readRegularFile.js';
 import { isInside } from '../../workspace/pathInside.js';
 
@@ -49,7 +50,7 @@ export const ForgeConfigSchema = z
   .strict();
 export type ForgeConfig = z.output<typeof ForgeConfigSchema>;
 
-export const FORGE_CONFIG_FILE = join('.forge', 'config.json');
+export const FORGE_CONFIG_FILE = '.forge/config.json';
 const CELL_HOME = '/tmp/forge-home';
 /** Where cells see the Go module cache. */
 export const GO_MODCACHE_TARGET = '/tmp/forge-deps/go-mod';
@@ -58,25 +59,18 @@ const MAX_DEPTH = 4;
 const MAX_DIRS = 20_000;
 const SKIP_DIRS = new Set(['.git', 'node_modules', '.venv', 'venv', '.forge', 'target', 'dist', 'build', '__pycache__']);
 
-/** Reads `.forge/config.json`; null when absent. Bad content is bad input, named with the fix. */
-export function readForgeConfig(repo: string): ForgeConfig | null {
-  const path = join(repo, FORGE_CONFIG_FILE);
-  const raw = readRegularPath(path, 1024 * 1024);
-  if (raw === null) return null;
-  if (!Buffer.isBuffer(raw)) throw new InputError(`${path} is larger than 1 MiB; it holds a few settings`);
-  let json: unknown;
+/**
+ * A cache the user's own environment names (GOMODCACHE, HOME), at its real path: every cell
+ * later opens a shared source without following links, so a link in the user's path is
+ * resolved here, where it is the user's word.
+ */
+const realDir = (p: string): string => {
   try {
-    json = JSON.parse(raw.toString('utf8'));
-  } catch (e) {
-    throw new InputError(`${path} is not JSON (${(e as Error).message}); fix it or remove it`);
+    return realpathSync(p);
+  } catch {
+    return p;
   }
-  const parsed = ForgeConfigSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new InputError(`${path}: ${issue.path.join('.') || 'top level'}: ${issue.message} (see README "Dependencies")`);
-  }
-  return parsed.data;
-}
+};
 
 const isDir = (p: string) => {
   try {
@@ -137,7 +131,7 @@ function pythonOf(venv: string): string {
 export function detectSharedDeps(
   checkout: string,
   repoPath: string,
-  opts: { env: NodeJS.ProcessEnv; config: ForgeConfig | null },
+  opts: { env: NodeJS.ProcessEnv; share?: readonly ShareRequest[]; exclude?: readonly string[] },
 ): SharedDependencies {
   const deps: SharedDependencyFound[] = [];
   const env: Record<string, string> = {};
@@ -161,7 +155,7 @@ export function detectSharedDeps(
       // At a path every cell user can reach (a home directory may be closed to it, as /root is).
       deps.push({
         kind: 'go-module-cache',
-        source: cache,
+        source: realDir(cache),
         target: GO_MODCACHE_TARGET,
         detail: `${safeList(cache).filter((e) => !e.startsWith('cache')).length} module path(s)`,
         layer: 'read-only',
@@ -180,7 +174,7 @@ export function detectSharedDeps(
     if (isDir(m2)) {
       deps.push({
         kind: 'maven-repository',
-        source: m2,
+        source: realDir(m2),
         target: join(CELL_HOME, '.m2', 'repository'),
         detail: 'local Maven repository',
         layer: 'overlay',
@@ -191,7 +185,7 @@ export function detectSharedDeps(
     if (isDir(gradle)) {
       deps.push({
         kind: 'gradle-cache',
-        source: gradle,
+        source: realDir(gradle),
         target: join(CELL_HOME, '.gradle', 'caches'),
         detail: 'Gradle caches',
         layer: 'overlay',
@@ -203,36 +197,49 @@ export function detectSharedDeps(
     if (isDir(wrapper))
       deps.push({
         kind: 'gradle-cache',
-        source: wrapper,
+        source: realDir(wrapper),
         target: join(CELL_HOME, '.gradle', 'wrapper', 'dists'),
         detail: 'Gradle wrapper distributions',
         layer: 'read-only',
       });
   }
-  for (const extra of opts.config?.dependencies.share ?? []) {
-    if (extra.split('/').includes('.git'))
-      throw new InputError(`${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is inside .git; share dependency directories only`);
-    const source = isAbsolute(extra) ? extra : join(checkout, extra);
-    if (!isAbsolute(extra) && !isInside(source, checkout))
-      throw new InputError(
-        `${FORGE_CONFIG_FILE}: dependencies.share "${extra}" leaves the repository; give a path inside it or an absolute path`,
-      );
-    if (!isDir(source))
-      throw new InputError(
-        `${FORGE_CONFIG_FILE}: dependencies.share "${extra}" is not a directory in ${isAbsolute(extra) ? 'the host' : checkout}`,
-      );
+  for (const { path: extra, from } of opts.share ?? []) {
+    const source = sharedSource(extra, from, checkout);
     if (deps.some((d) => d.source === source)) continue;
     deps.push({
       kind: 'configured',
       source,
-      target: isAbsolute(extra) ? extra : inRepo(source),
-      detail: `from ${FORGE_CONFIG_FILE}`,
+      target: isAbsolute(extra) ? source : inRepo(source),
+      detail: from === 'you' ? 'from --share' : `from ${FORGE_CONFIG_FILE}`,
       layer: 'overlay',
     });
   }
-  const excluded = new Set(opts.config?.dependencies.exclude ?? []);
+  const excluded = new Set(opts.exclude ?? []);
   const kept = deps.filter((d) => !excluded.has(d.kind) && !excluded.has(relative(checkout, d.source)));
   return { deps: dedupeNested(kept), env };
+}
+
+/** A directory to share that someone asked for: the user (--share) or a confirmed `.forge/config.json`. */
+export interface ShareRequest {
+  path: string;
+  from: 'repository' | 'you';
+}
+
+/**
+ * Where a requested share really is: a path inside the checkout is walked down from it one
+ * component at a time without following a link (an install step that replaced `gitdata` by a
+ * link to `.git` or to a host directory is refused where the link stands); an absolute path
+ * must have no link on the way either. Never inside `.git`. Throws InputError naming the entry.
+ */
+function sharedSource(extra: string, from: ShareRequest['from'], checkout: string): string {
+  const what = from === 'you' ? `--share ${extra}` : `${FORGE_CONFIG_FILE}: dependencies.share "${extra}"`;
+  if (extra.split('/').includes('.git')) throw new InputError(`${what} is inside .git; share dependency directories only`);
+  if (!isAbsolute(extra) && !isInside(join(checkout, extra), checkout))
+    throw new InputError(`${what} leaves the repository; give a path inside it or an absolute path`);
+  const found = isAbsolute(extra) ? statDirectoryBeneath(normalize(extra), '') : statDirectoryBeneath(checkout, extra);
+  if (found.kind === 'absent') throw new InputError(`${what} is not a directory in ${isAbsolute(extra) ? 'the host' : checkout}`);
+  if (found.kind === 'refused') throw new InputError(`${what}: ${found.why}; share only real directories (no symbolic link on the way)`);
+  return found.path;
 }
 
 /** A directory inside another shared one needs no mount of its own (a package's own node_modules). */

@@ -5,6 +5,8 @@ import type { RepositoryCheck, RepositoryProblem } from '../../protocol/rpcFix.j
 import { locateRepository } from '../../workspace/attemptWorktree.js';
 import { type RepoLocation, resolveCommit } from '../../workspace/repoLocation.js';
 import { workingTreeStatus } from '../../workspace/workingTreeStatus.js';
+import type { RunStore } from '../../store/runStore.js';
+import { viewRepositoryFiles } from '../trust/repositoryTrust.js';
 
 /** How many paths a check names (the counts are whole). */
 const SAMPLE = 20;
@@ -21,7 +23,11 @@ export function untrackedNote(untracked: readonly string[]): string | null {
  * pre-flight, RPC fix/check): every problem at once, each with what to do. Untracked files
  * are not a problem: they are named, since the attempts will not see them.
  */
-export async function checkRepository(repoPath: string, testCmd?: string): Promise<RepositoryCheck> {
+export async function checkRepository(
+  repoPath: string,
+  testCmd: string | undefined,
+  store: Pick<RunStore, 'isRepositoryFileConfirmed'>,
+): Promise<RepositoryCheck> {
   let loc: RepoLocation;
   try {
     loc = await locateRepository(repoPath);
@@ -33,6 +39,7 @@ export async function checkRepository(repoPath: string, testCmd?: string): Promi
       untracked: { count: 0, sample: [] },
       test_cmd: null,
       install_cmd: null,
+      repository_files: [],
     };
   }
   const problems: RepositoryProblem[] = [];
@@ -62,5 +69,6 @@ export async function checkRepository(repoPath: string, testCmd?: string): Promi
     untracked: { count: status.untracked.length, sample: status.untracked.slice(0, SAMPLE) },
     test_cmd: detected,
     install_cmd: stack?.install ?? null,
+    repository_files: viewRepositoryFiles(loc.top, store).filter((f) => f.state !== 'absent'),
   };
 }

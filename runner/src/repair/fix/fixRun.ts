@@ -6,6 +6,7 @@ import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
 import type { PatchBytes } from '../../workspace/patchBytes.js';
 import type { AgentOutcome } from '../agentLoop.js';
 import type { SharedDependencies } from '../dependencies/detectSharedDeps.js';
+import type { RepositoryTrust } from '../trust/repositoryTrust.js';
 import type { RepairModel } from '../models/repairModel.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 
@@ -36,6 +37,8 @@ export interface PreparedRun {
   image: string;
   /** Untracked files of the checkout: not part of the attempts (said once, at the start). */
   untracked: string[];
+  /** What the run takes from the checkout beyond its commit: included files, shares (the user's word). */
+  trust: RepositoryTrust;
 }
 
 export interface FixOutcome {

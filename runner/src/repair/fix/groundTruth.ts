@@ -22,7 +22,10 @@ export interface GroundTruthInput extends RunScope {
 export async function checkGroundTruth({ run, deps, cells, winner, baselineReport }: GroundTruthInput): Promise<FixReport['ground_truth']> {
   if (!winner) return null;
   deps.progress(`ground truth: applying ${winner.attempts[0]}'s diff to a fresh checkout`);
-  const gtWt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-truth`);
+  const gtWt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-truth`, {
+    include: run.trust.include,
+    onSkipped: deps.progress,
+  });
   try {
     const applied = await applyPatch(gtWt, winner.patch);
     let verdict: Verdict | null = null;

@@ -2,7 +2,7 @@ import { detectStacks, registryHosts } from '../../images/detectStack.js';
 import { readRepoFacts } from '../../images/readRepoFacts.js';
 import { InputError } from '../../protocol/inputError.js';
 import { type AttemptWorktree, createAttemptWorktree } from '../../workspace/attemptWorktree.js';
-import { closedToCellUser, detectSharedDeps, FORGE_CONFIG_FILE, readForgeConfig } from '../dependencies/detectSharedDeps.js';
+import { closedToCellUser, detectSharedDeps, FORGE_CONFIG_FILE } from '../dependencies/detectSharedDeps.js';
 import { testOutputOf } from '../verdicts/testRunOutput.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
 import type { RunCells } from './runCells.js';
@@ -47,7 +47,7 @@ async function installOnce({ run, request, deps, cells }: DependenciesInput): Pr
   deps.progress(
     `install: ${installCmd} (once for the run; network: ${hosts.length > 0 ? hosts.join(', ') : 'none'}${request.allow_net.length ? ` and ${request.allow_net.join(', ')}` : ''})`,
   );
-  const depsWt = await createAttemptWorktree(repo, run.base, `${run.runId}-deps`);
+  const depsWt = await createAttemptWorktree(repo, run.base, `${run.runId}-deps`, { include: run.trust.include, onSkipped: deps.progress });
   try {
     const r = await cells.cell(depsWt.path, installCmd, 'install', null, { allowNet: hosts, noDeps: true });
     throwIfCancelled(deps.signal);
@@ -62,7 +62,8 @@ async function installOnce({ run, request, deps, cells }: DependenciesInput): Pr
         `install command failed (exit ${r.exit_code}${r.timed_out ? ', timed out' : ''}): ${tail}; fix --install-cmd (or install in your checkout: its dependencies are shared)`,
       );
     }
-    const installed = detectSharedDeps(depsWt.path, repo, { env: process.env, config: readForgeConfig(repo) });
+    // The install step ran in this checkout: what it names is resolved there, no link followed.
+    const installed = detectSharedDeps(depsWt.path, repo, { env: process.env, share: run.trust.share, exclude: run.trust.exclude });
     // What the install made replaces the checkout's own at the same place; caches outside stay.
     const targets = new Set(installed.deps.map((d) => d.target));
     const shared = run.shared;
@@ -72,7 +73,7 @@ async function installOnce({ run, request, deps, cells }: DependenciesInput): Pr
     );
     if (installed.deps.length === 0)
       deps.progress(
-        `install: it made no dependency directory to share (node_modules, .venv...); name yours in ${FORGE_CONFIG_FILE} (dependencies.share)`,
+        `install: it made no dependency directory to share (node_modules, .venv...); name yours with --share DIR (or in ${FORGE_CONFIG_FILE}, dependencies.share)`,
       );
     return depsWt;
   } catch (e) {

@@ -8,7 +8,8 @@ import type { RunRow } from '../../store/runStore.js';
 import { locateRepository } from '../../workspace/attemptWorktree.js';
 import { resolveCommit } from '../../workspace/repoLocation.js';
 import { workingTreeStatus } from '../../workspace/workingTreeStatus.js';
-import { detectSharedDeps, readForgeConfig, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
+import { detectSharedDeps, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
+import { type RepositoryTrust, resolveRepositoryTrust } from '../trust/repositoryTrust.js';
 import type { FixDeps, PreparedRun } from './fixRun.js';
 
 /**
@@ -43,7 +44,8 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
   const testCmd = request.test_cmd ?? detectStacks(readRepoFacts(repo))[0]?.test;
   if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
   // Read (and refused when bad) before anything is recorded.
-  const shared = findSharedDeps(repo, request);
+  const trust = await resolveRepositoryTrust(loc, request, deps.store);
+  const shared = findSharedDeps(repo, request, trust);
   const runId = newRunId();
   const image = request.image ?? '';
   const temperatures = Array.from({ length: request.attempts }, (_, i) => (i === 0 ? 0 : request.temperature));
@@ -76,13 +78,13 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
     started,
     image,
     untracked,
+    trust,
   };
 }
 
-function findSharedDeps(repo: string, request: Pick<FixRequest, 'shared_deps'>): SharedDependencies {
-  const config = readForgeConfig(repo);
+function findSharedDeps(repo: string, request: Pick<FixRequest, 'shared_deps'>, trust: RepositoryTrust): SharedDependencies {
   if (request.shared_deps === false) return { deps: [], env: {} };
-  return detectSharedDeps(repo, repo, { env: process.env, config });
+  return detectSharedDeps(repo, repo, { env: process.env, share: trust.share, exclude: trust.exclude });
 }
 
 const runnerAlive = (pid: number) => existsSync(`/proc/${pid}`);
@@ -117,6 +119,8 @@ export const RUN_SETTINGS = [
   'shared_deps',
   'concurrency',
   'allow_green_baseline',
+  'include',
+  'share',
 ] as const satisfies readonly (keyof FixRequest)[];
 
 /** Pure: the settings of a request to record with its run. */
@@ -177,6 +181,8 @@ async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps,
   const { store } = deps;
   const row = store.getRun(runId);
   if (!row) throw new InputError(`no run ${runId}; see forge-runner runs list`);
+  // Read (and refused when bad) before the run is claimed.
+  const trust = await resolveRepositoryTrust(await locateRepository(row.repo), request, store);
   // Checked again here, and claimed in the same synchronous step: nothing can claim it in between.
   const why = notResumable(row);
   if (why) throw new InputError(why);
@@ -191,9 +197,10 @@ async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps,
     temperatures,
     resumed: true,
     installCmd: row.install_cmd,
-    shared: findSharedDeps(row.repo, request),
+    shared: findSharedDeps(row.repo, request, trust),
     started,
     image: row.image,
     untracked: [],
+    trust,
   };
 }

@@ -92,7 +92,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
   store.startAttempt(runId, index);
   progress(`attempt ${index}: started (temperature ${temperature})`);
   try {
-    result.wt = await createAttemptWorktree(run.repo, run.base, attemptId);
+    result.wt = await createAttemptWorktree(run.repo, run.base, attemptId, { include: run.trust.include, onSkipped: progress });
     const wt = result.wt;
     result.outcome = await runAgentLoop({
       attemptIndex: index,

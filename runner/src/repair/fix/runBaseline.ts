@@ -48,7 +48,10 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
     progress('baseline: kept from the interrupted run');
   } else {
     progress('baseline: running the tests on the base commit');
-    const baselineWt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-baseline`);
+    const baselineWt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-baseline`, {
+      include: run.trust.include,
+      onSkipped: progress,
+    });
     let baselineTest: TestRun;
     try {
       baselineTest = await cells.testCell(baselineWt.path, 'baseline', null);
