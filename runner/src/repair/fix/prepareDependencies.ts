@@ -21,9 +21,7 @@ export async function prepareDependencies(input: DependenciesInput): Promise<Att
   const depsWt = await installOnce(input);
   if (request.shared_deps === false) deps.progress('dependencies: not shared (--no-shared-deps)');
   else if (cells.dependencies.length === 0)
-    deps.progress(
-      `dependencies: none installed in the checkout (install them there, or pass --install-cmd; ${FORGE_CONFIG_FILE} can name more)`,
-    );
+    deps.progress(`dependencies: none installed in the checkout (install them there, or pass --install-cmd; --share DIR names more)`);
   for (const d of cells.dependencies) {
     deps.progress(`dependencies: ${d.shared}`);
     const closed = (process.getuid?.() ?? 0) === 0 ? closedToCellUser(d.source) : null;
