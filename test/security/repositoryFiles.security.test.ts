@@ -8,6 +8,9 @@ import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
 import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
 import { git } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
+import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
+import { requireQemu } from '../helpers/qemu.js';
+import { swarmUnavailable, TEST_SWARM_REGISTRY } from '../helpers/swarm.js';
 
 /**
  * Issue 25, breaks 2, 3, 6 and 8: what a hostile repository's own files (.forgeinclude,
@@ -92,21 +95,48 @@ function runnerHeld(
   });
 }
 
-function fix(repo: string, model: string, extra: string[]) {
-  return runner([
-    'fix',
-    '--repo',
-    repo,
-    '--issue-text',
-    'make the test pass',
-    '--model',
-    model,
-    '--attempts',
-    '1',
-    '--provider',
-    'host',
-    ...extra,
-  ]);
+function fix(repo: string, model: string, extra: string[], provider: string[] = ['--provider', 'host']) {
+  return runner(['fix', '--repo', repo, '--issue-text', 'make the test pass', '--model', model, '--attempts', '1', ...provider, ...extra]);
+}
+
+/** Break 3 as a test on one provider: the install cell (docker, qemu, swarm: its own) plants the links. */
+function installLinksAttack(model: string, provider: string[]): void {
+  const host = mkdtempSync(join(tmpdir(), 'forge-hostdir-'));
+  mkdirSync(join(host, 'x'));
+  writeFileSync(join(host, 'x', 'secret.txt'), `${SECRET}\n`);
+  chmodSync(host, 0o755);
+  const repo = hostileRepo({
+    'gitdata/forge-cells/keep': '',
+    'hostdir/x/keep': '',
+    '.forge/config.json': JSON.stringify({ dependencies: { share: ['gitdata/forge-cells', 'hostdir/x'] } }),
+    'probe.sh': 'ls -a gitdata/forge-cells hostdir/x 2>&1; cat hostdir/x/secret.txt 2>&1; exit 1\n',
+  });
+  try {
+    const install = `rm -rf gitdata hostdir && ln -s ${repo.dir}/.git gitdata && ln -s ${host} hostdir`;
+    const args = ['--test-cmd', 'sh probe.sh', '--install-cmd', install];
+    // Unconfirmed: the shares are not used at all.
+    const mark1 = logMark();
+    const r1 = fix(repo.dir, model, args, provider);
+    if (process.env.FORGE_TEST_VERBOSE) console.log(r1.stderr);
+    assert.match(r1.stderr, /config\.json shares "gitdata\/forge-cells", "hostdir\/x" with every cell: not used/);
+    assert.match(r1.stderr, /baseline: exit 1/, 'the run went on to its baseline without the shares');
+    const seen1 = cellLogs(mark1);
+    assert.ok(!seen1.includes(SECRET), 'no host file in a cell');
+    assert.ok(!seen1.includes('-baseline'), 'no attempt worktree listed in a cell');
+    // Confirmed (the content looked harmless): the links the install made are refused where they stand.
+    assert.equal(runner(['trust', '--repo', repo.dir]).status, 0);
+    const mark2 = logMark();
+    const r2 = fix(repo.dir, model, args, provider);
+    if (process.env.FORGE_TEST_VERBOSE) console.log(r2.stderr);
+    assert.equal(r2.status, 2, r2.stderr);
+    assert.match(r2.stderr, /dependencies\.share "gitdata\/forge-cells": gitdata is a symbolic link; share only real directories/);
+    const seen2 = cellLogs(mark2);
+    assert.ok(!seen2.includes(SECRET), 'no host file in a cell');
+    assert.ok(!seen2.includes('-baseline'), 'no attempt worktree listed in a cell');
+  } finally {
+    repo.cleanup();
+    rmSync(host, { recursive: true, force: true });
+  }
 }
 
 describe('a repository’s own files are not the user’s word (issue 25: .forgeinclude, .forge/config.json, links, install step)', function () {
@@ -169,49 +199,8 @@ describe('a repository’s own files are not the user’s word (issue 25: .forge
     }
   });
 
-  it('break 3: an install step that turns committed directories into links to .git and to a host directory gets neither mounted, confirmed config or not', () => {
-    const host = mkdtempSync(join(tmpdir(), 'forge-hostdir-'));
-    mkdirSync(join(host, 'x'));
-    writeFileSync(join(host, 'x', 'secret.txt'), `${SECRET}\n`);
-    chmodSync(host, 0o755);
-    const repo = hostileRepo({
-      'gitdata/forge-cells/keep': '',
-      'hostdir/x/keep': '',
-      '.forge/config.json': JSON.stringify({ dependencies: { share: ['gitdata/forge-cells', 'hostdir/x'] } }),
-      'probe.sh': 'ls -a gitdata/forge-cells hostdir/x 2>&1; cat hostdir/x/secret.txt 2>&1; exit 1\n',
-    });
-    try {
-      const install = `rm -rf gitdata hostdir && ln -s ${repo.dir}/.git gitdata && ln -s ${host} hostdir`;
-      const args = ['--test-cmd', 'sh probe.sh', '--install-cmd', install];
-      // Unconfirmed: the shares are not used at all.
-      const mark1 = logMark();
-      const r1 = fix(repo.dir, model.spec, args);
-      if (process.env.FORGE_TEST_VERBOSE) console.log(r1.stderr);
-      assert.match(r1.stderr, /config\.json shares "gitdata\/forge-cells", "hostdir\/x" with every cell: not used/);
-      const seen1 = cellLogs(mark1);
-      assert.ok(!seen1.includes(SECRET), 'no host file in a cell');
-      assert.ok(
-        !/-a0|-baseline|-deps/.test(
-          seen1
-            .split('\n')
-            .filter((l) => !l.includes('forge-runner'))
-            .join('\n'),
-        ),
-        seen1.slice(0, 600),
-      );
-      // Confirmed (the content looked harmless): the links the install made are refused where they stand.
-      assert.equal(runner(['trust', '--repo', repo.dir]).status, 0);
-      const mark2 = logMark();
-      const r2 = fix(repo.dir, model.spec, args);
-      assert.equal(r2.status, 2, r2.stderr);
-      assert.match(r2.stderr, /dependencies\.share "gitdata\/forge-cells": gitdata is a symbolic link; share only real directories/);
-      const seen2 = cellLogs(mark2);
-      assert.ok(!seen2.includes(SECRET), 'no host file in a cell');
-      assert.ok(!seen2.includes('-baseline'), 'no attempt worktree listed in a cell');
-    } finally {
-      repo.cleanup();
-      rmSync(host, { recursive: true, force: true });
-    }
+  it('break 3: an install step that turns committed directories into links to .git and to a host directory gets neither mounted, confirmed config or not (host)', () => {
+    installLinksAttack(model.spec, ['--provider', 'host']);
   });
 
   it('breaks 6 and 8, the class: .forgeinclude, .forge/config.json and .forge as links to a host file, to .git, to /proc/self/fd/0 and to /dev/zero are refused, promptly, without reading through them', async () => {
@@ -282,5 +271,29 @@ describe('a repository’s own files are not the user’s word (issue 25: .forge
     } finally {
       rmSync(secretDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('break 3 on every provider: links an install cell planted are never shared', function () {
+  this.timeout(900_000);
+  let model: { spec: string; cleanup: () => void };
+  before(() => (model = idleReplay()));
+  after(() => model?.cleanup());
+
+  it('docker', async function () {
+    const why = await dockerUnavailable(TEST_IMAGES.bookworm);
+    requireFeature(this, why === null, why ?? '');
+    installLinksAttack(model.spec, ['--provider', 'docker', '--image', TEST_IMAGES.bookworm]);
+  });
+
+  it('qemu', function () {
+    requireQemu(this);
+    installLinksAttack(model.spec, ['--provider', 'qemu']);
+  });
+
+  it('swarm', async function () {
+    const why = await swarmUnavailable(1);
+    requireFeature(this, why === null, why ?? '');
+    installLinksAttack(model.spec, ['--provider', 'swarm', '--registry', TEST_SWARM_REGISTRY, '--image', TEST_IMAGES.bookworm]);
   });
 });
