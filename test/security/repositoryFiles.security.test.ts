@@ -203,6 +203,29 @@ describe('a repository’s own files are not the user’s word (issue 25: .forge
     installLinksAttack(model.spec, ['--provider', 'host']);
   });
 
+  it("a committed .forge/bake.json does not choose the image the cells run in (it is the repository's, not a bake of yours)", () => {
+    const repo = hostileRepo({ '.forge/bake.json': JSON.stringify({ image: 'forge-test/busybox:1' }), 'probe.sh': 'exit 1\n' });
+    try {
+      const r = runner([
+        'fix',
+        '--repo',
+        repo.dir,
+        '--issue-text',
+        'x',
+        '--model',
+        model.spec,
+        '--attempts',
+        '1',
+        '--test-cmd',
+        'sh probe.sh',
+      ]);
+      assert.match(r.stderr, /\.forge\/bake\.json is committed in the repository, so it is not your bake record: ignored/);
+      assert.match(r.stderr, /1 attempt\(s\) on host/);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
   it('breaks 6 and 8, the class: .forgeinclude, .forge/config.json and .forge as links to a host file, to .git, to /proc/self/fd/0 and to /dev/zero are refused, promptly, without reading through them', async () => {
     const secretDir = mkdtempSync(join(tmpdir(), 'forge-secretdir-'));
     writeFileSync(join(secretDir, 'config.json'), `{"dependencies":{"share":["/etc"]},"x":"${SECRET}"}`);

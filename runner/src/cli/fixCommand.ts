@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { runnerStateDir } from '../cells/cellIdentity.js';
 import { createProvider } from '../cells/providerRegistry.js';
@@ -14,7 +14,10 @@ import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
 import { printable } from './formatCellResult.js';
-import { readRegularFile } from '../workspace/readRegularFile.js';
+import { readFileBeneath } from '../workspace/openBeneath.js';
+import { locateRepository } from '../workspace/attemptWorktree.js';
+import { repoTarget } from '../workspace/repoLocation.js';
+import { runGit } from '../workspace/safeGit.js';
 
 /** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
 export const FIX_EXIT = { fixed: 0, notFixed: 1, badInput: 2, internal: 3 } as const;
@@ -220,7 +223,7 @@ export async function fixFromFlags(
   if (!modelSpec) throw new InputError('no model: pass --model replay:FILE (or set FORGE_MODEL_SPEC)');
   const model = createModel(modelSpec);
   const repo = resolve(flags.repo);
-  const baked = readBakeRecord(repo);
+  const baked = await readBakeRecord(repo, progress);
   const imaged = (p: string | undefined) => p === 'docker' || p === 'swarm';
   const image = flags.image ?? (imaged(flags.provider) || !flags.provider ? (baked ?? '') : '');
   const providerName = flags.provider ?? (image ? 'docker' : 'host');
@@ -330,12 +333,26 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
   return runFix(request, { store, provider, model, progress, signal });
 }
 
-function readBakeRecord(repo: string): string | null {
+/**
+ * The image `forge-runner bake` recorded for the repository, or null. Only a record bake
+ * wrote counts: it keeps `.forge/` out of git (info/exclude), so a bake.json the repository
+ * commits is the repository's choice of image, not yours, and is ignored (said in progress).
+ * Read beneath the checkout without following a link.
+ */
+async function readBakeRecord(repo: string, progress: (l: string) => void): Promise<string | null> {
+  const r = readFileBeneath(repo, '.forge/bake.json', 1024 * 1024);
+  if (r.kind !== 'ok') return null;
+  const loc = await locateRepository(repo).catch(() => null);
+  const tracked = loc ? await runGit(repoTarget(loc), ['ls-files', '-z', '--', '.forge/bake.json']).catch(() => null) : null;
+  if (tracked?.text) {
+    progress(
+      'note: .forge/bake.json is committed in the repository, so it is not your bake record: ignored (run forge-runner bake, or pass --image)',
+    );
+    return null;
+  }
   try {
-    // A cell working on the checkout could have replaced .forge or the record with a link.
-    if (!lstatSync(join(repo, '.forge')).isDirectory()) return null;
-    const record = readRegularFile(join(repo, '.forge'), 'bake.json', 1024 * 1024);
-    return record ? ((JSON.parse(record.toString('utf8')) as { image?: string }).image ?? null) : null;
+    const image = (JSON.parse(r.bytes.toString('utf8')) as { image?: unknown }).image;
+    return typeof image === 'string' && image !== '' ? image : null;
   } catch {
     return null;
   }
