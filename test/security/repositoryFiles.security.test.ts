@@ -203,6 +203,68 @@ describe('a repository’s own files are not the user’s word (issue 25: .forge
     installLinksAttack(model.spec, ['--provider', 'host']);
   });
 
+  it('red team: a confirmed share of a directory holding the user’s ignored .env or a nested repository is refused; an included file never enters the stored patch', () => {
+    const repo = hostileRepo({
+      '.gitignore': 'config/.env\nvendor/\n',
+      'config/app.json': '{}\n',
+      '.forge/config.json': JSON.stringify({ dependencies: { share: ['config'] } }),
+      'probe.sh': 'cat config/.env 2>&1; exit 1\n',
+    });
+    try {
+      writeFileSync(join(repo.dir, 'config', '.env'), `TOKEN=${SECRET}\n`);
+      assert.equal(runner(['trust', '--repo', repo.dir]).status, 0);
+      const mark = logMark();
+      const r = fix(repo.dir, model.spec, ['--test-cmd', 'sh probe.sh']);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(
+        r.stderr,
+        /dependencies\.share "config": it holds \.env, which looks like it holds credentials; a repository's config never shares that/,
+      );
+      assert.ok(!cellLogs(mark).includes(SECRET));
+      // A nested repository (its config may hold a token in a remote URL) is not shared on the repository's word either.
+      rmSync(join(repo.dir, 'config', '.env'));
+      mkdirSync(join(repo.dir, 'config', 'lib', '.git'), { recursive: true });
+      const r2 = fix(repo.dir, model.spec, ['--test-cmd', 'sh probe.sh']);
+      assert.equal(r2.status, 2, r2.stderr);
+      assert.match(r2.stderr, /it holds git data \(lib\/\.git\)/);
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('red team: an included file that no ignore rule of the base covers stays out of every attempt’s patch', () => {
+    const repo = hostileRepo({ 'probe.sh': 'exit 1\n' });
+    try {
+      writeFileSync(join(repo.dir, 'local.json'), `{"k":"${LOCAL}"}\n`);
+      const dir = mkdtempSync(join(tmpdir(), 'forge-replay-'));
+      writeFileSync(
+        join(dir, 'replay.json'),
+        JSON.stringify({
+          version: 1,
+          attempts: [[{ tool_calls: [{ name: 'write_file', arguments: { path: 'fix.txt', content: 'changed\n' } }] }, { content: 'done' }]],
+        }),
+      );
+      const r = fix(repo.dir, `replay:${join(dir, 'replay.json')}`, ['--test-cmd', 'sh probe.sh', '--include', 'local.json', '--json']);
+      rmSync(dir, { recursive: true, force: true });
+      assert.match(r.stderr, /include: 1 untracked file\(s\) copied into every attempt: local\.json/);
+      const db = new Database(join(process.env.FORGE_STATE_DIR!, 'forge.db'), { readonly: true });
+      try {
+        const patches = (db.prepare('SELECT patch FROM attempts').all() as { patch: Buffer | string | null }[]).map((p) =>
+          String(p.patch ?? ''),
+        );
+        assert.ok(
+          patches.some((p) => p.includes('fix.txt')),
+          'the attempt’s own change is in its patch',
+        );
+        assert.ok(!patches.some((p) => p.includes(LOCAL) || p.includes('local.json')), 'the included file is not');
+      } finally {
+        db.close();
+      }
+    } finally {
+      repo.cleanup();
+    }
+  });
+
   it("a committed .forge/bake.json does not choose the image the cells run in (it is the repository's, not a bake of yours)", () => {
     const repo = hostileRepo({ '.forge/bake.json': JSON.stringify({ image: 'forge-test/busybox:1' }), 'probe.sh': 'exit 1\n' });
     try {

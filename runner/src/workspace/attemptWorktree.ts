@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { handOverToCellUser } from '../cells/cellUser.js';
@@ -8,7 +8,7 @@ import { commitWorktreeChanges } from './captureWorktreeDiff.js';
 import { isInside } from './pathInside.js';
 import { discoverRepository, type RepoLocation, repoTarget, resolveCommit } from './repoLocation.js';
 import { runGit } from './safeGit.js';
-import { copyIncludedFiles } from './copyIncludedFiles.js';
+import { copyIncludedFiles, INCLUDED_FILES_NAME } from './copyIncludedFiles.js';
 import { ATTEMPTS_DIR_NAME } from './attemptsDirName.js';
 
 export { ATTEMPTS_DIR_NAME };
@@ -106,6 +106,8 @@ export async function createAttemptWorktree(
   // Untracked files of the checkout the run decided to bring (the user's word: repositoryConsent.ts).
   const { copied: included, skipped } = opts.include?.length ? copyIncludedFiles(top, path, opts.include) : { copied: [], skipped: [] };
   for (const line of skipped) opts.onSkipped?.(`not copied into ${attemptId}: ${line}`);
+  // They are the runner's, not the attempt's change: the diff capture leaves them out.
+  if (included.length > 0) writeFileSync(join(location.gitDir, INCLUDED_FILES_NAME), included.join('\0'), { mode: 0o644 });
   handOverToCellUser(path);
   // Stat information for every checked-out file (taken now, while the content is the base):
   // later diff captures then hash only what a cell changed.

@@ -60,6 +60,18 @@ export function rebase(line: string, dir: string): string {
 }
 
 /** Path components taken literally inside a glob (a directory named `[x]` or `*`). */
-function escapeGlob(path: string): string {
+export function escapeGlob(path: string): string {
   return path.replace(/[\\*?[\]!#]/g, (c) => `\\${c}`);
+}
+
+/**
+ * Pure: exclude lines for untracked files the runner itself copied into a worktree (the
+ * run's included files): each is the runner's, not the attempt's change, and must never be
+ * captured into a patch, whatever the base's ignore rules say. Literal paths, anchored at the top.
+ */
+export function includedFileRules(paths: readonly string[]): string {
+  return paths
+    .filter((p) => p !== '' && !p.includes('\n'))
+    .map((p) => `/${escapeGlob(p).replace(/ $/, '\\ ')}\n`)
+    .join('');
 }

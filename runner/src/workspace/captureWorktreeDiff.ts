@@ -1,7 +1,9 @@
 import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorktreeDiff } from '../protocol/cellResult.js';
-import { translateIgnoreRules } from './baseIgnoreRules.js';
+import { includedFileRules, translateIgnoreRules } from './baseIgnoreRules.js';
+import { INCLUDED_FILES_NAME } from './copyIncludedFiles.js';
+import { readRegularPath } from './readRegularFile.js';
 import { displayText, isUtf8Text } from './displayText.js';
 import type { PatchBytes } from './patchBytes.js';
 import { reviewWarnings } from './reviewWarnings.js';
@@ -48,7 +50,7 @@ export const MAX_APPLY_PATCH_BYTES = 64 * 1024 * 1024;
 
 /** What a capture needs: where the tree's git data is (resolved before any cell ran) and the base. */
 export interface WorktreeSource {
-  location: Pick<RepoLocation, 'top' | 'objectsDir' | 'indexFile' | 'objectFormat' | 'commonDir'>;
+  location: Pick<RepoLocation, 'top' | 'objectsDir' | 'indexFile' | 'objectFormat' | 'commonDir'> & Partial<Pick<RepoLocation, 'gitDir'>>;
   /** The commit the tree is compared with. */
   base: string;
 }
@@ -318,7 +320,7 @@ const ignoreRulesCache = new Map<string, string>();
 
 /** The base commit's .gitignore files and the repository's info/exclude, as one exclude file. */
 async function baseIgnoreRulesFor(src: WorktreeSource, deadline: number): Promise<string> {
-  const key = `${src.location.objectsDir}\0${src.base}`;
+  const key = `${src.location.objectsDir}\0${src.base}\0${src.location.gitDir ?? ''}`;
   const cached = ignoreRulesCache.get(key);
   if (cached !== undefined) return cached;
   const target = { gitDir: src.location.commonDir, objectsDir: src.location.objectsDir };
@@ -350,7 +352,13 @@ async function baseIgnoreRulesFor(src: WorktreeSource, deadline: number): Promis
   } catch {
     infoExclude = '';
   }
-  const rules = translateIgnoreRules(files, infoExclude);
+  // The files the runner copied into this worktree (INCLUDED_FILES_NAME in its own git dir).
+  let included = '';
+  if (src.location.gitDir) {
+    const listed = readRegularPath(join(src.location.gitDir, INCLUDED_FILES_NAME), 4 * 1024 * 1024);
+    if (Buffer.isBuffer(listed)) included = includedFileRules(nulRecords(listed.toString('utf8')));
+  }
+  const rules = translateIgnoreRules(files, infoExclude) + included;
   if (ignoreRulesCache.size > 64) ignoreRulesCache.delete(ignoreRulesCache.keys().next().value!);
   ignoreRulesCache.set(key, rules);
   return rules;

@@ -2,6 +2,9 @@ import { closeSync, constants, mkdirSync, openSync, readSync, symlinkSync, write
 import { openEntryBeneath } from './openBeneath.js';
 import { O_PATH, openDirectoryNoFollow } from './pinnedDirectory.js';
 
+/** In a worktree's own git directory: the files the runner copied in (NUL-separated), kept out of every captured diff. */
+export const INCLUDED_FILES_NAME = 'forge-included';
+
 /** Bounds on what is copied into one worktree: a list that asks for more is cut, and said. */
 export const INCLUDE_LIMITS = { files: 1000, fileBytes: 16 * 1024 * 1024, totalBytes: 64 * 1024 * 1024 } as const;
 

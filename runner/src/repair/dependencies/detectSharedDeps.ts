@@ -1,9 +1,10 @@
-import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
+import { type Dirent, existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, normalize, relative } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../../protocol/inputError.js';
 import { statDirectoryBeneath } from '../../workspace/openBeneath.js';
 import { readRegularPath } from '../../workspace/readRegularFile.js';
+import { looksLikeSecret } from '../trust/secretNames.js';
 import { isInside } from '../../workspace/pathInside.js';
 
 /** An installed dependency directory every cell of a run sees, without a copy. */
@@ -16,6 +17,8 @@ export interface SharedDependencyFound {
   /** For people: "232 packages", "python 3.11". */
   detail: string;
   layer: 'overlay' | 'read-only';
+  /** For a share asked for by name: who asked (a confirmed `.forge/config.json`, or the user's --share). */
+  from?: 'repository' | 'you';
 }
 
 export interface SharedDependencies {
@@ -80,12 +83,12 @@ const isDir = (p: string) => {
   }
 };
 
-/** Packages in a node_modules directory (a scope counts its members). */
+/** Packages in a node_modules directory (a scope counts its members; a linked scope is not entered). */
 function countPackages(dir: string): number {
   let n = 0;
   for (const e of safeList(dir)) {
     if (e.startsWith('.')) continue;
-    n += e.startsWith('@') ? safeList(join(dir, e)).length : 1;
+    n += e.startsWith('@') ? (isDir(join(dir, e)) ? safeList(join(dir, e)).length : 0) : 1;
   }
   return n;
 }
@@ -203,19 +206,21 @@ export function detectSharedDeps(
         layer: 'read-only',
       });
   }
+  // Exclusions apply to what was detected; a share asked for by name is kept.
+  const excluded = new Set(opts.exclude ?? []);
+  const kept = deps.filter((d) => !excluded.has(d.kind) && !excluded.has(relative(checkout, d.source)));
   for (const { path: extra, from } of opts.share ?? []) {
     const source = sharedSource(extra, from, checkout);
-    if (deps.some((d) => d.source === source)) continue;
-    deps.push({
+    if (kept.some((d) => d.source === source)) continue;
+    kept.push({
       kind: 'configured',
       source,
       target: isAbsolute(extra) ? source : inRepo(source),
       detail: from === 'you' ? 'from --share' : `from ${FORGE_CONFIG_FILE}`,
       layer: 'overlay',
+      from,
     });
   }
-  const excluded = new Set(opts.exclude ?? []);
-  const kept = deps.filter((d) => !excluded.has(d.kind) && !excluded.has(relative(checkout, d.source)));
   return { deps: dedupeNested(kept), env };
 }
 
@@ -239,7 +244,46 @@ function sharedSource(extra: string, from: ShareRequest['from'], checkout: strin
   const found = isAbsolute(extra) ? statDirectoryBeneath(normalize(extra), '') : statDirectoryBeneath(checkout, extra);
   if (found.kind === 'absent') throw new InputError(`${what} is not a directory in ${isAbsolute(extra) ? 'the host' : checkout}`);
   if (found.kind === 'refused') throw new InputError(`${what}: ${found.why}; share only real directories (no symbolic link on the way)`);
+  // The repository's own request (confirmed by its content, not by what is in the directory
+  // today) never brings a repository's git data or a file that holds credentials into a cell.
+  if (from === 'repository') {
+    const bad = firstSensitiveEntry(found.path);
+    if (bad)
+      throw new InputError(
+        `${what}: ${bad}; a repository's config never shares that into a cell (pass --share ${extra} yourself if you mean it)`,
+      );
+  }
   return found.path;
+}
+
+/** More entries than a shared directory of one's own needs: a repository's share over this is refused, not half-checked. */
+const MAX_CHECKED_ENTRIES = 50_000;
+
+/**
+ * Why the directory must not be shared on a repository's word: the first entry that is git
+ * data (`.git`, a nested repository) or looks like it holds credentials, or that it is too
+ * large to check. Walked without following links (a link is not entered, only its name counts).
+ */
+function firstSensitiveEntry(dir: string): string | null {
+  const queue: string[] = [''];
+  let seen = 0;
+  while (queue.length > 0) {
+    const rel = queue.shift()!;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(join(dir, rel), { withFileTypes: true });
+    } catch {
+      return `${rel || '.'} cannot be read`;
+    }
+    for (const e of entries) {
+      if (++seen > MAX_CHECKED_ENTRIES) return `it has over ${MAX_CHECKED_ENTRIES} entries, too many to check`;
+      const path = rel ? `${rel}/${e.name}` : e.name;
+      if (e.name === '.git') return `it holds git data (${path})`;
+      if (looksLikeSecret(path)) return `it holds ${path}, which looks like it holds credentials`;
+      if (e.isDirectory()) queue.push(path);
+    }
+  }
+  return null;
 }
 
 /** A directory inside another shared one needs no mount of its own (a package's own node_modules). */

@@ -24,7 +24,8 @@ export async function prepareDependencies(input: DependenciesInput): Promise<Att
     deps.progress(`dependencies: none installed in the checkout (install them there, or pass --install-cmd; --share DIR names more)`);
   for (const d of cells.dependencies) {
     deps.progress(`dependencies: ${d.shared}`);
-    const closed = (process.getuid?.() ?? 0) === 0 ? closedToCellUser(d.source) : null;
+    // Detected directories only: a configured one may be a host directory whose entries are not the repository's to learn.
+    const closed = (process.getuid?.() ?? 0) === 0 && d.kind !== 'configured' ? closedToCellUser(d.source) : null;
     if (closed)
       deps.progress(
         `dependencies: warning: the cells' user cannot read ${closed}, so its tools will not find what is there; make it readable (chmod -R o+rX ${d.source}) or run forge-runner as its owner`,
