@@ -4,11 +4,12 @@
 // which owns the attempt worktrees: a setuid copy runs as that user for whoever starts it).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
 import { HAZARD_SCAN_LIMITS } from '../../runner/src/workspace/neutralizeHazards.js';
-import { makeRepo } from '../helpers/gitRepo.js';
+import { git, makeRepo } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
@@ -90,6 +91,51 @@ describe('the hazard walk after a cell is complete, or the worktree is withheld 
       assert.equal(top.uid, 0);
     } finally {
       spawnSync('rm', ['-rf', repo.dir]);
+    }
+  });
+
+  it(`fix run: an attempt whose command leaves more than ${CAP} entries fails with that reason and its worktree is gone`, function () {
+    // The junk is ignored by the base commit's .gitignore, so the diff alone would not stop it.
+    const repo = makeRepo({
+      'calc.py': 'def add(a, b):\n    return a - b\n',
+      'test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+      '.gitignore': 'junk/\n',
+    });
+    const scratch = mkdtempSync(join(tmpdir(), 'forge-hazard-replay-'));
+    try {
+      const replay = join(scratch, 'replay.json');
+      const turns = [
+        { tool_calls: [{ name: 'run_command', arguments: { command: ATTACK } }] },
+        { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return a - b', new_string: 'return a + b' } }] },
+        { tool_calls: [{ name: 'finish', arguments: { summary: 's' } }] },
+      ];
+      writeFileSync(replay, JSON.stringify({ version: 1, attempts: [turns] }));
+      const r = cli([
+        'fix',
+        '--repo',
+        repo.dir,
+        '--provider',
+        'host',
+        '--attempts',
+        '1',
+        '--issue-text',
+        'add() subtracts',
+        '--model',
+        `replay:${replay}`,
+        '--test-cmd',
+        'python3 -m pytest -q',
+        '--json',
+      ]);
+      assert.equal(r.status, 1, `not fixed (exit 1): exit ${r.status}: ${r.stderr.slice(-800)}`);
+      const report = JSON.parse(r.stdout) as { status: string; winner: unknown; attempts: { error: string | null }[] };
+      assert.match(report.attempts[0]?.error ?? '', new RegExp(`the cell left more than ${CAP} entries in the worktree`));
+      assert.equal(report.winner, null);
+      const cells = join(repo.dir, '.git', 'forge-cells');
+      assert.deepEqual(existsSync(cells) ? readdirSync(cells) : [], [], 'the withheld worktree is removed');
+      assert.equal(git(repo.dir, 'branch', '--list', 'forge/*').trim(), '', 'no attempt branch is kept');
+    } finally {
+      spawnSync('rm', ['-rf', repo.dir]);
+      rmSync(scratch, { recursive: true, force: true });
     }
   });
 });
