@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { requireQemu } from '../helpers/qemu.js';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -172,6 +172,41 @@ describe('qemu cell security (each test tries to break one claim)', function () 
         1,
         'no fsmonitor was planted',
       );
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('every mount the command sees is nosuid and nodev, but /dev (devtmpfs: its nodes must work), which is nosuid and noexec', async () => {
+    // The worktree and both kinds of dependency layer are mounted too: each is a line to check.
+    const repo = makeRepo({ 'a.txt': 'a\n', '.gitignore': 'node_modules/\nvendor/\ninstalled/\n' });
+    try {
+      mkdirSync(join(repo.dir, 'installed', 'pkg'), { recursive: true });
+      const r = await provider.run({
+        worktree: repo.dir,
+        mount_at: repo.dir,
+        shared_deps: [
+          { source: join(repo.dir, 'installed'), target: join(repo.dir, 'node_modules'), layer: 'overlay' },
+          { source: join(repo.dir, 'installed'), target: join(repo.dir, 'vendor'), layer: 'read-only' },
+        ],
+        cmd: 'cat /proc/mounts',
+      });
+      assert.equal(r.exit_code, 0, r.output);
+      const mounts = r.output
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' '))
+        .map(([, at, type, opts]) => ({ at: at!, type: type!, opts: opts!.split(',') }));
+      for (const at of ['/', '/dev', '/proc', '/tmp', repo.dir, join(repo.dir, 'node_modules'), join(repo.dir, 'vendor')])
+        assert.ok(
+          mounts.some((m) => m.at === at),
+          `${at} is in the guest's mount table:\n${r.output}`,
+        );
+      for (const m of mounts) {
+        assert.ok(m.opts.includes('nosuid'), `${m.at} (${m.type}) is mounted without nosuid: ${m.opts.join(',')}`);
+        if (m.at === '/dev') assert.ok(m.opts.includes('noexec'), `/dev is mounted without noexec: ${m.opts.join(',')}`);
+        else assert.ok(m.opts.includes('nodev'), `${m.at} (${m.type}) is mounted without nodev: ${m.opts.join(',')}`);
+      }
     } finally {
       repo.cleanup();
     }

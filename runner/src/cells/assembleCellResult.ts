@@ -22,6 +22,8 @@ export interface CellFacts {
   logPath: string;
   diff: CellResult['diff'];
   neutralized: CellResult['neutralized'];
+  /** Why the worktree was withheld after the cell, or null (absent: the provider had none to withhold). */
+  withheld?: string | null;
   isolation: IsolationReport;
   labels: Record<string, string>;
 }
@@ -52,6 +54,7 @@ export function assembleCellResult(facts: CellFacts, end: CellEnding): CellResul
     full_output_path: facts.logPath,
     diff: facts.diff,
     neutralized: facts.neutralized,
+    ...(facts.withheld === undefined ? {} : { worktree_withheld: facts.withheld }),
     isolation: facts.isolation,
     labels: facts.labels,
   };

@@ -132,6 +132,7 @@ export async function runCellLifecycle<H, W>(cell: CellRunFacts, driver: CellDri
         logPath: cell.logPath,
         diff: after.diff,
         neutralized: after.neutralized,
+        withheld: after.withheld,
         isolation,
         labels: spec.labels,
       },

@@ -2,7 +2,8 @@ import type { CellSpec } from '../protocol/cellSpec.js';
 import type { CellResult } from '../protocol/cellResult.js';
 import { captureWorktreeDiff, emptyDiff } from '../workspace/captureWorktreeDiff.js';
 import { type CellWorktree, resolveCellWorktree } from '../workspace/inspectWorktree.js';
-import { HOST_PATH_MAX, neutralizeHazards } from '../workspace/neutralizeHazards.js';
+import { HOST_PATH_MAX } from '../workspace/neutralizeHazards.js';
+import { neutralizeOrWithhold } from '../workspace/withholdWorktree.js';
 import { type CellUser, cellUserFor, dedicatedCellUser } from './cellUser.js';
 import { probeSandboxLayout } from './sandboxLayout.js';
 import { refuseWorktreeLocation } from './worktreeLocation.js';
@@ -197,6 +198,8 @@ export interface AfterCell {
   diff: CellResult['diff'];
   neutralized: CellResult['neutralized'];
   warnings: string[];
+  /** Why the tree was not given back (the hazard walk could not finish), or null. */
+  withheld: string | null;
 }
 
 /** Throws InputError when the worktree's .git or a git data directory is no longer the one that was checked. */
@@ -217,20 +220,21 @@ function sameGitData(topFd: number, worktree: CellWorktree): void {
 /**
  * After a cell, on every provider, before anything else reads the tree: hazards the cell left
  * (setuid files, device nodes, FIFOs, sockets) are neutralized, then the diff is captured
- * (bounded; never throws: a capture that fails says so in the result).
+ * (bounded; never throws: a capture that fails says so in the result). A tree the walk could
+ * not finish is withheld (shut to other users) and nothing else reads it.
  */
 export async function collectAfterCell(worktree: CellWorktree | null, captureDiff: boolean): Promise<AfterCell> {
-  if (!worktree) return { diff: null, neutralized: [], warnings: [] };
+  if (!worktree) return { diff: null, neutralized: [], warnings: [], withheld: null };
   // Through a descriptor of the directory that was checked: the walk never starts anywhere else.
-  let scan: ReturnType<typeof neutralizeHazards>;
+  let scan: ReturnType<typeof neutralizeOrWithhold>;
   try {
     scan = withPinnedDirectory(worktree.top, worktree.identity, (fd) =>
-      neutralizeHazards(`/proc/self/fd/${fd}`, { skip: worktree.gitEntry ? ['.git'] : [], topBytes: Buffer.byteLength(worktree.top) }),
+      neutralizeOrWithhold(fd, { skip: worktree.gitEntry ? ['.git'] : [], topBytes: Buffer.byteLength(worktree.top) }),
     );
   } catch (e) {
     if (!(e instanceof InputError)) throw e;
     const why = `${e.message}: nothing was read from it after the cell`;
-    return { diff: captureDiff && worktree.source ? emptyDiff(why) : null, neutralized: [], warnings: [why] };
+    return { diff: captureDiff && worktree.source ? emptyDiff(why) : null, neutralized: [], warnings: [why], withheld: null };
   }
   const warnings: string[] = [];
   if (scan.neutralized.length > 0) {
@@ -241,8 +245,8 @@ export async function collectAfterCell(worktree: CellWorktree | null, captureDif
         .join(', ')}${scan.neutralized.length > 5 ? ', ...' : ''}`,
     );
   }
-  if (scan.incomplete)
-    warnings.push(`the scan for hazardous entries stopped early (${scan.incomplete}): entries beyond it were not checked`);
+  // What the walk did not see is not given back: nothing reads the tree, no diff.
+  if (scan.withheld) return { diff: null, neutralized: scan.neutralized, warnings, withheld: scan.withheld };
   // The diff reads the git data by name: the .git and the directories that were checked, or nothing.
   let gitDataChanged: string | null = null;
   if (captureDiff && worktree.source) {
@@ -260,5 +264,5 @@ export async function collectAfterCell(worktree: CellWorktree | null, captureDif
   if (diff && scan.tooLong > 0)
     diff.incomplete ??= `${scan.tooLong} entr${scan.tooLong === 1 ? 'y has a path' : 'ies have paths'} longer than ${HOST_PATH_MAX} bytes, which git cannot see: the diff does not show them`;
   if (diff?.incomplete) warnings.push(`diff incomplete: ${diff.incomplete}`);
-  return { diff, neutralized: scan.neutralized, warnings };
+  return { diff, neutralized: scan.neutralized, warnings, withheld: null };
 }

@@ -5,8 +5,8 @@ import type { CellProvider } from '../cells/provider.js';
 import type { CellResult } from '../protocol/cellResult.js';
 import type { CellSpecInput } from '../protocol/cellSpec.js';
 import { InputError } from '../protocol/inputError.js';
-import { EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
-import { formatCellResult, formatHealth, printable } from './formatCellResult.js';
+import { EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK } from './exitCodes.js';
+import { formatCellResult, formatHealth, printable, withheldLine } from './formatCellResult.js';
 import { cellSpecFromFlags, type CellRunFlags } from './parseCellRunArgs.js';
 
 /** `cell run` (under `cell`); loaded only when that command runs or help lists every command. */
@@ -17,7 +17,7 @@ export function registerCellCommand(program: Command): void {
     .description(
       'Run one command in a fresh cell and print its result: exit code, bounded output, the diff of the worktree, and what isolation was enforced.\n' +
         'One word after -- is a shell command line (/bin/sh -c); several words are an argv run without a shell.\n' +
-        'Exit status: 0 when the cell ran (whatever the command returned), 2 for bad input, 1 for an internal failure.',
+        'Exit status: 0 when the cell ran (whatever the command returned), 2 for bad input, 1 for an internal failure or a worktree withheld after the cell.',
     )
     .addOption(new Option('--provider <name>', 'cell provider').choices(providerNames()).default('host'))
     .option('--image <image>', 'image for docker/qemu/swarm cells, e.g. one made by forge-runner bake (host takes none)')
@@ -46,7 +46,7 @@ export function registerCellCommand(program: Command): void {
         if (flags.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
         else process.stdout.write(formatCellResult(result));
         for (const w of result.isolation.warnings) process.stderr.write(`forge-runner: warning: ${printable(w)}\n`);
-        process.exitCode = interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+        process.exitCode = interrupted ? EXIT_INTERRUPTED : reportWithheld(result, spec.worktree) ? EXIT_INTERNAL : EXIT_OK;
       });
     });
 }
@@ -82,12 +82,24 @@ export function registerSpecRunCommand(program: Command): void {
       const provider = createProvider(flags.provider, { prewarm: 0, ...swarmOptions(flags) });
       await runCancellable(provider, raw as CellSpecInput, (result, interrupted) => {
         process.stdout.write(JSON.stringify(result, null, 2) + '\n');
-        process.exitCode = interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+        const worktree = (raw as { worktree?: unknown }).worktree;
+        process.exitCode = interrupted
+          ? EXIT_INTERRUPTED
+          : reportWithheld(result, typeof worktree === 'string' ? worktree : null)
+            ? EXIT_INTERNAL
+            : EXIT_OK;
       });
     });
 }
 
 const MAX_SPEC_BYTES = 16 * 1024 * 1024;
+
+/** A withheld worktree fails the command: one line on stderr with the way out; true when it was. */
+function reportWithheld(result: CellResult, worktree: string | null | undefined): boolean {
+  if (!result.worktree_withheld) return false;
+  process.stderr.write(`forge-runner: ${printable(withheldLine(result.worktree_withheld, worktree ?? 'the worktree'))}\n`);
+  return true;
+}
 
 export interface SwarmFlags {
   dockerHost?: string;

@@ -13,6 +13,11 @@ export function printable(text: string): string {
   return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
+/** Pure: the line that fails a cell whose worktree `dir` was withheld: why, and the way out. */
+export function withheldLine(withheld: string, dir: string): string {
+  return `${withheld}; remove ${dir} (rm -rf), or clear what it holds (find ${dir} -perm /6000 -o -type p -o -type s -o -type b -o -type c) before you give it back with chown and chmod`;
+}
+
 /** Pure: the human summary of a cell (the JSON form is the CellResult itself). */
 export function formatCellResult(r: CellResult): string {
   const lines: string[] = [];

@@ -122,23 +122,35 @@ export function bakedTag(hash: string): string {
   return `forge-prj-${hash}:bootstrap`;
 }
 
-export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<BakeResult> {
-  const started = Date.now();
-  const baseImageId = await imageId(docker, opts.base);
+/**
+ * What a bake reads from the repository: the detected stack, the install command and the
+ * lockfiles' contents (regular files only, never through a link, each bounded).
+ */
+export function readBakeInputs(
+  repo: string,
+  installOverride: string | null | undefined,
+): { primary: DetectedStack | undefined; install: string | null; lockfiles: string[]; contents: { name: string; content: Buffer }[] } {
   // The image has no access to the checkout's virtualenv: its install and tests use the image's python.
-  const stacks = detectStacks({ ...readRepoFacts(opts.repo), venv: null });
+  const stacks = detectStacks({ ...readRepoFacts(repo), venv: null });
   const primary: DetectedStack | undefined = stacks[0];
-  const install = opts.install !== undefined ? opts.install : (primary?.install ?? null);
+  const install = installOverride !== undefined ? installOverride : (primary?.install ?? null);
   // With a custom install command any of the detected lockfiles may matter.
-  const lockfiles = [...new Set(opts.install !== undefined ? stacks.flatMap((s) => s.lockfiles) : (primary?.lockfiles ?? []))];
+  const lockfiles = [...new Set(installOverride !== undefined ? stacks.flatMap((s) => s.lockfiles) : (primary?.lockfiles ?? []))];
   const contents = lockfiles.map((name) => {
-    const content = readRegularFile(opts.repo, name);
+    const content = readRegularFile(repo, name);
     if (!content)
       throw new InputError(
-        `${join(opts.repo, name)} is not a regular file (a symbolic link?): bake copies only the repository's own files; replace it with the file`,
+        `${join(repo, name)} is not a regular file (a symbolic link?): bake copies only the repository's own files; replace it with the file`,
       );
     return { name, content };
   });
+  return { primary, install, lockfiles, contents };
+}
+
+export async function bakeImage(docker: Docker, opts: BakeOptions): Promise<BakeResult> {
+  const started = Date.now();
+  const baseImageId = await imageId(docker, opts.base);
+  const { primary, install, lockfiles, contents } = readBakeInputs(opts.repo, opts.install);
   const hash = bakeHash(baseImageId, install, contents);
   const tag = bakedTag(hash);
   const result = (id: string, reused: boolean): BakeResult => ({

@@ -76,6 +76,13 @@ export const CellResultSchema = z.strictObject({
         'Entries the cell left in the worktree that must not reach the host as they are (setuid/setgid files, device nodes, FIFOs, sockets), and what the runner did to them.',
       ),
     ),
+  worktree_withheld: z
+    .optional(z.nullable(z.string()))
+    .check(
+      z.describe(
+        'Why the worktree was not given back: the hazard walk after the cell could not finish (more entries than it checks, its deadline, an entry it cannot read), so setuid files or FIFOs may remain. Its top is then mode 0700 and owned by the runner; there is no diff. Null when it was checked whole.',
+      ),
+    ),
   isolation: IsolationReportSchema,
   labels: z.record(z.string(), z.string()),
   node: z

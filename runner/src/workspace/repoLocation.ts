@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { dedicatedCellUser } from '../cells/cellUser.js';
 import { isInside } from './pathInside.js';
 import { type GitTarget, runGit } from './safeGit.js';
+import { readRegularPath } from './readRegularFile.js';
 
 /**
  * Where a work tree's git data lives, resolved once by the runner while the tree is still
@@ -74,7 +75,9 @@ function refuseForeignGitDir(top: string, gitDir: string): void {
   let own: string | null = null;
   if (st?.isDirectory()) own = realpathSync(entry);
   else if (st?.isFile()) {
-    const named = /^gitdir: (.+)$/m.exec(readFileSync(entry, 'utf8').slice(0, 4096))?.[1]?.trim();
+    // Read as a cell-written file would be: no link followed, no FIFO, a gitfile's size at most.
+    const text = readRegularPath(entry, 4096);
+    const named = Buffer.isBuffer(text) ? /^gitdir: (.+)$/m.exec(text.toString('utf8'))?.[1]?.trim() : undefined;
     if (named) own = existsSync(resolve(top, named)) ? realpathSync(resolve(top, named)) : null;
   }
   if (own !== gitDir) {

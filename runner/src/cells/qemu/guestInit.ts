@@ -2,7 +2,7 @@
  * The guest's /init (busybox sh), run as PID 1 from the initramfs. It loads the virtio
  * modules, opens the status port before anything else runs (a virtio port can be open only
  * once), mounts the shared root read-only under a private tmpfs overlay and the worktree
- * read-write at its host path (all nosuid, nodev), and runs the command chrooted, as the
+ * read-write at its host path (all nosuid, nodev; /dev nosuid, noexec), and runs the command chrooted, as the
  * unprivileged cell user (never root: it cannot reach /init's descriptors, /proc/1 or the
  * status port) with no_new_privs, from a script the runner wrote (exact argv, exact
  * environment). /init waits for the command itself and reports
@@ -18,9 +18,10 @@
 export const GUEST_INIT = `#!/bin/busybox sh
 export PATH=/bin
 /bin/busybox --install -s /bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
+mount -t proc -o nosuid,nodev,noexec proc /proc
+mount -t sysfs -o nosuid,nodev,noexec sys /sys
+# devtmpfs: its device nodes (null, the virtio ports) must work, so no nodev; nothing in it runs.
+mount -t devtmpfs -o nosuid,noexec dev /dev
 NONCE=$(cat /forge/nonce)
 rm -f /forge/nonce
 for m in $(cat /forge/modules); do insmod /lib/modules/$m.ko 2>/dev/null; done
@@ -46,12 +47,12 @@ if [ "$(cat /forge/net)" = on ]; then
 fi
 mkdir -p /lower /upper /newroot
 mount -t virtiofs forge-root /lower -o ro,nosuid,nodev || fail "cannot mount the shared root"
-mount -t tmpfs -o mode=0755 tmpfs /upper
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /upper
 mkdir -p /upper/u /upper/w
 mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w,nosuid,nodev /newroot || fail "cannot mount the overlay"
 mount -t proc -o nosuid,nodev,noexec proc /newroot/proc
 mount -t sysfs -o nosuid,nodev,noexec,ro sys /newroot/sys
-mount -t devtmpfs dev /newroot/dev
+mount -t devtmpfs -o nosuid,noexec dev /newroot/dev
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /newroot/tmp
 mkdir -p /newroot/tmp/forge-home /newroot/tmp/forge-work /newroot/.forge
 chmod 0777 /newroot/tmp/forge-home /newroot/tmp/forge-work

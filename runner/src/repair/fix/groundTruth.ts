@@ -6,7 +6,7 @@ import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
-import type { RunCells } from './runCells.js';
+import { type RunCells, WorktreeWithheldError } from './runCells.js';
 
 export interface GroundTruthInput extends RunScope {
   cells: RunCells;
@@ -31,10 +31,16 @@ export async function checkGroundTruth({ run, deps, cells, winner, baselineRepor
     let verdict: Verdict | null = null;
     if (applied.applied) {
       await purgePythonCaches(gtWt.path);
-      const t = await cells.testCell(gtWt.path, 'ground_truth', null);
-      // A cell killed by the cancel says nothing about the patch: the run is cancelled, not "not fixed".
-      throwIfCancelled(deps.signal);
-      verdict = judgeTestRun(t.result.exit_code, t.output, baselineReport, t.written);
+      try {
+        const t = await cells.testCell(gtWt.path, 'ground_truth', null);
+        // A cell killed by the cancel says nothing about the patch: the run is cancelled, not "not fixed".
+        throwIfCancelled(deps.signal);
+        verdict = judgeTestRun(t.result.exit_code, t.output, baselineReport, t.written);
+      } catch (e) {
+        // The winner's tests left a tree nobody may use: not fixed (no verdict), the tree goes below.
+        if (!(e instanceof WorktreeWithheldError)) throw e;
+        deps.progress(`ground truth: failed: ${e.message}`);
+      }
     }
     return { applied: applied.applied, conflicts: applied.conflicts, verdict };
   } finally {

@@ -17,7 +17,7 @@ import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import { type AttemptResult, hookNote, regressionNote, type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
-import type { RunCells } from './runCells.js';
+import { type RunCells, WorktreeWithheldError } from './runCells.js';
 
 export interface AttemptsInput extends RunScope {
   cells: RunCells;
@@ -154,6 +154,11 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       return result;
     }
     result.error = (e as Error).message.split('\n')[0] ?? 'error';
+    // A withheld tree is never read, committed or offered again: it goes now.
+    if (e instanceof WorktreeWithheldError && result.wt) {
+      await cells.cleanUp(result.wt);
+      result.wt = null;
+    }
     store.finishAttempt(runId, index, { error: result.error, turns: result.outcome?.turns ?? 0, tokens: result.outcome?.tokens ?? 0 });
     progress(`attempt ${index}: failed: ${result.error}`);
   }

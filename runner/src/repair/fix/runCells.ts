@@ -1,4 +1,5 @@
 import type { FixReport } from '../../protocol/fixReport.js';
+import { InputError } from '../../protocol/inputError.js';
 import type { CellResult } from '../../protocol/cellResult.js';
 import { type AttemptWorktree, destroyAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
@@ -6,6 +7,13 @@ import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports
 import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
+
+/**
+ * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
+ * use that tree again, so the cell fails whatever it ran for (an attempt, the baseline, the
+ * install, ground truth), and the tree is only removed. Bad input: the repository's code did it.
+ */
+export class WorktreeWithheldError extends InputError {}
 
 /** A test cell's result, its console, and the report its build tool wrote (null: none). */
 export interface TestRun {
@@ -76,6 +84,7 @@ export class RunCells {
       deps.signal ? { signal: deps.signal } : {},
     );
     deps.store.recordCell(run.runId, attemptIdx, purpose, r, command);
+    if (r.worktree_withheld) throw new WorktreeWithheldError(r.worktree_withheld);
     return r;
   }
 
