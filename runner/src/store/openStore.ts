@@ -129,6 +129,16 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE cell_executions ADD COLUMN node TEXT;`,
   // The budgets and network policy a run was started with (a resume keeps them).
   `ALTER TABLE runs ADD COLUMN settings_json TEXT;`,
+  // Swarm cells: the images this runner built and pushed, by the digest its engine reported
+  // (a registry's tag is anyone's to replace; see runner/src/store/swarmImageRecords.ts).
+  `CREATE TABLE swarm_images (
+     registry TEXT NOT NULL,
+     repository TEXT NOT NULL,
+     tag TEXT NOT NULL,
+     digest TEXT NOT NULL,
+     pushed_at INTEGER NOT NULL,
+     PRIMARY KEY (registry, repository, tag, digest)
+   );`,
 ];
 
 /**
