@@ -40,7 +40,13 @@ import {
 } from '../swarm/swarmServiceSpec.js';
 import { applyReturnedChanges, baseLayerTar, type CellInputState, cellInputTar, recordCellInput, treeOf } from '../swarm/swarmTransfer.js';
 import { TAR_END, tarFileParts, tarParts, writeTar } from '../swarm/tarArchive.js';
-import { type DependencySource, dependencyFingerprint, dependencyLayerTar } from '../swarm/dependencyLayer.js';
+import {
+  type DependencySource,
+  type DependencyWalk,
+  dependencyFingerprint,
+  dependencyLayerTar,
+  leftOutWarnings,
+} from '../swarm/dependencyLayer.js';
 import { digestReference, judgeRegistryImage, pushedDigest } from '../swarm/registryTrust.js';
 import type { SwarmImageRecords } from '../../store/swarmImageRecords.js';
 import { isInside } from '../../workspace/pathInside.js';
@@ -153,7 +159,7 @@ export class SwarmCellProvider implements CellProvider {
   private readonly cleanups = new Set<Promise<void>>();
   /** Images in the registry this provider's cells use, by tag: what it verified or built. */
   private readonly images = new Map<string, Promise<PushedImage>>();
-  private readonly depKeys = new Map<string, Promise<string>>();
+  private readonly depKeys = new Map<string, Promise<DependencyWalk>>();
   private nodeNames = new Map<string, { name: string; state: string }>();
   private nodesFetched = 0;
   private hardLimits: HardLimits | null = null;
@@ -291,10 +297,14 @@ export class SwarmCellProvider implements CellProvider {
       );
     const script = buildCellScript(spec, workdir, null);
     // Installed dependencies inside the worktree travel as a layer; elsewhere the task's own
-    // tmpfs (/tmp) would cover them: those are named, not sent.
-    const deps = plan.deps.filter((d) => isInside(d.target, workdir)).map((d) => ({ source: d.source, target: d.target }));
+    // tmpfs (/tmp) would cover them: those are named, not sent. Each is read at the path the
+    // spec names (the walk refuses one that passes through a link), not where a link leads.
+    const named = new Map(spec.shared_deps.map((d) => [d.target, d.source]));
+    const deps = plan.deps
+      .filter((d) => isInside(d.target, workdir))
+      .map((d) => ({ source: named.get(d.target) ?? d.source, target: d.target }));
     const unsent = plan.deps.filter((d) => !isInside(d.target, workdir)).map((d) => d.target);
-    const depsKey = deps.length > 0 ? await this.dependencyKey(deps) : null;
+    const depsWalk = deps.length > 0 ? await this.dependencyKey(deps) : null;
     const retries: { node: string; reason: string }[] = [];
     const avoid: string[] = [];
     // Changes too large for a config: one image over the base, shared by a resubmission, removed after.
@@ -303,7 +313,7 @@ export class SwarmCellProvider implements CellProvider {
       const result = await this.runTries(
         spec,
         options,
-        { worktree, src, state, workdir, inputTar, script, registry, busybox, inputImage, deps, depsKey },
+        { worktree, src, state, workdir, inputTar, script, registry, busybox, inputImage, deps, depsKey: depsWalk?.fingerprint ?? null },
         retries,
         avoid,
       );
@@ -311,6 +321,7 @@ export class SwarmCellProvider implements CellProvider {
         result.isolation.warnings.push(
           `shared dependencies outside the worktree are not sent to swarm nodes (${unsent.join(', ')}): bake them into the image`,
         );
+      if (depsWalk) result.isolation.warnings.push(...leftOutWarnings(depsWalk.leftOut, (t) => relative(workdir, t) || t));
       return result;
     } finally {
       if (inputImage.ref) {
@@ -692,8 +703,8 @@ export class SwarmCellProvider implements CellProvider {
     });
   }
 
-  /** The dependencies' fingerprint, walked once per provider (one run): the checkout's installed tree does not change under a run. */
-  private dependencyKey(deps: DependencySource[]): Promise<string> {
+  /** The dependencies' walk (fingerprint and what it left out), once per provider (one run): the checkout's installed tree does not change under a run. */
+  private dependencyKey(deps: DependencySource[]): Promise<DependencyWalk> {
     const key = JSON.stringify(deps);
     let known = this.depKeys.get(key);
     if (!known) {
@@ -714,11 +725,16 @@ export class SwarmCellProvider implements CellProvider {
     const what = `the image with the installed dependencies (${deps.map((d) => d.target).join(', ')})`;
     return this.registryImage(registry, SWARM_DEPS_REPOSITORY, tag, what, () => {
       const layer = dependencyLayerTar(deps, CELL_UID);
+      // What the tag promises is what the layer holds: a tree that changed since the walk is not sent under it.
+      if (layer.fingerprint !== fingerprint)
+        throw new InputError(
+          `shared dependencies ${deps.map((d) => d.source).join(', ')} changed while they were sent to the swarm; share only directories nothing else is changing`,
+        );
       const meta = { mode: 0o644, uid: 0, gid: 0, mtime: Math.floor(Date.now() / 1000) };
       // Streamed: the layer's file contents are never joined into one buffer. The base by digest.
       return [
         ...tarParts([{ name: 'Dockerfile', type: 'file', ...meta, data: Buffer.from(`FROM ${base}\nADD deps.tar /\n`) }], false),
-        ...tarFileParts('deps.tar', layer, meta),
+        ...tarFileParts('deps.tar', layer.parts, meta),
         TAR_END(),
       ];
     });
