@@ -6,6 +6,7 @@ import { isSafeIndexPath, nulRecords, runGit, type GitTarget, withGitView } from
 import type { ReturnedFrame } from './swarmCellScript.js';
 import { SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT } from './swarmCellScript.js';
 import { readTar, type TarEntry, writeTar } from './tarArchive.js';
+import { gitTreeEntries } from './gitTreeEntries.js';
 import { rememberCheckoutOwners, rememberObjectDirs } from '../../workspace/checkoutOwnership.js';
 
 /**
@@ -43,16 +44,20 @@ export async function treeOf(src: WorktreeSource, commit: string): Promise<strin
   return (await runGit(repoTarget(src), ['rev-parse', `${commit}^{tree}`])).text.trim();
 }
 
-async function archive(src: WorktreeSource, commit: string, paths: string[] | null): Promise<TarEntry[]> {
+/**
+ * The files of `commit` (all, or the `paths` given) as git stores them: never through `git
+ * archive`, whose export-ignore and export-subst the tree itself controls (a file left out of
+ * every cell, or rewritten in it, while the patch carries something else).
+ */
+async function committedFiles(src: WorktreeSource, commit: string, paths: string[] | null, uid: number): Promise<TarEntry[]> {
   if (paths && paths.length === 0) return [];
-  const out = await runGit(repoTarget(src), ['archive', '--format=tar', commit, ...(paths ? ['--', ...paths] : [])], {
+  return gitTreeEntries(repoTarget(src), commit, {
+    ...(paths ? { only: new Set(paths) } : {}),
     maxBytes: MAX_BASE_TREE_BYTES,
+    uid,
+    gid: uid,
+    mtime: Math.floor(Date.now() / 1000),
   });
-  if (out.truncated)
-    throw new Error(
-      `the tree of ${commit.slice(0, 12)} is over ${MAX_BASE_TREE_BYTES} bytes as a tar archive; swarm cells cannot carry it`,
-    );
-  return readTar(out.stdout).entries;
 }
 
 /**
@@ -80,10 +85,7 @@ export async function baseLayerTar(
   }
   const top = parts.join('/');
   entries.push({ name: top, type: 'dir', mode: 0o755, uid, gid: uid, mtime });
-  for (const e of await archive(src, commit, null)) {
-    if (!isSafeIndexPath(e.name.replace(/\/$/, ''))) continue;
-    entries.push({ ...e, name: posix.join(top, e.name), uid, gid: uid });
-  }
+  for (const e of await committedFiles(src, commit, null, uid)) entries.push({ ...e, name: posix.join(top, e.name) });
   return writeTar(entries);
 }
 
@@ -98,7 +100,8 @@ export async function cellInputTar(src: WorktreeSource, input: CellInputState): 
   const deleted: string[] = [];
   const present: string[] = [];
   for (let i = 0; i + 1 < changes.length; i += 2) (changes[i] === 'D' ? deleted : present).push(changes[i + 1]!);
-  const files = await archive(src, input.start, present);
+  // The attempt's files as the snapshot commit holds them: the worktree's own bytes.
+  const files = await committedFiles(src, input.start, present, 0);
   const mtime = Math.floor(Date.now() / 1000);
   return writeTar([
     { name: 'overlay.tar', type: 'file', mode: 0o600, uid: 0, gid: 0, mtime, data: files.length > 0 ? writeTar(files) : Buffer.alloc(0) },
