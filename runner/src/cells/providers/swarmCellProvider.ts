@@ -17,14 +17,7 @@ import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { findBusybox } from '../qemu/guestImage.js';
 import { engineUlimits, type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
-import {
-  buildCellScript,
-  parseReturnedFrame,
-  type ReturnedFrame,
-  SWARM_INPUT_TAR,
-  SWARM_TOOLS_DIR,
-  SWARM_WRAPPER_SCRIPT,
-} from '../swarm/swarmCellScript.js';
+import { buildCellScript, type ReturnedFrame, SWARM_INPUT_TAR, SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT } from '../swarm/swarmCellScript.js';
 import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 import {
   baseImageTag,
@@ -38,6 +31,7 @@ import {
   swarmCellLabels,
   type TaskView,
 } from '../swarm/swarmServiceSpec.js';
+import { FRAME_IDLE_MS, FrameCollector, nextFrameWaitStep } from '../swarm/frameArrival.js';
 import { applyReturnedChanges, baseLayerTar, type CellInputState, cellInputTar, recordCellInput, treeOf } from '../swarm/swarmTransfer.js';
 import { TAR_END, tarFileParts, tarParts, writeTar } from '../swarm/tarArchive.js';
 import {
@@ -85,8 +79,6 @@ const MAX_CONFIG_BYTES = 500 * 1024;
 const MAX_INPUT_BYTES = 256 * MiB;
 const CELL_UID = 65532;
 const POLL_MS = 250;
-/** How long a task's output may take to arrive after the task ended. */
-const LOG_DRAIN_MS = 10_000;
 
 /** The fields of Engine API nodes and tasks this provider reads. */
 interface SwarmNode {
@@ -107,8 +99,10 @@ interface Handle {
   nonce: string;
   serviceId: string | null;
   created: { configs: string[]; secrets: string[] };
-  stderr: Buffer[];
-  stderrBytes: number;
+  /** The task's stderr: the wrapper's frame. */
+  frames: FrameCollector;
+  /** When the last byte of the task's log arrived (stdout or stderr). */
+  lastByteAt: number;
   stdoutBytes: number;
   heldByte: Buffer | null;
   /** Its node went away: no use waiting for the task to be removed there. */
@@ -404,13 +398,15 @@ export class SwarmCellProvider implements CellProvider {
       { cellId, provider: 'swarm', spec, options, logPath, worktree: cell.worktree, isolation, egress: null, stateDir: this.stateDir },
       {
         start: async (ctx) => {
+          const nonce = randomBytes(24).toString('hex');
           const h: Handle = (handle = {
             tryNo: cell.tryNo,
-            nonce: randomBytes(24).toString('hex'),
+            nonce,
             serviceId: null,
             created: { configs: [], secrets: [] },
-            stderr: [],
-            stderrBytes: 0,
+            // Bounded: the frame carries at most the return archive (base64) plus the file list.
+            frames: new FrameCollector(nonce, 512 * MiB),
+            lastByteAt: Date.now(),
             stdoutBytes: 0,
             heldByte: null,
             lost: false,
@@ -475,6 +471,7 @@ export class SwarmCellProvider implements CellProvider {
           const out = new Writable({
             write(chunk: Buffer, _enc, done) {
               // The last byte is held back: the wrapper ends the stream with a newline of its own.
+              h.lastByteAt = Date.now();
               h.stdoutBytes += chunk.length;
               const all = h.heldByte ? Buffer.concat([h.heldByte, chunk]) : chunk;
               h.heldByte = all.subarray(all.length - 1);
@@ -484,11 +481,8 @@ export class SwarmCellProvider implements CellProvider {
           });
           const err = new Writable({
             write(chunk: Buffer, _enc, done) {
-              // Bounded: the frame carries at most the return budget (base64) plus the file list.
-              if (h.stderrBytes < 512 * MiB) {
-                h.stderr.push(chunk);
-                h.stderrBytes += chunk.length;
-              }
+              h.lastByteAt = Date.now();
+              h.frames.push(chunk);
               done();
             },
           });
@@ -526,21 +520,41 @@ export class SwarmCellProvider implements CellProvider {
             const verdict = judgeTasks(views, (id) => this.nodeNames.get(id)?.state ?? null);
             if (verdict.kind === 'ended') {
               // The log stream follows the service until it is removed: the frame's last line
-              // (written after all the command's output) says everything has arrived.
-              const until = Date.now() + LOG_DRAIN_MS;
+              // (written after all the command's output) says everything has arrived. It takes as
+              // long as its bytes take through the manager: waited for while they keep coming.
+              const endedAt = Date.now();
               const arrived = () => {
                 const f = this.frameOf(h);
                 return f !== null && (f.outputBytes === null || h.stdoutBytes >= f.outputBytes + 1);
               };
-              while (!arrived() && Date.now() < until) await Promise.race([h.logsEnded, delay(50)]);
-              // No frame and not stopped by the runner: the node's engine went away under the task
-              // (a stopped dockerd kills its containers before the manager sees the node down).
-              if (!this.frameOf(h) && !h.killed && cell.retryAllowed) {
-                h.lost = true;
-                throw new NodeLostError(
-                  last?.nodeId ?? null,
-                  `the task ended (${last?.state ?? '?'}${last?.err ? `: ${last.err}` : ''}) without its result`,
-                );
+              for (;;) {
+                if (h.killed || h.finished()) break;
+                const facts = { complete: arrived(), idleMs: Date.now() - Math.max(h.lastByteAt, endedAt), nodeState: null };
+                let step = nextFrameWaitStep(facts);
+                if (step === 'ask-node') {
+                  await this.refreshNodes(true);
+                  const state = last?.nodeId ? (this.nodeNames.get(last.nodeId)?.state ?? 'gone') : 'unknown';
+                  step = nextFrameWaitStep({ ...facts, complete: arrived(), nodeState: state });
+                }
+                if (step === 'done') break;
+                if (step === 'lost') {
+                  // The node's engine went away under the task (a stopped dockerd kills its
+                  // containers before the manager sees the node down): its result went with it.
+                  if (!cell.retryAllowed) {
+                    h.lostReason = 'its node went away before the result arrived';
+                    break;
+                  }
+                  h.lost = true;
+                  throw new NodeLostError(
+                    last?.nodeId ?? null,
+                    `the task ended (${last?.state ?? '?'}${last?.err ? `: ${last.err}` : ''}) and its node went away before its result arrived`,
+                  );
+                }
+                if (step === 'give-up') {
+                  h.lostReason = `its node is up but sent nothing for ${Math.round(facts.idleMs / 1000)} s; the command is not run again`;
+                  break;
+                }
+                await delay(facts.idleMs < FRAME_IDLE_MS ? 50 : 500);
               }
               return { exitCode: verdict.exitCode, removed: false } satisfies Waited;
             }
@@ -619,7 +633,7 @@ export class SwarmCellProvider implements CellProvider {
   }
 
   private frameOf(h: Handle): ReturnedFrame | null {
-    return parseReturnedFrame(Buffer.concat(h.stderr).toString('latin1'), h.nonce);
+    return h.frames.frame();
   }
 
   /**
