@@ -307,7 +307,20 @@ export class SwarmCellProvider implements CellProvider {
       const result = await this.runTries(
         spec,
         options,
-        { worktree, src, state, workdir, inputTar, script, registry, busybox, inputImage, deps, depsKey: depsWalk?.fingerprint ?? null },
+        {
+          worktree,
+          src,
+          state,
+          workdir,
+          inputTar,
+          script,
+          registry,
+          busybox,
+          inputImage,
+          imageWarnings: [],
+          deps,
+          depsKey: depsWalk?.fingerprint ?? null,
+        },
         retries,
         avoid,
       );
@@ -367,6 +380,8 @@ export class SwarmCellProvider implements CellProvider {
       registry: string;
       busybox: string;
       inputImage: { ref: Promise<InputImage> | null };
+      /** What the registry held instead of this runner's images (said by every try). */
+      imageWarnings: string[];
       deps: DependencySource[];
       /** What a walk of the dependencies sees (dependencyFingerprint); null without any. */
       depsKey: string | null;
@@ -420,7 +435,9 @@ export class SwarmCellProvider implements CellProvider {
           });
           const base = await this.baseImage(spec.image, cell.src, cell.state?.base ?? null, cell.workdir, cell.registry, cell.busybox);
           const layered = cell.depsKey ? await this.dependencyImage(base.ref, cell.deps, cell.depsKey, cell.registry) : null;
-          for (const w of [base.warning, layered?.warning]) if (w) isolation.warnings.push(w);
+          for (const w of [base.warning, layered?.warning]) if (w && !cell.imageWarnings.includes(w)) cell.imageWarnings.push(w);
+          // A resubmission says what its first try found in the registry too.
+          isolation.warnings.push(...cell.imageWarnings);
           let image = layered?.ref ?? base.ref;
           if (cell.inputTar.length > MAX_CONFIG_BYTES) {
             const under = image;
