@@ -137,6 +137,16 @@ const MIGRATIONS: string[] = [
      granted_at TEXT NOT NULL,
      PRIMARY KEY (repo, file, sha256)
    );`,
+  // Swarm cells: the images this runner built and pushed, by the digest its engine reported
+  // (a registry's tag is anyone's to replace; see runner/src/store/swarmImageRecords.ts).
+  `CREATE TABLE swarm_images (
+     registry TEXT NOT NULL,
+     repository TEXT NOT NULL,
+     tag TEXT NOT NULL,
+     digest TEXT NOT NULL,
+     pushed_at INTEGER NOT NULL,
+     PRIMARY KEY (registry, repository, tag, digest)
+   );`,
 ];
 
 /**

@@ -12,6 +12,10 @@ import {
   type SwarmCellContext,
 } from '../../../runner/src/cells/swarm/swarmServiceSpec.js';
 import { readTar, writeTar } from '../../../runner/src/cells/swarm/tarArchive.js';
+import { FRAME_IDLE_MS, FRAME_NODE_GRACE_MS, FrameCollector, nextFrameWaitStep } from '../../../runner/src/cells/swarm/frameArrival.js';
+import { digestReference, judgeRegistryImage, pushedDigest } from '../../../runner/src/cells/swarm/registryTrust.js';
+import { parseCatFileBatch, parseLsTree } from '../../../runner/src/cells/swarm/gitTreeEntries.js';
+import { gzipSync } from 'node:zlib';
 
 const ctx: SwarmCellContext = {
   cellId: 'cell-x',
@@ -95,16 +99,17 @@ describe('swarm cells: planning (pure)', () => {
   it('the result frame counts only with the nonce, and only when it ends with an exit line', () => {
     const nonce = 'n0nce';
     const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
+    const gz64 = (s: string | Buffer) => gzipSync(Buffer.from(s)).toString('base64');
     const frame = [
       'FORGE other exit 0',
       `FORGE ${nonce} files`,
-      b64(writeTar([{ name: './a.txt', type: 'file', mode: 0o644, uid: 1, gid: 1, mtime: 0, data: Buffer.from('hi\n') }])),
+      gz64(writeTar([{ name: './a.txt', type: 'file', mode: 0o644, uid: 1, gid: 1, mtime: 0, data: Buffer.from('hi\n') }])),
       `FORGE ${nonce} all`,
-      b64('./a.txt\0./b c.txt\0'),
+      gz64('./a.txt\0./b c.txt\0'),
       `FORGE ${nonce} omitted`,
       b64('too-large 9000000 ./big.bin\n'),
       `FORGE ${nonce} newline`,
-      b64('./q\na\0'),
+      gz64('./q\na\0'),
       `FORGE ${nonce} output 12`,
       `FORGE ${nonce} oom 1`,
       `FORGE ${nonce} exit 3`,
@@ -124,6 +129,70 @@ describe('swarm cells: planning (pure)', () => {
     assert.equal(readTar(f.files).entries[0]!.data!.toString(), 'hi\n');
     assert.equal(parseReturnedFrame(frame.split('\n').slice(0, -2).join('\n'), nonce), null, 'no exit line: no frame');
     assert.equal(parseReturnedFrame('FORGE other exit 0\n', nonce), null);
+    // A files section that is not what the wrapper compressed: the exit is known, nothing is brought back.
+    const broken = parseReturnedFrame([`FORGE ${nonce} files`, b64('not gzip'), `FORGE ${nonce} exit 4`].join('\n'), nonce)!;
+    assert.equal(broken.exitCode, 4);
+    assert.match(broken.failure ?? '', /the frame's files section could not be read/);
+    assert.equal(broken.files.length, 0);
+  });
+
+  it('the frame is parsed once its exit line arrived, even split across chunks', () => {
+    const nonce = 'ab12';
+    const c = new FrameCollector(nonce, 1024);
+    c.push(Buffer.from(`FORGE ${nonce} output 0\nFORGE ${nonce} ex`));
+    assert.equal(c.frame(), null);
+    c.push(Buffer.from('it 7'));
+    assert.equal(c.frame(), null, 'the exit line is not complete before its newline');
+    c.push(Buffer.from('\n'));
+    assert.equal(c.frame()?.exitCode, 7);
+    const other = new FrameCollector(nonce, 1024);
+    other.push(Buffer.from('FORGE zz exit 0\n'));
+    assert.equal(other.frame(), null, 'another nonce is no frame');
+  });
+
+  it('after the task ended: wait while bytes arrive, ask the manager when they stop, rerun only for a node that is gone', () => {
+    assert.equal(nextFrameWaitStep({ complete: true, idleMs: 10 ** 9, nodeState: null }), 'done');
+    assert.equal(nextFrameWaitStep({ complete: false, idleMs: FRAME_IDLE_MS - 1, nodeState: null }), 'wait');
+    assert.equal(nextFrameWaitStep({ complete: false, idleMs: FRAME_IDLE_MS, nodeState: null }), 'ask-node');
+    assert.equal(nextFrameWaitStep({ complete: false, idleMs: FRAME_IDLE_MS, nodeState: 'down' }), 'lost');
+    assert.equal(nextFrameWaitStep({ complete: false, idleMs: FRAME_IDLE_MS, nodeState: 'gone' }), 'lost');
+    assert.equal(nextFrameWaitStep({ complete: false, idleMs: FRAME_IDLE_MS, nodeState: 'ready' }), 'wait');
+    assert.equal(nextFrameWaitStep({ complete: false, idleMs: FRAME_IDLE_MS + FRAME_NODE_GRACE_MS, nodeState: 'ready' }), 'give-up');
+  });
+
+  it('registry images: only a digest this runner pushed is used; anything else is rebuilt, and said', () => {
+    const d = (c: string) => `sha256:${c.repeat(64)}`;
+    const facts = { repository: 'forge-cell-base', tag: 't1' };
+    assert.deepEqual(judgeRegistryImage({ ...facts, recorded: [d('b'), d('a')], tagDigest: d('a') }), { kind: 'use', digest: d('a') });
+    assert.deepEqual(judgeRegistryImage({ ...facts, recorded: [], tagDigest: null }), { kind: 'build', warning: null });
+    const foreign = judgeRegistryImage({ ...facts, recorded: [], tagDigest: d('e') });
+    assert.equal(foreign.kind, 'build');
+    assert.match(
+      (foreign as { warning: string }).warning,
+      /^the registry's forge-cell-base:t1 is not what this runner built \(.*\); rebuilt$/,
+    );
+    const replaced = judgeRegistryImage({ ...facts, recorded: [d('a')], tagDigest: d('e') });
+    assert.match((replaced as { warning: string }).warning, new RegExp(`it pushed ${d('a')}; the tag names ${d('e')}\\); rebuilt$`));
+    const gone = judgeRegistryImage({ ...facts, recorded: [d('a')], tagDigest: null });
+    assert.match((gone as { warning: string }).warning, /no longer has forge-cell-base:t1/);
+    assert.equal(pushedDigest([{ status: 'x' }, { aux: { Digest: d('c'), Tag: 't' } }]), d('c'));
+    assert.equal(pushedDigest([{ aux: { Digest: 'sha256:short' } }]), null);
+    assert.equal(digestReference('r:5000', 'forge-cell-deps', d('c')), `r:5000/forge-cell-deps@${d('c')}`);
+  });
+
+  it('git object listings: names with spaces and tabs, blobs by id', () => {
+    const ls = Buffer.from(['100644 blob aaaa\ta b.txt', '120000 blob bbbb\tl', '160000 commit cccc\tsub', ''].join('\0'));
+    assert.deepEqual(parseLsTree(ls), [
+      { mode: '100644', type: 'blob', oid: 'aaaa', path: 'a b.txt' },
+      { mode: '120000', type: 'blob', oid: 'bbbb', path: 'l' },
+      { mode: '160000', type: 'commit', oid: 'cccc', path: 'sub' },
+    ]);
+    const batch = Buffer.concat([Buffer.from('aaaa blob 3\nx\ny\nbbbb blob 0\n\n')]);
+    const blobs = parseCatFileBatch(batch);
+    assert.equal(blobs.get('aaaa')!.toString(), 'x\ny');
+    assert.equal(blobs.get('bbbb')!.length, 0);
+    assert.throws(() => parseCatFileBatch(Buffer.from('dddd missing\n')), /dddd is missing/);
+    assert.throws(() => parseCatFileBatch(Buffer.from('aaaa blob 9\nab')), /cut short/);
   });
 
   it('tar: long names, links and concatenated archives read back as written', () => {

@@ -17,14 +17,7 @@ import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { findBusybox } from '../qemu/guestImage.js';
 import { engineUlimits, type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
-import {
-  buildCellScript,
-  parseReturnedFrame,
-  type ReturnedFrame,
-  SWARM_INPUT_TAR,
-  SWARM_TOOLS_DIR,
-  SWARM_WRAPPER_SCRIPT,
-} from '../swarm/swarmCellScript.js';
+import { buildCellScript, type ReturnedFrame, SWARM_INPUT_TAR, SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT } from '../swarm/swarmCellScript.js';
 import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 import {
   baseImageTag,
@@ -38,9 +31,18 @@ import {
   swarmCellLabels,
   type TaskView,
 } from '../swarm/swarmServiceSpec.js';
+import { FRAME_IDLE_MS, FrameCollector, nextFrameWaitStep } from '../swarm/frameArrival.js';
 import { applyReturnedChanges, baseLayerTar, type CellInputState, cellInputTar, recordCellInput, treeOf } from '../swarm/swarmTransfer.js';
 import { TAR_END, tarFileParts, tarParts, writeTar } from '../swarm/tarArchive.js';
-import { type DependencySource, dependencyFingerprint, dependencyLayerTar } from '../swarm/dependencyLayer.js';
+import {
+  type DependencySource,
+  type DependencyWalk,
+  dependencyFingerprint,
+  dependencyLayerTar,
+  leftOutWarnings,
+} from '../swarm/dependencyLayer.js';
+import { digestReference, judgeRegistryImage, pushedDigest } from '../swarm/registryTrust.js';
+import type { SwarmImageRecords } from '../../store/swarmImageRecords.js';
 import { isInside } from '../../workspace/pathInside.js';
 import { connectSwarmManager } from '../swarm/swarmManager.js';
 
@@ -77,8 +79,6 @@ const MAX_CONFIG_BYTES = 500 * 1024;
 const MAX_INPUT_BYTES = 256 * MiB;
 const CELL_UID = 65532;
 const POLL_MS = 250;
-/** How long a task's output may take to arrive after the task ended. */
-const LOG_DRAIN_MS = 10_000;
 
 /** The fields of Engine API nodes and tasks this provider reads. */
 interface SwarmNode {
@@ -99,8 +99,10 @@ interface Handle {
   nonce: string;
   serviceId: string | null;
   created: { configs: string[]; secrets: string[] };
-  stderr: Buffer[];
-  stderrBytes: number;
+  /** The task's stderr: the wrapper's frame. */
+  frames: FrameCollector;
+  /** When the last byte of the task's log arrived (stdout or stderr). */
+  lastByteAt: number;
   stdoutBytes: number;
   heldByte: Buffer | null;
   /** Its node went away: no use waiting for the task to be removed there. */
@@ -113,6 +115,20 @@ interface Handle {
   nodeId: string | null;
   output: (chunk: Buffer) => void;
   finished: () => boolean;
+}
+
+/** An image of the registry a cell may use: named by the digest this runner pushed or verified. */
+interface PushedImage {
+  ref: string;
+  /** Said in the cell's warnings: the registry held something else under its tag. */
+  warning: string | null;
+}
+
+/** The image of one cell's large changes: its local tag and pushed digest (both removed after the cell). */
+interface InputImage {
+  tagged: string;
+  digest: string;
+  ref: string;
 }
 
 interface Waited {
@@ -135,8 +151,9 @@ export class SwarmCellProvider implements CellProvider {
   private readonly constraints: string[];
   private readonly managerName: string;
   private readonly cleanups = new Set<Promise<void>>();
-  private readonly bases = new Map<string, Promise<string>>();
-  private readonly depKeys = new Map<string, Promise<string>>();
+  /** Images in the registry this provider's cells use, by tag: what it verified or built. */
+  private readonly images = new Map<string, Promise<PushedImage>>();
+  private readonly depKeys = new Map<string, Promise<DependencyWalk>>();
   private nodeNames = new Map<string, { name: string; state: string }>();
   private nodesFetched = 0;
   private hardLimits: HardLimits | null = null;
@@ -274,19 +291,36 @@ export class SwarmCellProvider implements CellProvider {
       );
     const script = buildCellScript(spec, workdir, null);
     // Installed dependencies inside the worktree travel as a layer; elsewhere the task's own
-    // tmpfs (/tmp) would cover them: those are named, not sent.
-    const deps = plan.deps.filter((d) => isInside(d.target, workdir)).map((d) => ({ source: d.source, target: d.target }));
+    // tmpfs (/tmp) would cover them: those are named, not sent. Each is read at the path the
+    // spec names (the walk refuses one that passes through a link), not where a link leads.
+    const named = new Map(spec.shared_deps.map((d) => [d.target, d.source]));
+    const deps = plan.deps
+      .filter((d) => isInside(d.target, workdir))
+      .map((d) => ({ source: named.get(d.target) ?? d.source, target: d.target }));
     const unsent = plan.deps.filter((d) => !isInside(d.target, workdir)).map((d) => d.target);
-    const depsKey = deps.length > 0 ? await this.dependencyKey(deps) : null;
+    const depsWalk = deps.length > 0 ? await this.dependencyKey(deps) : null;
     const retries: { node: string; reason: string }[] = [];
     const avoid: string[] = [];
     // Changes too large for a config: one image over the base, shared by a resubmission, removed after.
-    const inputImage: { ref: Promise<string> | null } = { ref: null };
+    const inputImage: { ref: Promise<InputImage> | null } = { ref: null };
     try {
       const result = await this.runTries(
         spec,
         options,
-        { worktree, src, state, workdir, inputTar, script, registry, busybox, inputImage, deps, depsKey },
+        {
+          worktree,
+          src,
+          state,
+          workdir,
+          inputTar,
+          script,
+          registry,
+          busybox,
+          inputImage,
+          imageWarnings: [],
+          deps,
+          depsKey: depsWalk?.fingerprint ?? null,
+        },
         retries,
         avoid,
       );
@@ -294,6 +328,7 @@ export class SwarmCellProvider implements CellProvider {
         result.isolation.warnings.push(
           `shared dependencies outside the worktree are not sent to swarm nodes (${unsent.join(', ')}): bake them into the image`,
         );
+      if (depsWalk) result.isolation.warnings.push(...leftOutWarnings(depsWalk.leftOut, (t) => relative(workdir, t) || t));
       return result;
     } finally {
       if (inputImage.ref) {
@@ -344,7 +379,9 @@ export class SwarmCellProvider implements CellProvider {
       script: string;
       registry: string;
       busybox: string;
-      inputImage: { ref: Promise<string> | null };
+      inputImage: { ref: Promise<InputImage> | null };
+      /** What the registry held instead of this runner's images (said by every try). */
+      imageWarnings: string[];
       deps: DependencySource[];
       /** What a walk of the dependencies sees (dependencyFingerprint); null without any. */
       depsKey: string | null;
@@ -376,13 +413,15 @@ export class SwarmCellProvider implements CellProvider {
       { cellId, provider: 'swarm', spec, options, logPath, worktree: cell.worktree, isolation, egress: null, stateDir: this.stateDir },
       {
         start: async (ctx) => {
+          const nonce = randomBytes(24).toString('hex');
           const h: Handle = (handle = {
             tryNo: cell.tryNo,
-            nonce: randomBytes(24).toString('hex'),
+            nonce,
             serviceId: null,
             created: { configs: [], secrets: [] },
-            stderr: [],
-            stderrBytes: 0,
+            // Bounded: the frame carries at most the return archive (base64) plus the file list.
+            frames: new FrameCollector(nonce, 512 * MiB),
+            lastByteAt: Date.now(),
             stdoutBytes: 0,
             heldByte: null,
             lost: false,
@@ -394,12 +433,16 @@ export class SwarmCellProvider implements CellProvider {
             output: ctx.output,
             finished: ctx.finished,
           });
-          let image = await this.baseImage(spec.image, cell.src, cell.state?.base ?? null, cell.workdir, cell.registry, cell.busybox);
-          if (cell.depsKey) image = await this.dependencyImage(image, cell.deps, cell.depsKey, cell.registry);
+          const base = await this.baseImage(spec.image, cell.src, cell.state?.base ?? null, cell.workdir, cell.registry, cell.busybox);
+          const layered = cell.depsKey ? await this.dependencyImage(base.ref, cell.deps, cell.depsKey, cell.registry) : null;
+          for (const w of [base.warning, layered?.warning]) if (w && !cell.imageWarnings.includes(w)) cell.imageWarnings.push(w);
+          // A resubmission says what its first try found in the registry too.
+          isolation.warnings.push(...cell.imageWarnings);
+          let image = layered?.ref ?? base.ref;
           if (cell.inputTar.length > MAX_CONFIG_BYTES) {
-            const base = image;
-            cell.inputImage.ref ??= this.inputImage(base, cell.inputTar, cell.registry);
-            image = await cell.inputImage.ref;
+            const under = image;
+            cell.inputImage.ref ??= this.inputImage(under, cell.inputTar, cell.registry);
+            image = (await cell.inputImage.ref).ref;
           }
           const secret = await docker.createSecret({
             Name: `${cellId}-nonce`,
@@ -445,6 +488,7 @@ export class SwarmCellProvider implements CellProvider {
           const out = new Writable({
             write(chunk: Buffer, _enc, done) {
               // The last byte is held back: the wrapper ends the stream with a newline of its own.
+              h.lastByteAt = Date.now();
               h.stdoutBytes += chunk.length;
               const all = h.heldByte ? Buffer.concat([h.heldByte, chunk]) : chunk;
               h.heldByte = all.subarray(all.length - 1);
@@ -454,11 +498,8 @@ export class SwarmCellProvider implements CellProvider {
           });
           const err = new Writable({
             write(chunk: Buffer, _enc, done) {
-              // Bounded: the frame carries at most the return budget (base64) plus the file list.
-              if (h.stderrBytes < 512 * MiB) {
-                h.stderr.push(chunk);
-                h.stderrBytes += chunk.length;
-              }
+              h.lastByteAt = Date.now();
+              h.frames.push(chunk);
               done();
             },
           });
@@ -496,21 +537,41 @@ export class SwarmCellProvider implements CellProvider {
             const verdict = judgeTasks(views, (id) => this.nodeNames.get(id)?.state ?? null);
             if (verdict.kind === 'ended') {
               // The log stream follows the service until it is removed: the frame's last line
-              // (written after all the command's output) says everything has arrived.
-              const until = Date.now() + LOG_DRAIN_MS;
+              // (written after all the command's output) says everything has arrived. It takes as
+              // long as its bytes take through the manager: waited for while they keep coming.
+              const endedAt = Date.now();
               const arrived = () => {
                 const f = this.frameOf(h);
                 return f !== null && (f.outputBytes === null || h.stdoutBytes >= f.outputBytes + 1);
               };
-              while (!arrived() && Date.now() < until) await Promise.race([h.logsEnded, delay(50)]);
-              // No frame and not stopped by the runner: the node's engine went away under the task
-              // (a stopped dockerd kills its containers before the manager sees the node down).
-              if (!this.frameOf(h) && !h.killed && cell.retryAllowed) {
-                h.lost = true;
-                throw new NodeLostError(
-                  last?.nodeId ?? null,
-                  `the task ended (${last?.state ?? '?'}${last?.err ? `: ${last.err}` : ''}) without its result`,
-                );
+              for (;;) {
+                if (h.killed || h.finished()) break;
+                const facts = { complete: arrived(), idleMs: Date.now() - Math.max(h.lastByteAt, endedAt), nodeState: null };
+                let step = nextFrameWaitStep(facts);
+                if (step === 'ask-node') {
+                  await this.refreshNodes(true);
+                  const state = last?.nodeId ? (this.nodeNames.get(last.nodeId)?.state ?? 'gone') : 'unknown';
+                  step = nextFrameWaitStep({ ...facts, complete: arrived(), nodeState: state });
+                }
+                if (step === 'done') break;
+                if (step === 'lost') {
+                  // The node's engine went away under the task (a stopped dockerd kills its
+                  // containers before the manager sees the node down): its result went with it.
+                  if (!cell.retryAllowed) {
+                    h.lostReason = 'its node went away before the result arrived';
+                    break;
+                  }
+                  h.lost = true;
+                  throw new NodeLostError(
+                    last?.nodeId ?? null,
+                    `the task ended (${last?.state ?? '?'}${last?.err ? `: ${last.err}` : ''}) and its node went away before its result arrived`,
+                  );
+                }
+                if (step === 'give-up') {
+                  h.lostReason = `its node is up but sent nothing for ${Math.round(facts.idleMs / 1000)} s; the command is not run again`;
+                  break;
+                }
+                await delay(facts.idleMs < FRAME_IDLE_MS ? 50 : 500);
               }
               return { exitCode: verdict.exitCode, removed: false } satisfies Waited;
             }
@@ -589,7 +650,7 @@ export class SwarmCellProvider implements CellProvider {
   }
 
   private frameOf(h: Handle): ReturnedFrame | null {
-    return parseReturnedFrame(Buffer.concat(h.stderr).toString('latin1'), h.nonce);
+    return h.frames.frame();
   }
 
   /**
@@ -630,7 +691,7 @@ export class SwarmCellProvider implements CellProvider {
 
   /**
    * The cell's image with the base tree on top, in the registry: built and pushed once per
-   * (image, tree, place), found by its content-addressed tag afterwards (also by other runners).
+   * (image, tree, place) by this runner, and afterwards used by the digest it recorded.
    */
   private async baseImage(
     image: string,
@@ -639,7 +700,7 @@ export class SwarmCellProvider implements CellProvider {
     workdir: string,
     registry: string,
     busybox: string,
-  ): Promise<string> {
+  ): Promise<PushedImage> {
     const inspected = await this.docker
       .getImage(image)
       .inspect()
@@ -652,15 +713,11 @@ export class SwarmCellProvider implements CellProvider {
       });
     const treeId = src && base ? await treeOf(src, base) : 'empty';
     const tag = baseImageTag({ imageId: inspected.Id, treeId, workdir, cellUid: CELL_UID });
-    const ref = `${registry}/${SWARM_BASE_REPOSITORY}:${tag}`;
-    let made = this.bases.get(ref);
-    if (!made) {
-      made = (async () => {
-        const known = await this.registryDigest(registry, tag);
-        if (known) return `${ref}@${known}`;
-        const layer = src && base ? await baseLayerTar(src, base, workdir, CELL_UID, busybox) : emptyBaseLayer(workdir, busybox);
-        const now = Math.floor(Date.now() / 1000);
-        const context = writeTar([
+    return this.registryImage(registry, SWARM_BASE_REPOSITORY, tag, `the base image ${SWARM_BASE_REPOSITORY}:${tag}`, async () => {
+      const layer = src && base ? await baseLayerTar(src, base, workdir, CELL_UID, busybox) : emptyBaseLayer(workdir, busybox);
+      const now = Math.floor(Date.now() / 1000);
+      return [
+        writeTar([
           {
             name: 'Dockerfile',
             type: 'file',
@@ -668,28 +725,17 @@ export class SwarmCellProvider implements CellProvider {
             uid: 0,
             gid: 0,
             mtime: now,
-            data: Buffer.from(`FROM ${image}\nADD layer.tar /\n`),
+            // By image id: the name could have been pulled or retagged since it was inspected.
+            data: Buffer.from(`FROM ${inspected.Id}\nADD layer.tar /\n`),
           },
           { name: 'layer.tar', type: 'file', mode: 0o644, uid: 0, gid: 0, mtime: now, data: layer },
-        ]);
-        const build = await this.docker.buildImage(Readable.from([context]), { t: ref, rm: true, forcerm: true });
-        await followProgress(this.docker, build, `building the base image ${ref}`);
-        // The engine wants an auth header even for a registry without credentials (its own config supplies them).
-        const push = await this.docker.getImage(ref).push({ authconfig: { serveraddress: registry } });
-        const events = await followProgress(this.docker, push, `pushing ${ref} to the registry ${registry}`);
-        const digest =
-          events.map((e) => (e.aux as { Digest?: string } | undefined)?.Digest).find(Boolean) ?? (await this.registryDigest(registry, tag));
-        if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${ref}; check its storage`);
-        return `${ref}@${digest}`;
-      })();
-      this.bases.set(ref, made);
-      made.catch(() => this.bases.delete(ref));
-    }
-    return made;
+        ]),
+      ];
+    });
   }
 
-  /** The dependencies' fingerprint, walked once per provider (one run): the checkout's installed tree does not change under a run. */
-  private dependencyKey(deps: DependencySource[]): Promise<string> {
+  /** The dependencies' walk (fingerprint and what it left out), once per provider (one run): the checkout's installed tree does not change under a run. */
+  private dependencyKey(deps: DependencySource[]): Promise<DependencyWalk> {
     const key = JSON.stringify(deps);
     let known = this.depKeys.get(key);
     if (!known) {
@@ -702,53 +748,113 @@ export class SwarmCellProvider implements CellProvider {
 
   /**
    * The installed dependencies as a layer over the base (each at its target in the worktree,
-   * owned by the cell user), content-addressed by base and fingerprint: built and pushed once,
-   * then found in the registry by every cell and runner with the same tree.
+   * owned by the cell user), content-addressed by base and fingerprint: built and pushed once
+   * by this runner, then used by the digest it recorded.
    */
-  private dependencyImage(base: string, deps: DependencySource[], fingerprint: string, registry: string): Promise<string> {
+  private dependencyImage(base: string, deps: DependencySource[], fingerprint: string, registry: string): Promise<PushedImage> {
     const tag = createHash('sha256').update(base).update('\0').update(fingerprint).digest('hex').slice(0, 40);
-    const ref = `${registry}/${SWARM_DEPS_REPOSITORY}:${tag}`;
-    let made = this.bases.get(ref);
+    const what = `the image with the installed dependencies (${deps.map((d) => d.target).join(', ')})`;
+    return this.registryImage(registry, SWARM_DEPS_REPOSITORY, tag, what, () => {
+      const layer = dependencyLayerTar(deps, CELL_UID);
+      // What the tag promises is what the layer holds: a tree that changed since the walk is not sent under it.
+      if (layer.fingerprint !== fingerprint)
+        throw new InputError(
+          `shared dependencies ${deps.map((d) => d.source).join(', ')} changed while they were sent to the swarm; share only directories nothing else is changing`,
+        );
+      const meta = { mode: 0o644, uid: 0, gid: 0, mtime: Math.floor(Date.now() / 1000) };
+      // Streamed: the layer's file contents are never joined into one buffer. The base by digest.
+      return [
+        ...tarParts([{ name: 'Dockerfile', type: 'file', ...meta, data: Buffer.from(`FROM ${base}\nADD deps.tar /\n`) }], false),
+        ...tarFileParts('deps.tar', layer.parts, meta),
+        TAR_END(),
+      ];
+    });
+  }
+
+  /**
+   * An image of the registry cells may use: what the registry holds under `tag` when it is one
+   * this runner pushed (its record in the store), else built here and pushed, its digest
+   * recorded. Cells name it by that digest. A tag that named something else is said once, in
+   * the warnings of the cells that waited for the rebuild.
+   */
+  private registryImage(
+    registry: string,
+    repository: string,
+    tag: string,
+    what: string,
+    context: () => Promise<Buffer[]> | Buffer[],
+  ): Promise<PushedImage> {
+    const key = `${registry}/${repository}:${tag}`;
+    let made = this.images.get(key);
     if (!made) {
       made = (async () => {
-        const known = await this.registryDigest(registry, tag, SWARM_DEPS_REPOSITORY);
-        if (known) return `${ref}@${known}`;
-        const layer = dependencyLayerTar(deps, CELL_UID);
-        const now = Math.floor(Date.now() / 1000);
-        const meta = { mode: 0o644, uid: 0, gid: 0, mtime: now };
-        // Streamed: the layer's file contents are never joined into one buffer.
-        const context = [
-          ...tarParts([{ name: 'Dockerfile', type: 'file', ...meta, data: Buffer.from(`FROM ${base}\nADD deps.tar /\n`) }], false),
-          ...tarFileParts('deps.tar', layer, meta),
-          TAR_END(),
-        ];
-        const build = await this.docker.buildImage(Readable.from(context), { t: ref, rm: true, forcerm: true });
-        await followProgress(
-          this.docker,
-          build,
-          `building the image with the installed dependencies (${deps.map((d) => d.target).join(', ')})`,
-        );
-        const push = await this.docker.getImage(ref).push({ authconfig: { serveraddress: registry } });
-        const events = await followProgress(this.docker, push, `pushing ${ref} to the registry ${registry}`);
-        const digest =
-          events.map((e) => (e.aux as { Digest?: string } | undefined)?.Digest).find(Boolean) ??
-          (await this.registryDigest(registry, tag, SWARM_DEPS_REPOSITORY));
-        if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${ref}; check its storage`);
-        return `${ref}@${digest}`;
+        const recorded = await this.withImageRecords((r) => r.digests(registry, repository, tag));
+        const verdict = judgeRegistryImage({ repository, tag, recorded, tagDigest: await this.registryDigest(registry, repository, tag) });
+        if (verdict.kind === 'use') return { ref: digestReference(registry, repository, verdict.digest), warning: null };
+        const { digest } = await this.buildAndPush(registry, repository, tag, await context(), what);
+        await this.withImageRecords((r) => r.record(registry, repository, tag, digest));
+        return { ref: digestReference(registry, repository, digest), warning: verdict.warning };
       })();
-      this.bases.set(ref, made);
-      made.catch(() => this.bases.delete(ref));
+      const settled = made;
+      this.images.set(key, settled);
+      settled.then(
+        (m) => {
+          if (this.images.get(key) === settled) this.images.set(key, Promise.resolve({ ...m, warning: null }));
+        },
+        () => this.images.delete(key),
+      );
     }
     return made;
+  }
+
+  /** Builds `context` on the manager's engine as registry/repository:tag and pushes it; the digest is the one the engine reports. */
+  private async buildAndPush(
+    registry: string,
+    repository: string,
+    tag: string,
+    context: Buffer[],
+    what: string,
+  ): Promise<{ tagged: string; digest: string }> {
+    const tagged = `${registry}/${repository}:${tag}`;
+    const build = await this.docker.buildImage(Readable.from(context), { t: tagged, rm: true, forcerm: true });
+    await followProgress(this.docker, build, `building ${what}`);
+    // The engine wants an auth header even for a registry without credentials (its own config supplies them).
+    const push = await this.docker.getImage(tagged).push({ authconfig: { serveraddress: registry } });
+    const events = await followProgress(this.docker, push, `pushing ${tagged} to the registry ${registry}`);
+    // Never the registry's answer for the tag: someone may have pushed over it already.
+    const digest =
+      pushedDigest(events) ??
+      ((await this.docker
+        .getImage(tagged)
+        .inspect()
+        .then((i) => (i.RepoDigests ?? []).find((d) => d.startsWith(`${registry}/${repository}@sha256:`))?.split('@')[1])
+        .catch(() => undefined)) ||
+        null);
+    if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${tagged}; check its storage`);
+    return { tagged, digest };
+  }
+
+  /** The store's record of pushed images, opened for one use (better-sqlite3 is loaded only by swarm cells that push). */
+  private async withImageRecords<T>(use: (records: SwarmImageRecords) => T): Promise<T> {
+    const [{ openStore }, { SwarmImageRecords }] = await Promise.all([
+      import('../../store/openStore.js'),
+      import('../../store/swarmImageRecords.js'),
+    ]);
+    const db = openStore(join(this.stateDir, 'forge.db'));
+    try {
+      return use(new SwarmImageRecords(db));
+    } finally {
+      db.close();
+    }
   }
 
   /**
    * The attempt's changes as a layer over the cell's base image (COPY of the input archive,
    * root-only, where the config would have put it), pushed under a content-addressed tag.
+   * Built for the cell (never looked up) and named by the digest of this push.
    */
-  private async inputImage(base: string, inputTar: Buffer, registry: string): Promise<string> {
+  private async inputImage(base: string, inputTar: Buffer, registry: string): Promise<InputImage> {
     const tag = createHash('sha256').update(base).update('\0').update(inputTar).digest('hex').slice(0, 40);
-    const ref = `${registry}/${SWARM_INPUT_REPOSITORY}:${tag}`;
     const now = Math.floor(Date.now() / 1000);
     const context = writeTar([
       {
@@ -758,37 +864,36 @@ export class SwarmCellProvider implements CellProvider {
         uid: 0,
         gid: 0,
         mtime: now,
-        // The base by tag: this engine built or pulled it; the digest pins what the tag names.
+        // The base by digest: what this runner pushed, whatever a tag names meanwhile.
         data: Buffer.from(`FROM ${base}\nCOPY input.tar ${SWARM_INPUT_TAR}\n`),
       },
       { name: 'input.tar', type: 'file', mode: 0o400, uid: 0, gid: 0, mtime: now, data: inputTar },
     ]);
-    const build = await this.docker.buildImage(Readable.from([context]), { t: ref, rm: true, forcerm: true });
-    await followProgress(this.docker, build, `building the image that carries the attempt's changes (${inputTar.length} bytes)`);
-    const push = await this.docker.getImage(ref).push({ authconfig: { serveraddress: registry } });
-    const events = await followProgress(this.docker, push, `pushing ${ref} to the registry ${registry}`);
-    const digest =
-      events.map((e) => (e.aux as { Digest?: string } | undefined)?.Digest).find(Boolean) ??
-      (await this.registryDigest(registry, tag, SWARM_INPUT_REPOSITORY));
-    if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${ref}; check its storage`);
-    return `${ref}@${digest}`;
+    const pushed = await this.buildAndPush(
+      registry,
+      SWARM_INPUT_REPOSITORY,
+      tag,
+      [context],
+      `the image that carries the attempt's changes (${inputTar.length} bytes)`,
+    );
+    return { ...pushed, ref: digestReference(registry, SWARM_INPUT_REPOSITORY, pushed.digest) };
   }
 
   /** After the cell: the input image leaves the registry (where it allows deletes) and the manager's engine. Nodes keep what they pulled. */
-  private async removeInputImage(registry: string, refWithDigest: string | null): Promise<void> {
-    if (!refWithDigest) return;
-    const [ref, digest] = refWithDigest.split('@') as [string, string];
-    await fetch(this.registryUrl(registry, `/v2/${SWARM_INPUT_REPOSITORY}/manifests/${digest}`), {
+  private async removeInputImage(registry: string, pushed: { tagged: string; digest: string } | null): Promise<void> {
+    if (!pushed) return;
+    await fetch(this.registryUrl(registry, `/v2/${SWARM_INPUT_REPOSITORY}/manifests/${pushed.digest}`), {
       method: 'DELETE',
       signal: AbortSignal.timeout(10_000),
     }).catch(() => undefined);
     await this.docker
-      .getImage(ref)
+      .getImage(pushed.tagged)
       .remove()
       .catch(() => undefined);
   }
 
-  private async registryDigest(registry: string, tag: string, repository: string = SWARM_BASE_REPOSITORY): Promise<string | null> {
+  /** What the registry's tag names now (a claim by whoever pushed last), or null. */
+  private async registryDigest(registry: string, repository: string, tag: string): Promise<string | null> {
     try {
       const r = await fetch(this.registryUrl(registry, `/v2/${repository}/manifests/${tag}`), {
         method: 'HEAD',

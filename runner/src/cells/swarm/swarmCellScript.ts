@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import type { CellSpec } from '../../protocol/cellSpec.js';
 import { caBundleEnv } from '../hostCaBundle.js';
 
@@ -28,6 +29,14 @@ export const SWARM_HOME = '/tmp/forge-home';
 export const SWARM_RETURN_FILE_BYTES = 8 * 1024 * 1024;
 /** Most bytes of changed files one cell sends back through the frame. */
 export const SWARM_RETURN_TOTAL_BYTES = 16 * 1024 * 1024;
+/**
+ * Most bytes of the archive that carries them: a tar header and padding per file besides the
+ * content (40,000 small files are 40 MB of archive for a few hundred KB of content).
+ */
+export const SWARM_RETURN_ARCHIVE_BYTES = 64 * 1024 * 1024;
+/** Most bytes of the frame's sections as the wrapper reads them (before compression). */
+const SWARM_FILES_SECTION_BYTES = SWARM_RETURN_ARCHIVE_BYTES + 1024 * 1024;
+const SWARM_ALL_SECTION_BYTES = 256 * 1024 * 1024;
 
 export const SWARM_WRAPPER_SCRIPT = `# forge swarm cell wrapper: runs as root inside the task, the command never does.
 B=${SWARM_BUSYBOX}
@@ -39,6 +48,9 @@ nonce=$($B cat /run/secrets/${SWARM_NONCE_SECRET})
 [ -n "$nonce" ] || exit 125
 say() { echo "FORGE $nonce $*" >&3; }
 section() { say "$1"; $B head -c "$3" "$2" | $B base64 >&3; }
+# Compressed: the frame travels through the node's log, the manager and its log stream (a few
+# MB/s), and the node's log is capped: a tar of many small files is mostly headers and padding.
+zsection() { say "$1"; $B head -c "$3" "$2" | $B gzip -c | $B base64 >&3; }
 fail() { say "fail $*"; section notes /forge-run/err 4096; say "exit 125"; exit 125; }
 run_as() { $B nsenter -S "$U" -G "$U" $B setpriv --nnp "$@"; }
 
@@ -97,20 +109,22 @@ run_as $B find . \\( "$@" \\) -o ! -type d -path "*$NL*" -print0 >/forge-run/new
 : >/forge-run/omitted
 # Changed since the stamp by ctime, which no command can set back; same tick counts as changed.
 run_as $B xargs -r -0 $B stat -c '%z %s %n' </forge-run/all >/forge-run/stat
-$B awk -v since="$since" -v max=${SWARM_RETURN_FILE_BYTES} -v budget=${SWARM_RETURN_TOTAL_BYTES} '
+# The archive's own size is counted too (header and padding per file, a long name's extra header).
+$B awk -v since="$since" -v max=${SWARM_RETURN_FILE_BYTES} -v budget=${SWARM_RETURN_TOTAL_BYTES} -v archmax=${SWARM_RETURN_ARCHIVE_BYTES} '
   { ct = substr($0, 1, 35); rest = substr($0, 37); sp = index(rest, " ")
     size = substr(rest, 1, sp - 1) + 0; path = substr(rest, sp + 1)
     if (ct < since) next
     if (size > max) { print "too-large " size " " path >> "/forge-run/omitted"; next }
-    if (total + size > budget) { print "budget " size " " path >> "/forge-run/omitted"; next }
-    total += size; print path >> "/forge-run/changed" }' /forge-run/stat
+    arch = 512 + int((size + 511) / 512) * 512 + (length(path) > 98 ? 1024 + int((length(path) + 512) / 512) * 512 : 0)
+    if (total + size > budget || archived + arch > archmax) { print "budget " size " " path >> "/forge-run/omitted"; next }
+    total += size; archived += arch; print path >> "/forge-run/changed" }' /forge-run/stat
 : >/forge-run/files.tar
 # No tar -T in busybox: xargs may split the list, so files.tar can be several archives in a row.
 if [ -s /forge-run/changed ]; then $B tr '\\n' '\\0' </forge-run/changed | run_as $B xargs -r -0 $B tar -cf - >/forge-run/files.tar; fi
-section files /forge-run/files.tar ${SWARM_RETURN_TOTAL_BYTES * 2}
-section all /forge-run/all 268435456
+zsection files /forge-run/files.tar ${SWARM_FILES_SECTION_BYTES}
+zsection all /forge-run/all ${SWARM_ALL_SECTION_BYTES}
 section omitted /forge-run/omitted 1048576
-section newline /forge-run/newline 1048576
+zsection newline /forge-run/newline 1048576
 section notes /forge-run/err 4096
 say "output $($B cat /forge-run/count)"
 # The task's own cgroup (v1 or v2) says whether the kernel killed something for memory.
@@ -207,6 +221,18 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
   }
   if (exitCode === null) return null;
   const decode = (name: string) => Buffer.from((sections.get(name) ?? []).join(''), 'base64');
+  // The wrapper bounded what it compressed: more out of it, or a broken stream, is not its frame.
+  let unreadable: string | null = null;
+  const inflate = (name: string, max: number) => {
+    const raw = decode(name);
+    if (raw.length === 0) return raw;
+    try {
+      return gunzipSync(raw, { maxOutputLength: max });
+    } catch (e) {
+      unreadable ??= `the frame's ${name} section could not be read (${(e as Error).message})`;
+      return Buffer.alloc(0);
+    }
+  };
   const omitted = decode('omitted')
     .toString('utf8')
     .split('\n')
@@ -218,22 +244,25 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
         kind === 'too-large'
           ? `file larger than ${SWARM_RETURN_FILE_BYTES} bytes (${size}): not brought back from the swarm node`
           : kind === 'budget'
-            ? `past the ${SWARM_RETURN_TOTAL_BYTES}-byte budget of files a swarm cell sends back`
+            ? `past the budget of files a swarm cell sends back (${SWARM_RETURN_TOTAL_BYTES} bytes of content, ${SWARM_RETURN_ARCHIVE_BYTES} as an archive)`
             : 'not brought back from the swarm node';
       return { path: p, reason };
     })
     .concat(
-      decode('newline')
+      inflate('newline', 1024 * 1024)
         .toString('utf8')
         .split('\0')
         .filter(Boolean)
         .map((path) => ({ path: stripDot(path), reason: 'its path has a newline: not brought back from the swarm node' })),
     );
+  const files = inflate('files', SWARM_FILES_SECTION_BYTES);
+  const all = inflate('all', SWARM_ALL_SECTION_BYTES).toString('utf8').split('\0').filter(Boolean).map(stripDot);
   return {
     exitCode,
-    failure,
-    files: decode('files'),
-    all: decode('all').toString('utf8').split('\0').filter(Boolean).map(stripDot),
+    // The command's exit is known; what it changed is not: nothing is brought back.
+    failure: failure ?? unreadable,
+    files,
+    all,
     omitted,
     notes: decode('notes').toString('utf8'),
     outputBytes,

@@ -10,6 +10,9 @@ const MiB = 1024 * 1024;
 /** Only what the wrapper needs as root: switch to the cell user and take links down. */
 export const SWARM_WRAPPER_CAPABILITIES = ['CAP_SETUID', 'CAP_SETGID', 'CAP_NET_ADMIN'] as const;
 
+/** One file of a task's log on its node (json-file; two are kept). */
+export const SWARM_TASK_LOG_MAX_SIZE = '256m';
+
 /** The repository in the registry that holds every base image (one tag per image, tree and place). */
 export const SWARM_BASE_REPOSITORY = 'forge-cell-base';
 /** Where a checkout's installed dependencies travel: an image layer over the base. */
@@ -122,8 +125,10 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
       },
       RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
       Placement: { Constraints: [...(ctx.constraints ?? []), ...ctx.avoidNodes.map((id) => `node.id!=${id}`)] },
-      // The output is streamed through the manager while the task runs; the node keeps a bounded copy.
-      LogDriver: { Name: 'json-file', Options: { 'max-size': '64m', 'max-file': '2' } },
+      // The output is streamed through the manager while the task runs; the node keeps a bounded
+      // copy. A rotation while the stream follows the file can stop the stream (the result frame,
+      // last, would never arrive): one file holds the output of a busy cell as JSON lines.
+      LogDriver: { Name: 'json-file', Options: { 'max-size': SWARM_TASK_LOG_MAX_SIZE, 'max-file': '2' } },
     },
     EndpointSpec: { Mode: 'vip', Ports: [] },
   };

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { commitWorktreeChanges, MAX_APPLY_PATCH_BYTES, type WorktreeSource } from '../../workspace/captureWorktreeDiff.js';
@@ -6,6 +6,7 @@ import { isSafeIndexPath, nulRecords, runGit, type GitTarget, withGitView } from
 import type { ReturnedFrame } from './swarmCellScript.js';
 import { SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT } from './swarmCellScript.js';
 import { readTar, type TarEntry, writeTar } from './tarArchive.js';
+import { gitTreeEntries } from './gitTreeEntries.js';
 import { rememberCheckoutOwners, rememberObjectDirs } from '../../workspace/checkoutOwnership.js';
 
 /**
@@ -43,16 +44,20 @@ export async function treeOf(src: WorktreeSource, commit: string): Promise<strin
   return (await runGit(repoTarget(src), ['rev-parse', `${commit}^{tree}`])).text.trim();
 }
 
-async function archive(src: WorktreeSource, commit: string, paths: string[] | null): Promise<TarEntry[]> {
+/**
+ * The files of `commit` (all, or the `paths` given) as git stores them: never through `git
+ * archive`, whose export-ignore and export-subst the tree itself controls (a file left out of
+ * every cell, or rewritten in it, while the patch carries something else).
+ */
+async function committedFiles(src: WorktreeSource, commit: string, paths: string[] | null, uid: number): Promise<TarEntry[]> {
   if (paths && paths.length === 0) return [];
-  const out = await runGit(repoTarget(src), ['archive', '--format=tar', commit, ...(paths ? ['--', ...paths] : [])], {
+  return gitTreeEntries(repoTarget(src), commit, {
+    ...(paths ? { only: new Set(paths) } : {}),
     maxBytes: MAX_BASE_TREE_BYTES,
+    uid,
+    gid: uid,
+    mtime: Math.floor(Date.now() / 1000),
   });
-  if (out.truncated)
-    throw new Error(
-      `the tree of ${commit.slice(0, 12)} is over ${MAX_BASE_TREE_BYTES} bytes as a tar archive; swarm cells cannot carry it`,
-    );
-  return readTar(out.stdout).entries;
 }
 
 /**
@@ -80,10 +85,7 @@ export async function baseLayerTar(
   }
   const top = parts.join('/');
   entries.push({ name: top, type: 'dir', mode: 0o755, uid, gid: uid, mtime });
-  for (const e of await archive(src, commit, null)) {
-    if (!isSafeIndexPath(e.name.replace(/\/$/, ''))) continue;
-    entries.push({ ...e, name: posix.join(top, e.name), uid, gid: uid });
-  }
+  for (const e of await committedFiles(src, commit, null, uid)) entries.push({ ...e, name: posix.join(top, e.name) });
   return writeTar(entries);
 }
 
@@ -98,12 +100,41 @@ export async function cellInputTar(src: WorktreeSource, input: CellInputState): 
   const deleted: string[] = [];
   const present: string[] = [];
   for (let i = 0; i + 1 < changes.length; i += 2) (changes[i] === 'D' ? deleted : present).push(changes[i + 1]!);
-  const files = await archive(src, input.start, present);
+  // The attempt's files as the snapshot commit holds them: the worktree's own bytes.
+  const files = await committedFiles(src, input.start, present, 0);
   const mtime = Math.floor(Date.now() / 1000);
   return writeTar([
     { name: 'overlay.tar', type: 'file', mode: 0o600, uid: 0, gid: 0, mtime, data: files.length > 0 ? writeTar(files) : Buffer.alloc(0) },
     { name: 'deleted', type: 'file', mode: 0o600, uid: 0, gid: 0, mtime, data: Buffer.from(deleted.map((d) => `${d}\0`).join('')) },
   ]);
+}
+
+/** Pure: the directories above a relative path ("a/b/c" -> "a", "a/b"). */
+function ancestors(path: string): string[] {
+  const parts = path.split('/');
+  return parts.slice(1).map((_, i) => parts.slice(0, i + 1).join('/'));
+}
+
+/**
+ * Writes each content as a blob in one git call (a cell may send back tens of thousands of
+ * files): the contents go to numbered files in the runner's own scratch directory, never to
+ * a name the cell chose, and `hash-object --no-filters` applies no attribute to them.
+ */
+async function hashBlobs(target: GitTarget, scratch: string, contents: readonly Buffer[]): Promise<string[]> {
+  if (contents.length === 0) return [];
+  const dir = join(scratch, 'blobs');
+  mkdirSync(dir, { mode: 0o700 });
+  const names = contents.map((c, i) => {
+    const name = join(dir, String(i));
+    writeFileSync(name, c, { mode: 0o600, flag: 'wx' });
+    return name;
+  });
+  const out = await runGit(target, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+    input: names.map((n) => `${n}\n`).join(''),
+  });
+  const oids = out.text.split('\n').filter(Boolean);
+  if (oids.length !== contents.length) throw new Error(`git hash-object wrote ${oids.length} of ${contents.length} files`);
+  return oids;
 }
 
 export interface AppliedReturn {
@@ -144,7 +175,7 @@ export async function applyReturnedChanges(
       warnings.push(
         `the cell sent back ${skipped.length} entries that are neither files nor links; left out: ${skipped.slice(0, 5).join(', ')}`,
       );
-    const lines: string[] = [];
+    const sent: { path: string; mode: string; content: Buffer }[] = [];
     for (const e of entries) {
       const path = e.name.replace(/^(\.\/)+/, '');
       if (e.type === 'dir' || !outside(path)) continue;
@@ -153,14 +184,19 @@ export async function applyReturnedChanges(
         continue;
       }
       const content = e.type === 'symlink' ? Buffer.from(e.linkname ?? '') : (e.data ?? Buffer.alloc(0));
-      const oid = (await runGit(target, ['hash-object', '-w', '--stdin'], { input: content })).text.trim();
-      const mode = e.type === 'symlink' ? '120000' : (e.mode & 0o111) !== 0 ? '100755' : '100644';
-      lines.push(`${mode} ${oid}\t${path}\0`);
+      sent.push({ path, mode: e.type === 'symlink' ? '120000' : (e.mode & 0o111) !== 0 ? '100755' : '100644', content });
     }
+    const oids = await hashBlobs(
+      target,
+      scratch,
+      sent.map((f) => f.content),
+    );
+    const lines = sent.map((f, i) => `${f.mode} ${oids[i]}\t${f.path}\0`);
     // A file that became a directory (or the other way round) must leave the index first.
     if (lines.length > 0) {
-      const paths = lines.map((l) => l.slice(l.indexOf('\t') + 1, -1));
-      const clash = before.filter((p) => paths.some((q) => q.startsWith(`${p}/`) || p.startsWith(`${q}/`)));
+      const paths = new Set(sent.map((f) => f.path));
+      const dirsOfSent = new Set(sent.flatMap((f) => ancestors(f.path)));
+      const clash = before.filter((p) => dirsOfSent.has(p) || ancestors(p).some((a) => paths.has(a)));
       if (clash.length > 0)
         await runGit(target, ['update-index', '--force-remove', '-z', '--stdin'], { input: clash.map((p) => `${p}\0`).join('') });
       await runGit(target, ['update-index', '-z', '--index-info'], { input: lines.join('') });
