@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { handOverToCellUser } from '../cells/cellUser.js';
@@ -87,8 +87,11 @@ export async function createAttemptWorktree(
   if (await branchExists(loc, branch)) {
     throw new InputError(`branch ${branch} already exists; delete it (git branch -D ${branch}) or pick another attempt id`);
   }
-  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  // Closed to everyone but the runner: a cell may open its own attempt's top to others and
+  // leave a setuid file of the cell user there while it runs; nobody else gets that far.
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   assertRealDirectory(dir);
+  if ((lstatSync(dir).mode & 0o077) !== 0 && lstatSync(dir).uid === (process.geteuid?.() ?? 0)) chmodSync(dir, 0o700);
   await runGit(repoTarget(loc), [
     'worktree',
     'add',

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { applyPatch } from '../../../runner/src/workspace/applyPatch.js';
@@ -34,6 +34,8 @@ describe('attempt worktrees', function () {
     const wt = await createAttemptWorktree(repo.dir, 'HEAD', 'a1');
     assert.equal(wt.path, join(repo.dir, '.git', 'forge-cells', 'a1'));
     assert.equal(wt.branch, 'forge/attempt/a1');
+    // Nobody but the runner reaches into an attempt (a cell may leave a setuid file of the cell user in its own).
+    assert.equal(statSync(join(repo.dir, '.git', 'forge-cells')).mode & 0o777, 0o700);
     assert.equal(git(wt.path, 'rev-parse', 'HEAD'), before.head);
     assert.equal(readFileSync(join(wt.path, 'a.txt'), 'utf8'), 'one\ntwo\nthree\n');
     assert.deepEqual(userState(), before, "the user's checkout changed");
