@@ -10,6 +10,7 @@ import { resolveCommit } from '../../workspace/repoLocation.js';
 import { workingTreeStatus } from '../../workspace/workingTreeStatus.js';
 import { detectSharedDeps, readForgeConfig, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import type { FixDeps, PreparedRun } from './fixRun.js';
+import { checkRunNetwork } from './runNetwork.js';
 
 /**
  * Phase 1, prepare the run: check the request against the repository and record the run (a
@@ -44,6 +45,7 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
   if (!testCmd) throw new InputError(`no test command detected in ${repo}; pass --test-cmd "..."`);
   // Read (and refused when bad) before anything is recorded.
   const shared = findSharedDeps(repo, request);
+  await checkRunNetwork(repo, request, deps.provider);
   const runId = newRunId();
   const image = request.image ?? '';
   const temperatures = Array.from({ length: request.attempts }, (_, i) => (i === 0 ? 0 : request.temperature));
@@ -172,11 +174,12 @@ export function resumeRequest(row: RunRow, settings: Partial<FixRequestInput> = 
 }
 
 /** A run may be resumed when it never finished and no runner works on it (notResumable). */
-async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps, 'store'>): Promise<PreparedRun> {
+async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps, 'store' | 'provider'>): Promise<PreparedRun> {
   const started = Date.now();
   const { store } = deps;
   const row = store.getRun(runId);
   if (!row) throw new InputError(`no run ${runId}; see forge-runner runs list`);
+  await checkRunNetwork(row.repo, { allow_net: request.allow_net, install_cmd: row.install_cmd }, deps.provider);
   // Checked again here, and claimed in the same synchronous step: nothing can claim it in between.
   const why = notResumable(row);
   if (why) throw new InputError(why);
