@@ -78,6 +78,43 @@ describe('install network: host cells with allow_net get the proxy, never the ho
     await runEgressAttacks(provider, { base: {} });
   });
 
+  it('real clients work through the relay: curl forwarding and tunnelling, also the way git asks (anyauth: credentials only after a 407)', async () => {
+    const web = createHttpServer((_req, res) => res.end('hello-through-proxy'));
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', () => resolve()));
+    const url = `http://localhost:${(web.address() as { port: number }).port}/`;
+    try {
+      const r = await provider.run({
+        cmd: `for how in '' --proxy-anyauth '-p' '-p --proxy-anyauth'; do echo "curl $how: $(curl -sS --max-time 10 $how ${url})"; done`,
+        allow_net: ['localhost'],
+      });
+      assert.equal(r.exit_code, 0, r.output);
+      assert.equal((r.output.match(/: hello-through-proxy$/gm) ?? []).length, 4, r.output);
+    } finally {
+      web.close();
+    }
+  });
+
+  it("npm installs from the real registry through the relay and the proxy (the install cell's one job)", async function () {
+    const reachable = spawnSync('curl', ['-sS', '-o', '/dev/null', '--max-time', '10', 'https://registry.npmjs.org/is-number'], {
+      encoding: 'utf8',
+    });
+    requireFeature(this, reachable.status === 0, `registry.npmjs.org is not reachable from this machine (${reachable.stderr.trim()})`);
+    const repo = makeRepo({ 'package.json': JSON.stringify({ name: 'x', version: '1.0.0', dependencies: { 'is-number': '7.0.0' } }) });
+    try {
+      const r = await provider.run({
+        worktree: repo.dir,
+        cmd: 'npm install --no-audit --no-fund --no-update-notifier && node -e "console.log(require(\'is-number\')(5))"',
+        allow_net: ['registry.npmjs.org'],
+        timeout_s: 120,
+      });
+      assert.equal(r.exit_code, 0, r.output);
+      assert.match(r.output, /^true$/m);
+      assert.equal(r.isolation.net, 'allowlist');
+    } finally {
+      repo.cleanup();
+    }
+  });
+
   it("another live cell's token is refused on this cell's socket (407): a grant answers only on its own cell's socket", async () => {
     const web = createHttpServer((_req, res) => res.end('hello-through-proxy'));
     await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', () => resolve()));

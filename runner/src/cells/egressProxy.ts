@@ -159,14 +159,25 @@ function deniedMessage(host: string, allowlist: string[]): string {
   return `forge egress proxy: ${host} is not in this cell's allow_net (${allowlist.join(', ')})`;
 }
 
+/**
+ * A 407 names the scheme: clients that wait to be asked before sending credentials (git's
+ * libcurl with http.proxyAuthMethod=anyauth, its default) send none otherwise.
+ */
+const AUTHENTICATE = 'Basic realm="forge egress proxy"';
+
 function refusal(status: number, message: string): string {
   const reason = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 502: 'Bad Gateway' }[status] ?? 'Error';
   const body = message + '\n';
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  const authenticate = status === 407 ? `Proxy-Authenticate: ${AUTHENTICATE}\r\n` : '';
+  return `HTTP/1.1 ${status} ${reason}\r\n${authenticate}Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 function reply(res: ServerResponse, status: number, body: string): void {
   if (res.headersSent) return void res.destroy();
-  res.writeHead(status, { 'Content-Type': 'text/plain', Connection: 'close' });
+  res.writeHead(status, {
+    'Content-Type': 'text/plain',
+    Connection: 'close',
+    ...(status === 407 ? { 'Proxy-Authenticate': AUTHENTICATE } : {}),
+  });
   res.end(body);
 }
