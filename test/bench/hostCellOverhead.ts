@@ -27,7 +27,6 @@ export async function benchHostCellOverhead(runs: number): Promise<BenchLine[]> 
     layout: probeSandboxLayout(process.env),
     worktree: null,
     gitMetadata: null,
-    shareNet: false,
     env: { PATH: process.env.PATH ?? '' },
     argv: ['/bin/true'],
   });

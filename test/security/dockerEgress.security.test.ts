@@ -5,6 +5,7 @@ import Docker from 'dockerode';
 import { EGRESS_NETWORK } from '../../runner/src/cells/egressNetwork.js';
 import { DockerCellProvider } from '../../runner/src/cells/providers/dockerCellProvider.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
+import { runEgressAttacks } from '../helpers/egressAttacks.js';
 import { requireFeature } from '../helpers/requirement.js';
 
 const listen = (s: Server | TcpServer, host: string) =>
@@ -44,6 +45,10 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
     } finally {
       web.close();
     }
+  });
+
+  it("the install network battery: only the allowlisted host, only through the proxy (not the host loopback, the swarm registry, the host addresses, an earlier cell's token)", async () => {
+    await runEgressAttacks(provider, { base: { image } });
   });
 
   it('CONNECT tunnels (https) obey the same allowlist', async () => {

@@ -8,6 +8,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
 import { unmountUnder } from '../../runner/src/cells/qemu/handoverMounts.js';
+import { runEgressAttacks } from '../helpers/egressAttacks.js';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { cmdlineOf, processesWith } from '../helpers/processes.js';
 
@@ -298,6 +299,17 @@ describe('qemu cell egress (allow_net through the runner proxy)', function () {
 
   const fetchPy = (url: string, timeout = 20) =>
     `/usr/bin/python3 -c 'import urllib.request, sys\ntry:\n  print(urllib.request.urlopen("${url}", timeout=${timeout}).read().decode())\nexcept Exception as e:\n  print("FAILED", e); sys.exit(3)'`;
+
+  it("the install network battery: only the allowlisted host, only through the proxy (not the host loopback, the swarm registry, the host addresses, slirp's host, an earlier cell's token)", async () => {
+    await runEgressAttacks(provider, {
+      base: { timeout_s: 240 },
+      python: '/usr/bin/python3',
+      extraDirect: (port) => [
+        ['slirp-host', '10.0.2.2', port],
+        ['slirp-dns', '10.0.2.3', 53],
+      ],
+    });
+  });
 
   it('reaches an allowlisted host through the proxy; an unlisted one is refused; nothing else is reachable', async () => {
     const web = createServer((_req, res) => res.end('hello-from-host'));

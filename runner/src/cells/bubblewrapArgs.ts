@@ -1,4 +1,5 @@
 import { join, relative } from 'node:path';
+import { relayStarterArgv, SANDBOX_EGRESS } from './egressRelay.js';
 import type { SandboxLayout } from './sandboxLayout.js';
 
 export const CELL_HOME = '/tmp/forge-home';
@@ -21,7 +22,12 @@ export interface BubblewrapPlan {
   held?: { top: string; git: string | null };
   /** Shared dependencies: read-only, or writable when the source is a discarded overlay layer. */
   deps?: { source: string; target: string; writable: boolean }[];
-  shareNet: boolean;
+  /**
+   * allow_net: the host side of the cell's egress socket and the node binary its relay runs
+   * on. The sandbox still gets no host network (its own namespace, only lo): the socket is
+   * its one way out. Null or unset: no network at all.
+   */
+  egress?: { socket: string; node: string } | null;
   /** The cell's whole environment: bwrap clears its own and sets exactly this. */
   env: Record<string, string>;
   argv: string[];
@@ -90,14 +96,19 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
       args.push('--perms', '0755', '--dir', dir);
     args.push(d.writable ? '--bind' : '--ro-bind', d.source, d.target);
   }
+  if (plan.egress) {
+    // After every other mount (none can go below /run): the cell's socket and the relay's node.
+    if (!plan.layout.tmpfsMasks.includes('/run')) throw new Error('allow_net on host cells needs /run hidden in the sandbox (a tmpfs)');
+    args.push('--perms', '0755', '--dir', SANDBOX_EGRESS.dir);
+    args.push('--ro-bind', plan.egress.socket, SANDBOX_EGRESS.socket, '--ro-bind', plan.egress.node, SANDBOX_EGRESS.node);
+  }
   args.push('--chdir', workdir);
+  // Never the host network, with or without allow_net.
   if (plan.dropTo) {
     // No user namespace: its single-uid map would leave no unprivileged uid to switch to.
-    args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try');
-    if (!plan.shareNet) args.push('--unshare-net');
+    args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net');
   } else {
     args.push('--unshare-all');
-    if (plan.shareNet) args.push('--share-net');
   }
   args.push('--hostname', 'forge-cell', '--die-with-parent', '--new-session', '--cap-drop', 'ALL');
   // Only what bwrap needs to enter a worktree only its owner may (a 0700 directory) and setpriv
@@ -109,7 +120,11 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   }
   args.push('--clearenv');
   if (plan.dropTo) {
-    args.push('--setenv', 'PATH', ROOT_STAGE_PATH, '--', ...setprivArgs(plan.dropTo), ...afterDropArgv(plan.env, plan.argv));
+    const relay = plan.egress ? relayStarterArgv() : [];
+    args.push('--setenv', 'PATH', ROOT_STAGE_PATH, '--', ...setprivArgs(plan.dropTo), ...relay, ...afterDropArgv(plan.env, plan.argv));
+  } else if (plan.egress) {
+    // The relay starts with PATH alone; the spec's environment is set for the command only.
+    args.push('--setenv', 'PATH', ROOT_STAGE_PATH, '--', ...relayStarterArgv(), ...afterDropArgv(plan.env, plan.argv));
   } else {
     for (const [name, value] of Object.entries(plan.env)) args.push('--setenv', name, value);
     args.push('--', ...plan.argv);

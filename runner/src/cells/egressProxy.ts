@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer as createUnixServer, type Socket } from 'node:net';
 import { hostAllowed, parseConnectTarget, parseProxyAuthorization } from './egressPolicy.js';
 
 interface Grant {
@@ -11,30 +11,68 @@ interface Grant {
 }
 
 /**
- * The runner's egress proxy for docker cells with allow_net: HTTP forwarding and CONNECT
- * tunnels, each checked against the allowlist of the cell that authenticated. Cells sit on
- * an internal network whose only way out is this proxy.
+ * The runner's egress proxy for cells with allow_net: HTTP forwarding and CONNECT tunnels,
+ * each checked against the allowlist of the cell that authenticated. Docker and qemu cells
+ * reach it over TCP from a network whose only way out it is; host cells each through a Unix
+ * socket of their own (serveCell), which answers for that one cell only.
  */
 export class EgressProxy {
   private server: Server | null = null;
+  private listening = false;
   private readonly grants = new Map<string, Grant>();
   private readonly sockets = new Set<Socket>();
+  /** Connections that came in on a cell's own socket: only that cell's credentials count on them. */
+  private readonly socketCell = new WeakMap<Socket, string>();
 
   constructor(private readonly listenHost: string) {}
 
-  async start(): Promise<number> {
+  private http(): Server {
+    if (this.server) return this.server;
     const server = createServer((req, res) => this.forward(req, res));
     server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => this.tunnel(req, client, head));
     server.on('connection', (s: Socket) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
+    return (this.server = server);
+  }
+
+  /** Listens on TCP (listenHost, a free port) and returns the port. */
+  async start(): Promise<number> {
+    const server = this.http();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, this.listenHost, () => resolve());
     });
-    this.server = server;
+    this.listening = true;
     return (server.address() as { port: number }).port;
+  }
+
+  /**
+   * A Unix socket at `path` that speaks for one cell: a connection on it is served only with
+   * that cell's credentials (another cell's token gets a 407 there, as no token does). The
+   * caller makes `path`'s directory private and decides who may connect.
+   */
+  async serveCell(cellId: string, path: string): Promise<{ close: () => Promise<void> }> {
+    const server = this.http();
+    const accepted = new Set<Socket>();
+    const unix = createUnixServer((s) => {
+      this.socketCell.set(s, cellId);
+      accepted.add(s);
+      s.on('close', () => accepted.delete(s));
+      server.emit('connection', s);
+    });
+    await new Promise<void>((resolve, reject) => {
+      unix.once('error', reject);
+      unix.listen(path, () => resolve());
+    });
+    return {
+      close: () =>
+        new Promise<void>((resolve) => {
+          for (const s of accepted) s.destroy();
+          unix.close(() => resolve());
+        }),
+    };
   }
 
   /** A cell's credentials; the proxy URL the cell gets embeds them. */
@@ -53,14 +91,18 @@ export class EgressProxy {
 
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    const server = this.server;
+    if (server && this.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     this.server = null;
+    this.listening = false;
   }
 
-  private authorize(header: string | undefined): Grant | null {
+  private authorize(header: string | undefined, socket: Socket): Grant | null {
     const auth = parseProxyAuthorization(header);
     const grant = auth ? this.grants.get(auth.cellId) : undefined;
     if (!auth || !grant) return null;
+    const bound = this.socketCell.get(socket);
+    if (bound !== undefined && bound !== auth.cellId) return null;
     const a = Buffer.from(auth.token);
     const b = Buffer.from(grant.token);
     return a.length === b.length && timingSafeEqual(a, b) ? grant : null;
@@ -68,7 +110,7 @@ export class EgressProxy {
 
   private tunnel(req: IncomingMessage, client: Socket, head: Buffer): void {
     client.on('error', () => client.destroy());
-    const grant = this.authorize(req.headers['proxy-authorization']);
+    const grant = this.authorize(req.headers['proxy-authorization'], client);
     const target = parseConnectTarget(req.url ?? '');
     if (!grant) return void client.end(refusal(407, 'forge egress proxy: this cell has no network grant'));
     if (!target) return void client.end(refusal(400, `forge egress proxy: bad CONNECT target ${req.url}`));
@@ -87,7 +129,7 @@ export class EgressProxy {
   }
 
   private forward(req: IncomingMessage, res: ServerResponse): void {
-    const grant = this.authorize(req.headers['proxy-authorization']);
+    const grant = this.authorize(req.headers['proxy-authorization'], req.socket);
     if (!grant) return void reply(res, 407, 'forge egress proxy: this cell has no network grant\n');
     let url: URL;
     try {
@@ -117,14 +159,25 @@ function deniedMessage(host: string, allowlist: string[]): string {
   return `forge egress proxy: ${host} is not in this cell's allow_net (${allowlist.join(', ')})`;
 }
 
+/**
+ * A 407 names the scheme: clients that wait to be asked before sending credentials (git's
+ * libcurl with http.proxyAuthMethod=anyauth, its default) send none otherwise.
+ */
+const AUTHENTICATE = 'Basic realm="forge egress proxy"';
+
 function refusal(status: number, message: string): string {
   const reason = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 502: 'Bad Gateway' }[status] ?? 'Error';
   const body = message + '\n';
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  const authenticate = status === 407 ? `Proxy-Authenticate: ${AUTHENTICATE}\r\n` : '';
+  return `HTTP/1.1 ${status} ${reason}\r\n${authenticate}Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 function reply(res: ServerResponse, status: number, body: string): void {
   if (res.headersSent) return void res.destroy();
-  res.writeHead(status, { 'Content-Type': 'text/plain', Connection: 'close' });
+  res.writeHead(status, {
+    'Content-Type': 'text/plain',
+    Connection: 'close',
+    ...(status === 407 ? { 'Proxy-Authenticate': AUTHENTICATE } : {}),
+  });
   res.end(body);
 }

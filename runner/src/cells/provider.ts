@@ -18,6 +18,11 @@ export interface CellProvider {
   run(spec: CellSpecInput, options?: CellRunOptions): Promise<CellResult>;
   /** Resolves once every finished cell's leftovers (cgroups, scratch dirs) are gone. */
   drain(): Promise<void>;
+  /**
+   * Why this provider's cells cannot have allow_net here, and the way out; null (or no such
+   * method) when they can. A fix run that needs the network asks before anything is recorded.
+   */
+  egressRefusal?(): Promise<{ why: string; fix: string } | null>;
 }
 
 /** Validates untrusted CellSpec input; the error is one line naming the field. */

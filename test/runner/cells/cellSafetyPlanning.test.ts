@@ -71,7 +71,6 @@ describe('cell safety decisions (pure)', () => {
       layout,
       worktree: '/w',
       gitMetadata: '/w/.git',
-      shareNet: false,
       env: { PATH: '/bin' },
       argv: ['make'],
       dropTo: { uid: 65532, gid: 65533, setpriv: '/usr/bin/setpriv' },
@@ -98,7 +97,6 @@ describe('cell safety decisions (pure)', () => {
       layout,
       worktree: null,
       gitMetadata: null,
-      shareNet: false,
       env: { PATH: '/bin' },
       argv: ['A=b'],
       dropTo: { uid: 65532, gid: 65533, setpriv: '/usr/bin/setpriv' },
@@ -112,7 +110,7 @@ describe('cell safety decisions (pure)', () => {
     const seq = (xs: string[]) => args.some((_, i) => xs.every((x, j) => args[i + j] === x));
     assert.ok(seq(['--perms', '1777', '--tmpfs', '/tmp']), 'the cell user can write /tmp');
     assert.ok(seq(['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']), 'setpriv can switch');
-    const plain = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, shareNet: false, env: {}, argv: ['true'] });
+    const plain = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, env: {}, argv: ['true'] });
     assert.ok(plain.includes('--unshare-all'));
     assert.deepEqual(plain.slice(plain.indexOf('--') + 1), ['true']);
   });
@@ -124,7 +122,6 @@ describe('cell safety decisions (pure)', () => {
       gitMetadata: '/w/.git',
       worktreeTarget: '/repo',
       held: { top: '/proc/7/fd/20', git: '/proc/7/fd/21' },
-      shareNet: false,
       env: {},
       argv: ['true'],
     });

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { hostAllowed, parseConnectTarget, parseProxyAuthorization } from '../../../runner/src/cells/egressPolicy.js';
+import { EgressProxy } from '../../../runner/src/cells/egressProxy.js';
 
 describe('egress policy', () => {
   it('matches exact names and *.suffix subdomains, case-insensitively', () => {
@@ -30,5 +35,39 @@ describe('egress policy', () => {
     assert.equal(parseProxyAuthorization(undefined), null);
     assert.equal(parseProxyAuthorization('Bearer x'), null);
     assert.equal(parseProxyAuthorization('Basic ' + Buffer.from('nocolon').toString('base64')), null);
+  });
+});
+
+describe('egress proxy: a cell socket speaks for its own cell only', () => {
+  const ask = (socket: string, auth: string | null) =>
+    new Promise<string>((resolve, reject) => {
+      const c = connect(socket, () => {
+        const header = auth ? `Proxy-Authorization: Basic ${Buffer.from(auth).toString('base64')}\r\n` : '';
+        c.write(`GET http://unlisted.example/ HTTP/1.1\r\nHost: unlisted.example\r\n${header}Connection: close\r\n\r\n`);
+      });
+      let data = '';
+      c.on('data', (d) => (data += d.toString()));
+      c.on('end', () => resolve(data.split('\r\n\r\n')[0]!));
+      c.on('error', reject);
+    });
+
+  it("refuses another cell's valid token (407) and checks its own against the allowlist", async () => {
+    const proxy = new EgressProxy('127.0.0.1');
+    const dir = mkdtempSync(join(tmpdir(), 'forge-proxy-test-'));
+    const { token: tokenA } = proxy.grant('cell-a', ['registry.example.org']);
+    const { token: tokenB } = proxy.grant('cell-b', ['unlisted.example.attacker.invalid']);
+    const a = await proxy.serveCell('cell-a', join(dir, 'a.sock'));
+    try {
+      assert.match(await ask(join(dir, 'a.sock'), `cell-b:${tokenB}`), /^HTTP\/1\.1 407/);
+      // Named the scheme: git (libcurl's anyauth) sends its credentials only when asked this way.
+      assert.match(await ask(join(dir, 'a.sock'), null), /^HTTP\/1\.1 407 [^]*\r\nproxy-authenticate: Basic realm="forge egress proxy"/i);
+      assert.match(await ask(join(dir, 'a.sock'), `cell-a:${tokenA}`), /^HTTP\/1\.1 403/);
+      assert.deepEqual(proxy.revoke('cell-a'), ['unlisted.example']);
+      assert.match(await ask(join(dir, 'a.sock'), `cell-a:${tokenA}`), /^HTTP\/1\.1 407/, 'a revoked grant');
+    } finally {
+      await a.close();
+      await proxy.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { buildBubblewrapArgs, CELL_HOME } from '../../../runner/src/cells/bubblewrapArgs.js';
+import { SANDBOX_EGRESS } from '../../../runner/src/cells/egressRelay.js';
 import { planSandboxLayout } from '../../../runner/src/cells/sandboxLayout.js';
 import { buildCellEnvironment } from '../../../runner/src/cells/cellEnvironment.js';
 
@@ -49,7 +50,6 @@ describe('buildBubblewrapArgs', () => {
       layout,
       worktree: '/root/proj',
       gitMetadata: '/root/proj/.git',
-      shareNet: false,
       env: { PATH: '/bin', CI: 'true' },
       argv: ['make', 'test'],
     });
@@ -70,11 +70,35 @@ describe('buildBubblewrapArgs', () => {
     assert.deepEqual(args.slice(-3), ['--', 'make', 'test']);
   });
 
-  it('shares the network only when asked, and never binds /run or a docker socket', () => {
-    const args = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, shareNet: true, env: {}, argv: ['true'] });
-    assert.ok(args.includes('--share-net'));
-    assert.ok(!args.some((a) => a.includes('docker.sock')));
-    assert.ok(!args.some((a, i) => a === '--bind' && args[i + 1]?.startsWith('/run')));
+  it("never shares the host network: allow_net binds only the cell's socket and the relay into /run/forge-egress", () => {
+    const runLayout = { ...layout, tmpfsMasks: [...layout.tmpfsMasks, '/run'] };
+    const egress = { socket: '/tmp/forge-egress-x/proxy.sock', node: '/usr/bin/node' };
+    for (const dropTo of [null, { uid: 65532, gid: 65532, setpriv: '/usr/bin/setpriv' }]) {
+      const args = buildBubblewrapArgs({
+        layout: runLayout,
+        worktree: '/w',
+        gitMetadata: null,
+        egress,
+        env: { PATH: '/bin', LD_PRELOAD: '/w/x.so' },
+        argv: ['npm', 'ci'],
+        dropTo,
+      });
+      assert.ok(!args.includes('--share-net'));
+      assert.ok(args.includes(dropTo ? '--unshare-net' : '--unshare-all'));
+      const seq = (xs: string[]) => args.findIndex((_, i) => xs.every((x, j) => args[i + j] === x));
+      assert.ok(seq(['--ro-bind', egress.socket, SANDBOX_EGRESS.socket]) > seq(['--bind', '/w', '/w']), 'after the worktree');
+      assert.ok(seq(['--ro-bind', egress.node, SANDBOX_EGRESS.node]) > 0);
+      assert.ok(!args.some((a) => a.includes('docker.sock')));
+      assert.ok(!args.some((a, i) => a === '--bind' && args[i + 1]?.startsWith('/run')), 'nothing writable under /run');
+      // The relay starts with PATH alone; the spec's environment (LD_PRELOAD...) reaches the command only.
+      const starter = args.indexOf('forge-egress');
+      assert.ok(starter > 0 && args.lastIndexOf('LD_PRELOAD=/w/x.so') > starter);
+      assert.deepEqual(args.slice(starter + 1, starter + 2), [SANDBOX_EGRESS.node]);
+      assert.deepEqual(args.slice(-2), ['npm', 'ci']);
+      assert.ok(!args.includes('LD_PRELOAD'), "not given to bwrap's --setenv");
+    }
+    const none = buildBubblewrapArgs({ layout, worktree: null, gitMetadata: null, env: {}, argv: ['true'] });
+    assert.ok(!none.includes('--share-net') && !none.some((a) => a.startsWith(SANDBOX_EGRESS.dir)));
   });
 });
 

@@ -8,6 +8,7 @@ import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { ReplayModel } from '../../../runner/src/repair/models/replayModel.js';
 import type { ReplayScript } from '../../../runner/src/repair/models/replayScript.js';
 import { notResumable, runSettingsOf, storedRunSettings } from '../../../runner/src/repair/fix/prepareRun.js';
+import { runNetworkRefusal } from '../../../runner/src/repair/fix/runNetwork.js';
 import { BrokenEnvironmentError, type FixDeps, resumeRequest, runFix } from '../../../runner/src/repair/runFix.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { type RunRow, RunStore } from '../../../runner/src/store/runStore.js';
@@ -128,6 +129,24 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
         .sort(),
       ['verdict:0', 'verdict:1'],
     );
+  });
+
+  it('a run that needs the network on a provider whose cells cannot have it is refused before anything is recorded or runs', async () => {
+    const provider = Object.assign(new FakeCellProvider(script()), {
+      egressRefusal: async () => ({ why: 'these cells have no network', fix: 'use --provider docker or qemu' }),
+    });
+    await assert.rejects(
+      runFix(request({ allow_net: ['registry.example.org'] }), deps(provider, [[{ tool_calls: [FINISH] }]])),
+      (e: Error) =>
+        e instanceof InputError &&
+        e.message === '--allow-net registry.example.org: these cells have no network; drop --allow-net or use --provider docker or qemu',
+    );
+    assert.deepEqual(provider.cells, [], 'a cell ran');
+    assert.deepEqual(store.listRuns(), [], 'a run was recorded');
+    assert.equal(worktrees(), 1);
+    // Without a need for the network the same provider runs.
+    const { report } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
+    assert.equal(report.status, 'fixed');
   });
 
   it('a green baseline is refused before any attempt', async () => {
@@ -405,5 +424,22 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     assert.deepEqual([damaged.max_turns, damaged.allow_net, damaged.cell_timeout_s], [30, [], 60]);
     assert.deepEqual(storedRunSettings('{not json'), {});
     assert.deepEqual(storedRunSettings('[1]'), {});
+  });
+});
+
+describe('runNetworkRefusal (pure)', () => {
+  const refusal = { why: 'swarm cells have no network in this build', fix: 'use --provider docker or qemu' };
+  it('refuses only a run that needs the network, naming what needs it and the way out', () => {
+    assert.equal(runNetworkRefusal({ allowNet: ['a.example'], install: null }, null), null, 'a provider that can');
+    assert.equal(runNetworkRefusal({ allowNet: [], install: null }, refusal), null);
+    assert.equal(runNetworkRefusal({ allowNet: [], install: { hosts: [] } }, refusal), null, 'an install with no registries (make)');
+    assert.equal(
+      runNetworkRefusal({ allowNet: [], install: { hosts: ['registry.npmjs.org'] } }, refusal),
+      '--install-cmd needs the package registries (registry.npmjs.org), but swarm cells have no network in this build; install the dependencies in your checkout (they are shared with every cell), or use --provider docker or qemu',
+    );
+    assert.match(
+      runNetworkRefusal({ allowNet: ['a.example', 'b.example'], install: { hosts: ['x'] } }, refusal)!,
+      /^--allow-net a\.example, b\.example: /,
+    );
   });
 });

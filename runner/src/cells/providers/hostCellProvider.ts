@@ -1,7 +1,7 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CellSpecInput } from '../../protocol/cellSpec.js';
+import type { CellSpec, CellSpecInput } from '../../protocol/cellSpec.js';
 import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { CgroupReport, IsolationReport } from '../../protocol/isolation.js';
@@ -15,12 +15,15 @@ import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
 import { type CellUser, chownTree, describeCellUser } from '../cellUser.js';
 import { caBundleEnv, findHostCaBundle } from '../hostCaBundle.js';
+import { EgressProxy } from '../egressProxy.js';
+import { type HostCellEgress, openHostCellEgress } from '../hostCellEgress.js';
 import { prepareCellMounts, prepareCellWorktree, vetCellMounts } from '../cellWorktree.js';
 import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
 import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
 import { holdWorktree } from '../../workspace/pinnedDirectory.js';
+import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 
 export type BubblewrapMode = 'auto' | 'require' | 'off';
 
@@ -60,6 +63,8 @@ export class HostCellProvider implements CellProvider {
   private readonly cleanups = new Set<Promise<void>>();
   private readonly warm: CellLauncher[] = [];
   private draining = false;
+  /** The egress proxy of this provider's allow_net cells: no TCP listener, one Unix socket per cell. */
+  private egressProxy: EgressProxy | null = null;
 
   constructor(options: HostCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
@@ -99,6 +104,9 @@ export class HostCellProvider implements CellProvider {
     const warm = this.warm.splice(0);
     await Promise.all(warm.map((l) => l.dispose()));
     while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
+    const proxy = this.egressProxy;
+    this.egressProxy = null;
+    await proxy?.close();
     this.draining = false;
   }
 
@@ -137,6 +145,11 @@ export class HostCellProvider implements CellProvider {
     };
   }
 
+  async egressRefusal(): Promise<{ why: string; fix: string } | null> {
+    const env = await this.probe();
+    return env.bubblewrap.usable && env.bubblewrap.path !== null ? null : noEgressWithout(env.bubblewrap.reason);
+  }
+
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.image !== '') {
@@ -144,8 +157,10 @@ export class HostCellProvider implements CellProvider {
         `the host provider runs on the host's own root filesystem and takes no image (got "${spec.image}"); drop --image or use --provider docker`,
       );
     }
-    const { worktree, user } = await prepareCellWorktree(spec, this.env, this.stateDir);
     const env = await this.probe();
+    if (spec.allow_net !== false && !(env.bubblewrap.usable && env.bubblewrap.path !== null))
+      throw new InputError(`allow_net: ${egressRefusalLine(noEgressWithout(env.bubblewrap.reason))}`);
+    const { worktree, user } = await prepareCellWorktree(spec, this.env, this.stateDir);
     if (!env.bash) throw new Error('bash is not on PATH; install bash (the cell launcher needs it)');
     if (this.mode === 'require' && !env.bubblewrap.usable) throw new Error(env.bubblewrap.reason);
     const useBwrap = env.bubblewrap.usable && env.bubblewrap.path !== null;
@@ -154,7 +169,25 @@ export class HostCellProvider implements CellProvider {
     const cellId = newCellId();
     const logPath = join(env.logDir, `${cellId}.log`);
     const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
-    const shareNet = spec.allow_net !== false;
+    // Opened last before the sandbox's arguments; closed in the cell's cleanup, or here if the cell never starts.
+    const egress = spec.allow_net === false ? null : await this.openEgress(cellId, spec.allow_net, dropTo);
+    try {
+      return await this.runPrepared({ spec, options, env, worktree, user, useBwrap, dropTo, cellId, logPath, argv, egress });
+    } catch (e) {
+      egress?.grant.proxy.revoke(cellId);
+      await egress?.close();
+      throw e;
+    }
+  }
+
+  /** An allow_net cell's own socket on this provider's proxy (made on the first such cell). */
+  private openEgress(cellId: string, allowNet: string[], dropTo: { uid: number; gid: number } | null): Promise<HostCellEgress> {
+    this.egressProxy ??= new EgressProxy('127.0.0.1');
+    return openHostCellEgress(this.egressProxy, cellId, allowNet, dropTo);
+  }
+
+  private async runPrepared(c: PreparedHostCell): Promise<CellResult> {
+    const { spec, options, env, worktree, user, useBwrap, dropTo, cellId, logPath, argv, egress } = c;
 
     // Prewarmed launchers carry no cell-specific state until claimed: under bubblewrap the
     // environment, mounts and working directory all travel in bwrap's own arguments.
@@ -174,7 +207,8 @@ export class HostCellProvider implements CellProvider {
         ? holdWorktree(worktree.top, worktree.identity, worktree.gitEntry !== null, worktree.gitIdentity)
         : null;
     if (useBwrap) {
-      const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', { ...this.caEnv(env.layout), ...spec.env });
+      // The proxy variables after the spec's, as docker cells get them.
+      const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', { ...this.caEnv(env.layout), ...spec.env, ...egress?.env });
       mountWarnings.push(...mounts!.deps.warnings);
       command = [
         env.bubblewrap.path!,
@@ -182,7 +216,7 @@ export class HostCellProvider implements CellProvider {
           layout: env.layout,
           worktree: worktree?.top ?? null,
           gitMetadata: worktree?.gitEntry ?? null,
-          shareNet,
+          egress: egress ? { socket: egress.socket, node: realpathSync(process.execPath) } : null,
           env: cellEnv,
           argv,
           dropTo,
@@ -213,7 +247,7 @@ export class HostCellProvider implements CellProvider {
       uidProcessCount: cgroup ? 0 : countProcessesOfUid(user.uid),
       hardLimits: env.hardLimits,
     });
-    const isolation = this.describeIsolation(env, shareNet, cgroupReport, rlimits, user);
+    const isolation = this.describeIsolation(env, egress !== null, cgroupReport, rlimits, user);
     if (user.warning) isolation.warnings.push(user.warning);
     isolation.warnings.push(...mountWarnings);
     const child = launcher.child;
@@ -230,7 +264,7 @@ export class HostCellProvider implements CellProvider {
     };
 
     return runCellLifecycle(
-      { cellId, provider: 'host', spec, options, logPath, worktree, isolation, egress: null, stateDir: this.stateDir },
+      { cellId, provider: 'host', spec, options, logPath, worktree, isolation, egress: egress?.grant ?? null, stateDir: this.stateDir },
       {
         start: async (ctx) => {
           const streamClosed = new Promise<void>((resolve) => launcher.stdout.on('close', () => resolve()));
@@ -270,6 +304,7 @@ export class HostCellProvider implements CellProvider {
           try {
             if (plainScratch) await removeScratch(plainScratch);
           } finally {
+            await egress?.close();
             await mounts?.deps.release();
           }
           // Spawning is a synchronous fork of the runner: do it after the caller has its result.
@@ -316,7 +351,7 @@ export class HostCellProvider implements CellProvider {
 
   private describeIsolation(
     env: Environment,
-    shareNet: boolean,
+    egress: boolean,
     cgroup: CgroupReport,
     rlimits: IsolationReport['rlimits'] | null,
     user: CellUser | null,
@@ -337,13 +372,13 @@ export class HostCellProvider implements CellProvider {
           (env.bubblewrap.usable ? '' : '; a process the command detaches from its process group (setsid) can outlive the cell'),
       );
     if (env.bubblewrap.usable) {
-      if (shareNet) warnings.push('allow_net shares the host network: the host provider cannot filter by host name');
       return {
         mechanism: 'bubblewrap',
         degraded: !cgroup.version,
         // A root runner's bwrap makes no user namespace: the command switches to a real unprivileged uid instead.
-        namespaces: [...(rootRunner ? SANDBOX_NAMESPACES.filter((n) => n !== 'user') : SANDBOX_NAMESPACES), ...(shareNet ? [] : ['net'])],
-        net: shareNet ? 'host' : 'none',
+        namespaces: [...(rootRunner ? SANDBOX_NAMESPACES.filter((n) => n !== 'user') : SANDBOX_NAMESPACES), 'net'],
+        // With allow_net the only way out is the cell's socket to the egress proxy.
+        net: egress ? 'allowlist' : 'none',
         filesystem:
           "read-only host root (nosuid, nodev); worktree read-write (at the repository's path in fix runs; its .git read-only); shared dependencies read-only (writes to a discarded overlay layer); private /tmp and HOME; home directories, /run and secret files hidden; only descriptors 0-2 are inherited",
         user: who,
@@ -369,6 +404,37 @@ export class HostCellProvider implements CellProvider {
       warnings,
     };
   }
+}
+
+/** What a prepared host cell carries into its run. */
+interface PreparedHostCell {
+  spec: CellSpec;
+  options: CellRunOptions;
+  env: Environment;
+  worktree: CellWorktree | null;
+  user: CellUser;
+  useBwrap: boolean;
+  dropTo: { uid: number; gid: number; setpriv: string } | null;
+  cellId: string;
+  logPath: string;
+  argv: string[];
+  egress: HostCellEgress | null;
+}
+
+/**
+ * Pure: why a host cell without bubblewrap cannot have allow_net. A plain subprocess shares
+ * the host network and every service on it: nothing would keep it to the proxy.
+ */
+export function noEgressWithout(bubblewrapReason: string): { why: string; fix: string } {
+  return {
+    why: `host cells without bubblewrap are plain subprocesses on the host network, which nothing can filter (${bubblewrapReason})`,
+    fix: 'install bubblewrap, or use --provider docker or qemu',
+  };
+}
+
+/** Pure: a refusal as one line. */
+export function egressRefusalLine(r: { why: string; fix: string }): string {
+  return `${r.why}; ${r.fix}`;
 }
 
 /** A root runner's cells switch to the unprivileged cell user (never root). */

@@ -267,6 +267,14 @@ export class SwarmCellProvider implements CellProvider {
     };
   }
 
+  /** Swarm cells never get a network in this build: a fix run that needs one is refused up front. */
+  async egressRefusal(): Promise<{ why: string; fix: string }> {
+    return {
+      why: "swarm cells have no network in this build (the runner's egress proxy is not reachable from the nodes)",
+      fix: 'use --provider docker or qemu',
+    };
+  }
+
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.image === '') throw new InputError('the swarm provider needs an image; pass --image IMG (see forge-runner bake)');

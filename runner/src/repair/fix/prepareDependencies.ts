@@ -1,11 +1,10 @@
-import { detectStacks, registryHosts } from '../../images/detectStack.js';
-import { readRepoFacts } from '../../images/readRepoFacts.js';
 import { InputError } from '../../protocol/inputError.js';
 import { type AttemptWorktree, createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { closedToCellUser, detectSharedDeps, FORGE_CONFIG_FILE } from '../dependencies/detectSharedDeps.js';
 import { testOutputOf } from '../verdicts/testRunOutput.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
 import type { RunCells } from './runCells.js';
+import { installRegistries } from './runNetwork.js';
 
 export interface DependenciesInput extends RunScope {
   cells: RunCells;
@@ -42,7 +41,7 @@ export async function prepareDependencies(input: DependenciesInput): Promise<Att
 async function installOnce({ run, request, deps, cells }: DependenciesInput): Promise<AttemptWorktree | null> {
   const { installCmd, repo } = run;
   if (!installCmd) return null;
-  const hosts = registryHosts(detectStacks(readRepoFacts(repo)).map((st) => st.stack));
+  const hosts = installRegistries(repo);
   deps.progress(
     `install: ${installCmd} (once for the run; network: ${hosts.length > 0 ? hosts.join(', ') : 'none'}${request.allow_net.length ? ` and ${request.allow_net.join(', ')}` : ''})`,
   );

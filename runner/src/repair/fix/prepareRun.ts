@@ -11,6 +11,7 @@ import { workingTreeStatus } from '../../workspace/workingTreeStatus.js';
 import { detectSharedDeps, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { type RepositoryTrust, resolveRepositoryTrust } from '../trust/repositoryTrust.js';
 import type { FixDeps, PreparedRun } from './fixRun.js';
+import { checkRunNetwork } from './runNetwork.js';
 
 /**
  * Phase 1, prepare the run: check the request against the repository and record the run (a
@@ -46,6 +47,7 @@ async function startRun(request: FixRequest, deps: Pick<FixDeps, 'store' | 'prov
   // Read (and refused when bad) before anything is recorded.
   const trust = await resolveRepositoryTrust(loc, request, deps.store);
   const shared = findSharedDeps(repo, request, trust);
+  await checkRunNetwork(repo, request, deps.provider);
   const runId = newRunId();
   const image = request.image ?? '';
   const temperatures = Array.from({ length: request.attempts }, (_, i) => (i === 0 ? 0 : request.temperature));
@@ -176,13 +178,14 @@ export function resumeRequest(row: RunRow, settings: Partial<FixRequestInput> = 
 }
 
 /** A run may be resumed when it never finished and no runner works on it (notResumable). */
-async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps, 'store'>): Promise<PreparedRun> {
+async function resumeRun(runId: string, request: FixRequest, deps: Pick<FixDeps, 'store' | 'provider'>): Promise<PreparedRun> {
   const started = Date.now();
   const { store } = deps;
   const row = store.getRun(runId);
   if (!row) throw new InputError(`no run ${runId}; see forge-runner runs list`);
   // Read (and refused when bad) before the run is claimed.
   const trust = await resolveRepositoryTrust(await locateRepository(row.repo), request, store);
+  await checkRunNetwork(row.repo, { allow_net: request.allow_net, install_cmd: row.install_cmd }, deps.provider);
   // Checked again here, and claimed in the same synchronous step: nothing can claim it in between.
   const why = notResumable(row);
   if (why) throw new InputError(why);
