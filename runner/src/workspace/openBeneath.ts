@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync } from 'node:fs';
-import { O_PATH, openDirectoryNoFollow } from './pinnedDirectory.js';
+import { O_PATH } from './pinnedDirectory.js';
 
 /**
  * What a repository (or a tree a cell wrote) names is opened beneath a directory the runner
@@ -69,6 +69,30 @@ function linkOrNot(parentFd: number, name: string): string {
 }
 
 /**
+ * Runs `work` with `top` opened from `/` one component at a time without following a link,
+ * and a `track` that records every descriptor it opens; all are closed afterwards except the
+ * one `work` returns to keep (`keep`). A link on the way to `top` is refused by name.
+ */
+function beneath<T>(top: string, work: (topFd: number, track: (fd: number) => number) => Beneath<T> & { keep?: number }): Beneath<T> {
+  const fds: number[] = [];
+  const track = (fd: number) => (fds.push(fd), fd);
+  let keep = -1;
+  try {
+    const root = track(openSync('/', O_PATH | constants.O_DIRECTORY));
+    const rel = top.split('/').filter(Boolean).join('/');
+    const opened = rel === '' ? ({ kind: 'ok', fd: root } as const) : walkBeneath(root, rel, O_PATH | constants.O_DIRECTORY, track);
+    if (opened.kind === 'absent') return opened;
+    if (opened.kind === 'refused') return { kind: 'refused', why: `/${opened.why}` };
+    const result = work(opened.fd, track);
+    keep = result.keep ?? -1;
+    delete result.keep;
+    return result;
+  } finally {
+    for (const fd of fds.reverse()) if (fd !== keep) closeSync(fd);
+  }
+}
+
+/**
  * Reads the regular file `rel` beneath `top`: `top` itself is opened without following links,
  * then every component below it; the file must be a regular file (a FIFO, a device or
  * /dev/zero never block or grow memory) of at most `maxBytes`.
@@ -76,15 +100,7 @@ function linkOrNot(parentFd: number, name: string): string {
 export function readFileBeneath(top: string, rel: string, maxBytes: number): Beneath<{ bytes: Buffer }> {
   const bad = refuseRelativePath(rel);
   if (bad) return { kind: 'refused', why: `${rel} ${bad}` };
-  const fds: number[] = [];
-  const track = (fd: number) => (fds.push(fd), fd);
-  try {
-    let topFd: number;
-    try {
-      topFd = openDirectoryNoFollow(top, track).fd;
-    } catch (e) {
-      return { kind: 'refused', why: `${top}: ${(e as Error).message}` };
-    }
+  return beneath<{ bytes: Buffer }>(top, (topFd, track) => {
     const opened = walkBeneath(topFd, rel, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY, track);
     if (opened.kind !== 'ok') return opened;
     const st = fstatSync(opened.fd);
@@ -98,38 +114,28 @@ export function readFileBeneath(top: string, rel: string, maxBytes: number): Ben
       off += n;
     }
     return { kind: 'ok', bytes: buf.subarray(0, off) };
-  } finally {
-    for (const fd of fds.reverse()) closeSync(fd);
-  }
+  });
 }
 
 /**
- * The directory `rel` beneath `top`, reached without following a link anywhere from `/`:
- * its path (real, since no link was on the way) and device and inode. `top` is absolute.
+ * The directory `rel` beneath `top` ('' for `top` itself), reached without following a link
+ * anywhere from `/`: its path (real, since no link was on the way) and device and inode.
+ * `top` is absolute and normalized.
  */
 export function statDirectoryBeneath(top: string, rel: string): Beneath<{ path: string; dev: number; ino: number }> {
-  const bad = rel === '' || rel === '.' ? null : refuseRelativePath(rel);
+  const parts = rel.split('/').filter((p) => p !== '' && p !== '.');
+  const bad = parts.length === 0 ? null : refuseRelativePath(rel);
   if (bad) return { kind: 'refused', why: `${rel} ${bad}` };
-  const fds: number[] = [];
-  const track = (fd: number) => (fds.push(fd), fd);
-  try {
-    let fd: number;
-    try {
-      fd = openDirectoryNoFollow(top, track).fd;
-    } catch (e) {
-      return { kind: 'refused', why: (e as Error).message };
-    }
-    if (rel !== '' && rel !== '.') {
-      const opened = walkBeneath(fd, rel, O_PATH | constants.O_DIRECTORY, track);
+  return beneath<{ path: string; dev: number; ino: number }>(top, (topFd, track) => {
+    let fd = topFd;
+    if (parts.length > 0) {
+      const opened = walkBeneath(topFd, rel, O_PATH | constants.O_DIRECTORY, track);
       if (opened.kind !== 'ok') return opened;
       fd = opened.fd;
     }
     const st = fstatSync(fd);
-    const parts = rel.split('/').filter((p) => p !== '' && p !== '.');
     return { kind: 'ok', path: [top.replace(/\/+$/, ''), ...parts].join('/') || '/', dev: st.dev, ino: st.ino };
-  } finally {
-    for (const fd of fds.reverse()) closeSync(fd);
-  }
+  });
 }
 
 /**
@@ -144,16 +150,7 @@ export function openEntryBeneath(
 ): Beneath<{ type: 'file'; fd: number; size: number; mode: number } | { type: 'link'; target: string }> {
   const bad = refuseRelativePath(rel);
   if (bad) return { kind: 'refused', why: `${rel} ${bad}` };
-  const fds: number[] = [];
-  const track = (fd: number) => (fds.push(fd), fd);
-  let keep = -1;
-  try {
-    let topFd: number;
-    try {
-      topFd = openDirectoryNoFollow(top, track).fd;
-    } catch (e) {
-      return { kind: 'refused', why: (e as Error).message };
-    }
+  return beneath<{ type: 'file'; fd: number; size: number; mode: number } | { type: 'link'; target: string }>(top, (topFd, track) => {
     const parts = rel.split('/').filter((p) => p !== '' && p !== '.');
     const parent = parts.length > 1 ? walkBeneath(topFd, parts.slice(0, -1).join('/'), O_PATH | constants.O_DIRECTORY, track) : null;
     if (parent && parent.kind !== 'ok') return parent;
@@ -179,9 +176,6 @@ export function openEntryBeneath(
     const again = fstatSync(readFd);
     if (!again.isFile() || again.ino !== st.ino || again.dev !== st.dev)
       return { kind: 'refused', why: `${rel} changed while it was opened` };
-    keep = readFd;
-    return { kind: 'ok', type: 'file', fd: readFd, size: again.size, mode: again.mode };
-  } finally {
-    for (const fd of fds.reverse()) if (fd !== keep) closeSync(fd);
-  }
+    return { kind: 'ok', type: 'file', fd: readFd, size: again.size, mode: again.mode, keep: readFd };
+  });
 }
