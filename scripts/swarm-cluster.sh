@@ -41,11 +41,15 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 start_registry() {
   if registry_answers; then
     say "registry: already answers on $registry_addr"
+    [ -d "$root/registry" ] && chmod 0700 "$root/registry" "$root/registry/data" 2>/dev/null
     return
   fi
   command -v docker-registry >/dev/null || die "docker-registry is not installed: apt-get install docker-registry"
   local dir="$root/registry"
   mkdir -p "$dir/data"
+  # The registry's blobs are every cell's tree and changes: readable only through the
+  # registry itself, never as files (a host cell sees the host's root read-only).
+  chmod 0700 "$dir" "$dir/data"
   cat >"$dir/config.yml" <<EOF
 version: 0.1
 log:
@@ -151,6 +155,8 @@ wait_ready() {
 
 cmd_up() {
   [ "$(id -u)" = 0 ] || die "run as root (it starts engines and makes bridges)"
+  # The nodes' engines and the registry keep every cell's image here: root's alone.
+  mkdir -p "$root" && chmod 0700 "$root"
   start_registry
   init_manager
   for n in "${workers[@]}"; do start_worker "$n"; done

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import Docker from 'dockerode';
@@ -231,6 +232,55 @@ describe('swarm cell trust (each test performs one attack of red team round 5)',
       repo.cleanup();
       rmSync(checkout, { recursive: true, force: true });
       rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('a tree whose names are not UTF-8 (a link and a directory collapsing into one name) never reaches the image: the root wrapper stays the runner’s (red team round 2)', async () => {
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    try {
+      // d<EF BF BD>/a, d<F0> -> /forge, d<FE>/wrapper.sh: decoded as text all three are "d\uFFFD",
+      // and extracted in that order the last file was written through the link over /forge/wrapper.sh.
+      execFileSync('bash', [
+        '-c',
+        `cd "$0" && mkdir "$(printf 'd\\xef\\xbf\\xbd')" "$(printf 'd\\xfe')" && echo a > "$(printf 'd\\xef\\xbf\\xbd')/a" && ln -s /forge "$(printf 'd\\xf0')" && printf '#!/forge/busybox sh\\necho FORGED-WRAPPER-RAN\\n' > "$(printf 'd\\xfe')/wrapper.sh" && git -c safe.directory=* add -A && git -c safe.directory=* -c user.email=a@b -c user.name=a commit -qm hostile`,
+        repo.dir,
+      ]);
+      handOverToCellUser(repo.dir);
+      await assert.rejects(
+        provider.run({ image, worktree: repo.dir, cmd: 'head -2 /forge/wrapper.sh' }),
+        (e: Error) => /not valid UTF-8/.test(e.message) && !e.message.includes('\n'),
+      );
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('a host cell cannot read the registry’s stored images or the nodes’ engines as files (red team round 2)', () => {
+    const root = process.env.FORGE_SWARM_ROOT || '/var/lib/forge-swarm';
+    const work = mkdtempSync(join(tmpdir(), 'forge-reader-'));
+    try {
+      handOverToCellUser(work);
+      const r = spawnSync(
+        process.execPath,
+        [
+          join(process.cwd(), 'dist', 'runner.js'),
+          'cell',
+          'run',
+          '--provider',
+          'host',
+          '--no-diff',
+          '--worktree',
+          work,
+          '--',
+          `ls ${root}/registry/data; find ${root} -name '*.tar' -o -name data 2>/dev/null | head -3; echo done`,
+        ],
+        { encoding: 'utf8', timeout: 120_000 },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /Permission denied/);
+      assert.doesNotMatch(r.stdout, /docker\/registry|\/data$/m);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
     }
   });
 

@@ -119,10 +119,12 @@ export function vetCellMounts(
     if (!isAbsolute(d.source)) throw new InputError(`shared dependency ${d.source} is not an absolute path`);
     const found = statDirectoryBeneath(normalize(d.source), '');
     if (found.kind === 'absent') throw new InputError(`shared dependency ${d.source} does not exist; install the dependencies or drop it`);
-    if (found.kind === 'refused')
+    if (found.kind === 'refused') {
+      const link = /^(.*) is a symbolic link$/.exec(found.why)?.[1];
       throw new InputError(
-        `shared dependency ${d.source}: ${found.why.replace(/^the worktree /, '')}; share the real directory (no symbolic link on the way)`,
+        `shared dependency ${d.source} ${link ? `passes through the symbolic link ${link}` : `cannot be shared (${found.why})`}; share the real directory (no symbolic link on the way)`,
       );
+    }
     const real = found.path;
     const why = refuseSharedSource(real, facts);
     if (why) throw new InputError(`${why}; share only installed dependencies`);

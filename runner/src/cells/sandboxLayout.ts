@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { isInside } from '../workspace/pathInside.js';
 
@@ -55,6 +55,17 @@ export function planSandboxLayout(facts: {
 
 export { isInside };
 
+/**
+ * Pure: the layout with the runner's state directory hidden too (its store holds every run's
+ * cell logs, model turns and consents; a state directory outside the always-hidden trees, a
+ * `FORGE_STATE_DIR=/srv/forge`, would otherwise be readable in every cell). `stateDir` is the
+ * real path; a mask already covering it (or below it) makes it redundant.
+ */
+export function withStateDirHidden(layout: SandboxLayout, stateDir: string): SandboxLayout {
+  if (!isAbsolute(stateDir) || stateDir === '/' || layout.tmpfsMasks.some((m) => isInside(stateDir, m))) return layout;
+  return { ...layout, tmpfsMasks: [...layout.tmpfsMasks.filter((m) => !isInside(m, stateDir)), stateDir] };
+}
+
 /** The I/O around planSandboxLayout. */
 export function probeSandboxLayout(env: NodeJS.ProcessEnv): SandboxLayout {
   let sshHostKeys: string[] = [];
@@ -78,4 +89,13 @@ export function probeSandboxLayout(env: NodeJS.ProcessEnv): SandboxLayout {
     },
     sshHostKeys,
   });
+}
+
+/** The state directory by its real path (masks name real paths), or as given when it does not exist yet. */
+export function realStateDir(stateDir: string): string {
+  try {
+    return realpathSync(stateDir);
+  } catch {
+    return stateDir;
+  }
 }

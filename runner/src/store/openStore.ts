@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { nativeBindingOptions } from './nativeBinding.js';
 
@@ -154,7 +154,19 @@ const MIGRATIONS: string[] = [
  * committed transaction survives a power cut, and readers never block the writer.
  */
 export function openStore(path: string): Db {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // The store holds every run's cell logs, model turns and the user's confirmations: the
+    // runner's alone. Made 0600 before SQLite opens it, so its -wal and -shm files are too.
+    closeSync(openSync(path, 'a', 0o600));
+    for (const f of [path, `${path}-wal`, `${path}-shm`]) {
+      try {
+        if ((statSync(f).mode & 0o077) !== 0) chmodSync(f, 0o600);
+      } catch {
+        // Not made yet.
+      }
+    }
+  }
   const db = new Database(path, nativeBindingOptions());
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');

@@ -14,7 +14,8 @@ import {
 import { readTar, writeTar } from '../../../runner/src/cells/swarm/tarArchive.js';
 import { FRAME_IDLE_MS, FRAME_NODE_GRACE_MS, FrameCollector, nextFrameWaitStep } from '../../../runner/src/cells/swarm/frameArrival.js';
 import { digestReference, judgeRegistryImage, pushedDigest } from '../../../runner/src/cells/swarm/registryTrust.js';
-import { parseCatFileBatch, parseLsTree } from '../../../runner/src/cells/swarm/gitTreeEntries.js';
+import { parseCatFileBatch, parseLsTree, refuseUnsafeTree } from '../../../runner/src/cells/swarm/gitTreeEntries.js';
+import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { gzipSync } from 'node:zlib';
 
 const ctx: SwarmCellContext = {
@@ -193,6 +194,48 @@ describe('swarm cells: planning (pure)', () => {
     assert.equal(blobs.get('bbbb')!.length, 0);
     assert.throws(() => parseCatFileBatch(Buffer.from('dddd missing\n')), /dddd is missing/);
     assert.throws(() => parseCatFileBatch(Buffer.from('aaaa blob 9\nab')), /cut short/);
+  });
+
+  it('git object listings: a name that is not UTF-8, a name twice, or a path below a link or file is refused (red team round 2)', () => {
+    const rec = (mode: string, path: Buffer | string) =>
+      Buffer.concat([Buffer.from(`${mode} ${mode === '160000' ? 'commit' : 'blob'} aaaa\t`), Buffer.from(path)]);
+    const listing = (...recs: Buffer[]) => Buffer.concat(recs.flatMap((r) => [r, Buffer.from([0])]));
+    // d<EF BF BD>/a, d<F0> -> /forge, d<FE>/wrapper.sh: all three decode to "d\uFFFD".
+    assert.throws(
+      () => parseLsTree(listing(rec('100644', Buffer.from([0x64, 0xf0])), rec('100644', 'x'))),
+      (e: Error) => e instanceof InputError && /not valid UTF-8/.test(e.message),
+    );
+    assert.throws(
+      () =>
+        refuseUnsafeTree([
+          { mode: '120000', path: 'd' },
+          { mode: '100644', path: 'd/wrapper.sh' },
+        ]),
+      /below the symbolic link "d"/,
+    );
+    assert.throws(
+      () =>
+        refuseUnsafeTree([
+          { mode: '100644', path: 'f' },
+          { mode: '100644', path: 'f/x' },
+        ]),
+      /below the entry "f"/,
+    );
+    assert.throws(
+      () =>
+        refuseUnsafeTree([
+          { mode: '100644', path: 'a' },
+          { mode: '120000', path: 'a' },
+        ]),
+      /names "a" twice/,
+    );
+    assert.doesNotThrow(() =>
+      refuseUnsafeTree([
+        { mode: '100644', path: 'd/a' },
+        { mode: '120000', path: 'l' },
+        { mode: '100644', path: 'dd/x' },
+      ]),
+    );
   });
 
   it('tar: long names, links and concatenated archives read back as written', () => {

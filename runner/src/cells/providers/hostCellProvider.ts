@@ -21,7 +21,7 @@ import { prepareCellMounts, prepareCellWorktree, vetCellMounts } from '../cellWo
 import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
-import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
+import { probeSandboxLayout, realStateDir, type SandboxLayout, withStateDirHidden } from '../sandboxLayout.js';
 import { holdWorktree } from '../../workspace/pinnedDirectory.js';
 import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 
@@ -84,7 +84,7 @@ export class HostCellProvider implements CellProvider {
         bash: await findOnPath('bash', this.env),
         setpriv: await findOnPath('setpriv', this.env),
         cgroups: detectCgroupSupport(),
-        layout: probeSandboxLayout(this.env),
+        layout: withStateDirHidden(probeSandboxLayout(this.env), realStateDir(ensureDir(this.stateDir))),
         hardLimits: parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
         logDir: ensureDir(join(this.stateDir, 'cells')),
       }))();

@@ -31,7 +31,7 @@ import {
   type QemuTools,
   virtiofsdInodeBudget,
 } from '../qemu/qemuRuntime.js';
-import { probeSandboxLayout, type SandboxLayout } from '../sandboxLayout.js';
+import { probeSandboxLayout, realStateDir, type SandboxLayout, withStateDirHidden } from '../sandboxLayout.js';
 
 export interface QemuCellProviderOptions {
   stateDir?: string;
@@ -182,7 +182,8 @@ export class QemuCellProvider implements CellProvider {
     const vmsDir = realpathSync(join(this.cacheDir, 'cells'));
     // Every VM's own processes and root share hide the VM directories, wherever the state
     // directory is: no guest (or a compromised qemu or virtiofsd) reaches another VM's hand-over share.
-    const vmLayout = { ...layout, tmpfsMasks: [...layout.tmpfsMasks, vmsDir] };
+    // The whole state directory is hidden as from host cells (the store, other cells' logs).
+    const vmLayout = withStateDirHidden({ ...layout, tmpfsMasks: [...layout.tmpfsMasks, vmsDir] }, realStateDir(this.stateDir));
     const pool = this.pool(() => ({ tools, accel, layout: vmLayout, cacheDir: this.cacheDir, vmsDir }));
     const shape: VmShape = {
       rootDir: root?.dir ?? null,

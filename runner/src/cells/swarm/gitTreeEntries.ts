@@ -1,5 +1,6 @@
 import { isSafeIndexPath, runGit, type GitTarget } from '../../workspace/safeGit.js';
 import type { TarEntry } from './tarArchive.js';
+import { InputError } from '../../protocol/inputError.js';
 
 /**
  * A commit's tree as archive entries, read from git objects alone: `ls-tree` for the names
@@ -33,7 +34,15 @@ export function parseLsTree(out: Buffer): TreeRecord[] {
     const tab = rec.indexOf(0x09);
     if (tab === -1) continue;
     const [mode = '', type = '', oid = ''] = rec.subarray(0, tab).toString('latin1').split(' ');
-    records.push({ mode, type, oid, path: rec.subarray(tab + 1).toString('utf8') });
+    const raw = rec.subarray(tab + 1);
+    const path = raw.toString('utf8');
+    // A name that is not UTF-8 would be another name in the archive: two such names collapse
+    // into one (a link and a directory of the same name, the second written through the first).
+    if (!Buffer.from(path, 'utf8').equals(raw))
+      throw new InputError(
+        `the tree has a path that is not valid UTF-8 (${JSON.stringify(path)}); swarm cells carry names as text: rename it, or use --provider docker`,
+      );
+    records.push({ mode, type, oid, path });
   }
   return records;
 }
@@ -70,7 +79,10 @@ export async function gitTreeEntries(
   const listing = await runGit(target, ['ls-tree', '-r', '-z', '--full-tree', `${commit}^{tree}`], { maxBytes: 256 * 1024 * 1024 });
   if (listing.truncated)
     throw new Error(`the tree of ${commit.slice(0, 12)} lists more than 256 MiB of names; swarm cells cannot carry it`);
-  const records = parseLsTree(listing.stdout).filter((r) => isSafeIndexPath(r.path) && (!opts.only || opts.only.has(r.path)));
+  const all = parseLsTree(listing.stdout);
+  // Judged on the whole tree, not only the paths sent: the task's tree is the whole base.
+  refuseUnsafeTree(all);
+  const records = all.filter((r) => isSafeIndexPath(r.path) && (!opts.only || opts.only.has(r.path)));
   const wanted = [...new Set(records.filter((r) => r.type === 'blob').map((r) => r.oid))];
   let blobs = new Map<string, Buffer>();
   if (wanted.length > 0) {
@@ -104,4 +116,30 @@ export async function gitTreeEntries(
     else entries.push({ name: r.path, type: 'file', mode: r.mode === '100755' ? EXEC_MODE : FILE_MODE, ...owner, data });
   }
   return entries;
+}
+
+/**
+ * Pure: throws InputError when the listing holds a name twice or a path below a symbolic
+ * link. Git never writes such a tree, but one crafted object can hold both `d` (a link to
+ * `/forge`) and `d/wrapper.sh`: extracted in order, the file would be written through the link
+ * into the image, over the root wrapper.
+ */
+export function refuseUnsafeTree(records: readonly { mode: string; path: string }[]): void {
+  // Everything that is not a directory: a file, a link, a submodule (an empty directory in the archive, never a parent).
+  const leaves = new Map<string, string>();
+  for (const r of records) {
+    if (leaves.has(r.path)) throw new InputError(`the tree names ${JSON.stringify(r.path)} twice; swarm cells refuse such a tree`);
+    leaves.set(r.path, r.mode);
+  }
+  for (const r of records) {
+    const parts = r.path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      const mode = leaves.get(dir);
+      if (mode !== undefined)
+        throw new InputError(
+          `the tree has ${JSON.stringify(r.path)} below ${mode === '120000' ? 'the symbolic link' : 'the entry'} ${JSON.stringify(dir)}; swarm cells refuse such a tree`,
+        );
+    }
+  }
 }

@@ -73,11 +73,7 @@ export async function baseLayerTar(
 ): Promise<Buffer> {
   const mtime = Math.floor(Date.now() / 1000);
   const root = { uid: 0, gid: 0, mtime };
-  const entries: TarEntry[] = [
-    { name: SWARM_TOOLS_DIR.slice(1), type: 'dir', mode: 0o755, ...root },
-    { name: `${SWARM_TOOLS_DIR.slice(1)}/busybox`, type: 'file', mode: 0o755, ...root, data: readFileSync(busyboxPath) },
-    { name: `${SWARM_TOOLS_DIR.slice(1)}/wrapper.sh`, type: 'file', mode: 0o644, ...root, data: Buffer.from(SWARM_WRAPPER_SCRIPT) },
-  ];
+  const entries: TarEntry[] = [];
   const parts = workdir.split('/').filter(Boolean);
   for (let i = 1; i < parts.length; i++) {
     const dir = parts.slice(0, i).join('/');
@@ -86,6 +82,12 @@ export async function baseLayerTar(
   const top = parts.join('/');
   entries.push({ name: top, type: 'dir', mode: 0o755, uid, gid: uid, mtime });
   for (const e of await committedFiles(src, commit, null, uid)) entries.push({ ...e, name: posix.join(top, e.name) });
+  // The runner's own files last: whatever the tree's entries did on extraction, these are written after them.
+  entries.push(
+    { name: SWARM_TOOLS_DIR.slice(1), type: 'dir', mode: 0o755, ...root },
+    { name: `${SWARM_TOOLS_DIR.slice(1)}/busybox`, type: 'file', mode: 0o755, ...root, data: readFileSync(busyboxPath) },
+    { name: `${SWARM_TOOLS_DIR.slice(1)}/wrapper.sh`, type: 'file', mode: 0o644, ...root, data: Buffer.from(SWARM_WRAPPER_SCRIPT) },
+  );
   return writeTar(entries);
 }
 
