@@ -251,6 +251,43 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     assert.match(after, /raise ValueError/);
   });
 
+  it("the repository's own .forgeinclude is asked about before the issue, in words; Allow records that content for the runner", async () => {
+    // The repository commits a list of files to copy into every attempt: its word, not the user's.
+    writeFileSync(join(repo.dir, '.forgeinclude'), 'local.json\n');
+    execFileSync('git', [
+      '-C',
+      repo.dir,
+      '-c',
+      'user.email=a@b',
+      '-c',
+      'user.name=a',
+      'commit',
+      '-q',
+      '-m',
+      'forgeinclude',
+      '--',
+      '.forgeinclude',
+    ]);
+    await palette('Forge: Fix Issue in Cells');
+    const question = page.locator('.monaco-dialog-box', { hasText: /own \.forgeinclude asks Forge to copy or share files/ });
+    await question.waitFor({ timeout: 30_000 });
+    assert.match(await question.innerText(), /copies "local\.json" into every attempt/);
+    await shot('preflight-repository-files');
+    await question.getByRole('button', { name: 'Allow' }).click();
+    // calc.py still carries the applied attempt: the next question is the tracked changes; stop there.
+    const dirty = page.locator('.monaco-dialog-box', { hasText: /uncommitted changes to 1 tracked path/ });
+    await dirty.waitFor({ timeout: 30_000 });
+    await dirty.getByRole('button', { name: 'Cancel' }).click();
+    await dirty.waitFor({ state: 'detached', timeout: 30_000 });
+    const shown = JSON.parse(
+      execFileSync(process.execPath, [join(ROOT, 'dist', 'runner.js'), 'trust', '--repo', repo.dir, '--show', '--json'], {
+        env: { ...process.env, FORGE_STATE_DIR: join(work, 'state') },
+        encoding: 'utf8',
+      }),
+    ) as { files: { file: string; confirmed: boolean }[] };
+    assert.equal(shown.files.find((f) => f.file === '.forgeinclude')?.confirmed, true, JSON.stringify(shown));
+  });
+
   it('cancel stops a run and greys what it stopped; Resume continues it to a fix', async () => {
     // A model that is slow on the first try: its first command sleeps.
     const fixing = readFileSync(join(SAMPLES, 'py-calc', 'replay.json'), 'utf8');

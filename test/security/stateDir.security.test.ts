@@ -79,4 +79,47 @@ describe('the runner’s state directory is out of every cell’s reach, whereve
     assert.ok(!r.stdout.includes('forge.db') && !r.stdout.includes('marker'), r.stdout);
     assert.match(r.stdout, /^0$/m, `the secret is not readable: ${r.stdout}`);
   });
+
+  it('host: a PATH entry under the runner’s home (pipx’s ~/.local/bin) puts back that toolchain, not the home: no key, no store (red team round 3)', () => {
+    const home = mkdtempSync('/home/forge-rt-home-');
+    try {
+      mkdirSync(join(home, '.local', 'bin'), { recursive: true });
+      // Readable to the cell user, as a home is to its own user's cells when the runner is not root.
+      mkdirSync(join(home, '.ssh'), { mode: 0o755 });
+      writeFileSync(join(home, '.ssh', 'id_ed25519'), `${SECRET}\n`, { mode: 0o644 });
+      writeFileSync(join(home, '.local', 'bin', 'mytool'), '#!/bin/sh\necho mytool-ran\n', { mode: 0o755 });
+      chmodSync(home, 0o755);
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'cell',
+          'run',
+          '--provider',
+          'host',
+          '--no-diff',
+          '--worktree',
+          work,
+          '--',
+          `mytool; cat ${home}/.ssh/id_ed25519 2>&1; ls ${home} 2>&1; ls -d ${home}/.local/state 2>&1`,
+        ],
+        {
+          encoding: 'utf8',
+          env: {
+            ...process.env,
+            HOME: home,
+            PATH: `${join(home, '.local', 'bin')}:${process.env.PATH}`,
+            FORGE_STATE_DIR: join(home, '.local', 'state', 'forge-cells'),
+          },
+          timeout: 120_000,
+        },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /mytool-ran/, 'the toolchain on PATH still works');
+      assert.ok(!r.stdout.includes(SECRET), `the home's key stays hidden: ${r.stdout}`);
+      assert.match(r.stdout, /\.local\/state'?: No such file or directory/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });

@@ -69,7 +69,11 @@ export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   // /tmp stays world-writable like a real one: the command may run as a user other than bwrap's.
   for (const dir of plan.layout.tmpfsMasks) args.push(...(dir === '/tmp' ? ['--perms', '1777'] : []), '--tmpfs', dir);
-  for (const dir of plan.layout.reexposed) args.push('--ro-bind', dir, dir);
+  for (const dir of plan.layout.reexposed) {
+    // Directories bubblewrap makes on the way inside a mask would be 0700 (root's): the cell user could not pass.
+    for (const up of ancestorsBelowMasks(dir, plan.layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', up);
+    args.push('--ro-bind', dir, dir);
+  }
   // After the re-exposed toolchain dirs, so credential files inside them stay hidden.
   for (const file of plan.layout.nullMasks) args.push('--ro-bind', '/dev/null', file);
   if (!plan.layout.tmpfsMasks.includes('/tmp')) args.push('--perms', '1777', '--tmpfs', '/tmp');

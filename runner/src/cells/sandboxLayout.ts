@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { isInside } from '../workspace/pathInside.js';
+import { runnerStateDir } from './cellIdentity.js';
 
 /**
  * What a bubblewrap cell sees besides the read-only root: directories hidden behind empty
@@ -21,6 +22,15 @@ const COMPANIONS: Record<string, string[]> = { '.cargo': ['.rustup'], '.rustup':
 /** Credential files that live inside toolchain homes we re-expose. */
 const TOOLCHAIN_SECRETS = ['credentials', 'credentials.toml', '.credentials', 'auth.json', '.netrc', '.npmrc', '.pypirc'];
 
+/**
+ * Directories under a home that hold far more than a toolchain (XDG data and state, keyrings,
+ * the runner's own store): a PATH entry below one puts back only what such tools use.
+ */
+const CONTAINERS: Record<string, string[]> = {
+  // pip --user and pipx: scripts in bin, their packages in lib and share/pipx.
+  '.local': ['bin', 'lib', 'share/pipx'],
+};
+
 /** Pure: decides the layout from facts about the host. */
 export function planSandboxLayout(facts: {
   runnerHome: string | undefined;
@@ -28,24 +38,36 @@ export function planSandboxLayout(facts: {
   existing: (p: string) => boolean;
   isSymlink: (p: string) => boolean;
   sshHostKeys: string[];
+  /** The runner's state directory (real path): never put back, whatever PATH says. */
+  stateDir?: string;
 }): SandboxLayout {
   const masks = ALWAYS_MASKED.filter((p) => facts.existing(p) && !facts.isSymlink(p));
-  const home = facts.runnerHome;
-  if (home && isAbsolute(home) && home !== '/' && facts.existing(home) && !masks.some((m) => isInside(home, m))) {
-    masks.push(home);
-  }
+  const home = facts.runnerHome && isAbsolute(facts.runnerHome) && facts.runnerHome !== '/' ? facts.runnerHome : undefined;
+  if (home && facts.existing(home) && !masks.some((m) => isInside(home, m))) masks.push(home);
+  // What a PATH entry puts back is judged from the most specific hidden place above it: the
+  // runner's home under /home is one of them, so ~/.local/bin never puts back all of /home/alice.
+  const bases = [...masks, ...(home && masks.some((m) => m !== home && isInside(home, m)) ? [home] : [])];
+  const kept = (dir: string) =>
+    !bases.includes(dir) && !(home && isInside(home, dir)) && !(facts.stateDir && isInside(facts.stateDir, dir));
   const reexposed = new Set<string>();
   for (const entry of facts.pathEntries) {
     if (!isAbsolute(entry) || !facts.existing(entry)) continue;
-    const mask = masks.find((m) => isInside(entry, m) && entry !== m);
-    if (!mask) continue;
-    // Re-expose the first directory below the mask (e.g. /root/.pyenv for /root/.pyenv/shims):
+    const base = bases.filter((b) => isInside(entry, b) && entry !== b).sort((a, b) => b.length - a.length)[0];
+    if (!base) continue;
+    // Re-expose the first directory below the base (e.g. /root/.pyenv for /root/.pyenv/shims):
     // version managers keep their shims and versions side by side there.
-    const first = relative(mask, entry).split(sep)[0];
+    const first = relative(base, entry).split(sep)[0];
     if (!first) continue;
-    reexposed.add(join(mask, first));
-    for (const sibling of COMPANIONS[first] ?? []) {
-      if (facts.existing(join(mask, sibling))) reexposed.add(join(mask, sibling));
+    const within = CONTAINERS[first];
+    const wanted = within ? within.map((w) => join(base, first, w)).filter((d) => facts.existing(d)) : [join(base, first)];
+    for (const dir of wanted) {
+      // Never a directory holding the home or the state directory: then only the entry itself.
+      if (kept(dir)) reexposed.add(dir);
+      else if (kept(entry)) reexposed.add(entry);
+    }
+    for (const sibling of within ? [] : (COMPANIONS[first] ?? [])) {
+      const dir = join(base, sibling);
+      if (facts.existing(dir) && kept(dir)) reexposed.add(dir);
     }
   }
   const toolchainSecrets = [...reexposed].flatMap((dir) => TOOLCHAIN_SECRETS.map((f) => join(dir, f)));
@@ -88,6 +110,7 @@ export function probeSandboxLayout(env: NodeJS.ProcessEnv): SandboxLayout {
       }
     },
     sshHostKeys,
+    stateDir: realStateDir(runnerStateDir(env)),
   });
 }
 

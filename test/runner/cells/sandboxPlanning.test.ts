@@ -36,6 +36,35 @@ describe('planSandboxLayout', () => {
     assert.ok(layout.nullMasks.includes('/root/.cargo/credentials.toml'));
   });
 
+  it('a PATH entry under a home puts back its toolchain, never the whole home, its XDG data or the state directory (red team round 3)', () => {
+    const files = [
+      '/tmp',
+      '/home/alice/.local/bin',
+      '/home/alice/.local/lib',
+      '/home/alice/.local/state/forge-cells',
+      '/home/alice/.ssh/id_ed25519',
+      '/home/alice/.nvm/versions/node/v20/bin',
+      '/home/alice/bin',
+    ];
+    const layout = planSandboxLayout({
+      runnerHome: '/home/alice',
+      pathEntries: ['/home/alice/.local/bin', '/home/alice/.nvm/versions/node/v20/bin', '/home/alice/bin', '/home/alice'],
+      sshHostKeys: [],
+      stateDir: '/home/alice/.local/state/forge-cells',
+      ...host(files),
+    });
+    assert.deepEqual(layout.reexposed, ['/home/alice/.local/bin', '/home/alice/.local/lib', '/home/alice/.nvm', '/home/alice/bin']);
+    // A root runner whose state directory sits in a directory PATH reaches: only the entry itself.
+    const root = planSandboxLayout({
+      runnerHome: '/root',
+      pathEntries: ['/root/tools/bin'],
+      sshHostKeys: [],
+      stateDir: '/root/tools/state',
+      ...host(['/root/tools/bin', '/root/tools/state', '/tmp']),
+    });
+    assert.deepEqual(root.reexposed, ['/root/tools/bin']);
+  });
+
   it('masks a runner HOME outside /root and /home too', () => {
     const layout = planSandboxLayout({ runnerHome: '/srv/ci', pathEntries: [], sshHostKeys: [], ...host(['/srv/ci', '/tmp']) });
     assert.ok(layout.tmpfsMasks.includes('/srv/ci'));

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { judgeTestRun } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+import { isNpmTestCommand } from '../../../runner/src/repair/verdicts/npmLifecycle.js';
 import { parseJunitXml, parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../../../runner/src/repair/verdicts/classifyBaseline.js';
 
@@ -158,6 +159,16 @@ describe('npm lifecycle hooks (real npm output)', () => {
       'found 3 high severity vulnerabilities',
     );
     assert.equal(judgeTestRun(1, out, null).green, false);
+  });
+
+  it('the hook rule holds only for npm test commands: the same output from any other command is red', () => {
+    const out = fixture('npm-posttest-network.txt');
+    assert.equal(judgeTestRun(1, out, null, null, { npmHooks: true }).green, true);
+    assert.equal(judgeTestRun(1, out, null, null, { npmHooks: false }).green, false);
+    for (const cmd of ['npm test', 'npm t', 'npm run test', ' npm run-script test -- --grep x', 'npm test --silent'])
+      assert.equal(isNpmTestCommand(cmd), true, cmd);
+    for (const cmd of ['node test.js', 'npm run tests-only', 'npx jest', 'pnpm test', 'sh -c "npm test"', 'npm testx'])
+      assert.equal(isNpmTestCommand(cmd), false, cmd);
   });
 });
 

@@ -1,3 +1,4 @@
+import { ancestorsBelowMasks } from '../bubblewrapArgs.js';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -160,7 +161,10 @@ export function killGroup(child: ChildProcess): void {
 export function confinedRootArgs(layout: SandboxLayout, binds: { rw: string[]; ro: string[]; dev?: string[] }, shareNet = false): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   for (const dir of layout.tmpfsMasks) args.push('--tmpfs', dir);
-  for (const dir of layout.reexposed) args.push('--ro-bind', dir, dir);
+  for (const dir of layout.reexposed) {
+    for (const up of ancestorsBelowMasks(dir, layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', up);
+    args.push('--ro-bind', dir, dir);
+  }
   for (const file of layout.nullMasks) args.push('--ro-bind', '/dev/null', file);
   if (!layout.tmpfsMasks.includes('/run')) args.push('--tmpfs', '/run');
   for (const d of binds.rw) args.push('--bind', d, d);
@@ -188,7 +192,11 @@ export function sharedRootArgs(layout: SandboxLayout, sockDir: string): { bwrap:
   const args = ['--ro-bind', '/', SHARE_AT];
   for (const dir of ['/proc', '/sys', '/dev', ...layout.tmpfsMasks, ...(layout.tmpfsMasks.includes('/run') ? [] : ['/run'])])
     args.push('--tmpfs', at(dir));
-  for (const dir of layout.reexposed) args.push('--ro-bind', dir, at(dir));
+  for (const dir of layout.reexposed) {
+    // Made on the way inside a mask: 0755, or the guest's cell user could not pass (bwrap's own are 0700).
+    for (const up of ancestorsBelowMasks(dir, layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', at(up));
+    args.push('--ro-bind', dir, at(dir));
+  }
   for (const file of layout.nullMasks) args.push('--ro-bind', '/dev/null', at(file));
   for (const dir of RUNTIME_DIRS) args.push('--ro-bind-try', dir, dir);
   args.push('--dev', '/dev', '--proc', '/proc', '--bind', sockDir, sockDir);

@@ -2,7 +2,7 @@ import type { FixReport } from '../../protocol/fixReport.js';
 import { applyPatch } from '../../workspace/applyPatch.js';
 import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import type { CandidateGroup } from '../selectWinner.js';
-import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import type { Verdict } from '../verdicts/judgeTestRun.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
@@ -32,10 +32,10 @@ export async function checkGroundTruth({ run, deps, cells, winner, baselineRepor
     if (applied.applied) {
       await purgePythonCaches(gtWt.path);
       try {
-        const t = await cells.testCell(gtWt.path, 'ground_truth', null);
+        const judged = await cells.judgedTestCell(gtWt.path, 'ground_truth', null, baselineReport);
         // A cell killed by the cancel says nothing about the patch: the run is cancelled, not "not fixed".
         throwIfCancelled(deps.signal);
-        verdict = judgeTestRun(t.result.exit_code, t.output, baselineReport, t.written);
+        verdict = judged.verdict;
       } catch (e) {
         // The winner's tests left a tree nobody may use: not fixed (no verdict), the tree goes below.
         if (!(e instanceof WorktreeWithheldError)) throw e;

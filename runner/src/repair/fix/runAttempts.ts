@@ -13,7 +13,7 @@ import { captureApplicablePatch } from '../../workspace/captureWorktreeDiff.js';
 import { EMPTY_PATCH, patchFromStore } from '../../workspace/patchBytes.js';
 import { runAgentLoop } from '../agentLoop.js';
 import { patchSize } from '../selectWinner.js';
-import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import type { Verdict } from '../verdicts/judgeTestRun.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import { type AttemptResult, hookNote, regressionNote, type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
@@ -117,11 +117,11 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     throwIfCancelled(signal);
     // The verdict comes from a fresh cell, whatever the model claimed.
     await purgePythonCaches(wt.path);
-    const final = await cells.testCell(wt.path, 'verdict', index);
+    const { test: final, verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport);
     throwIfCancelled(signal);
     if (final.result.diff?.incomplete)
       throw new Error(`its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`);
-    result.verdict = judgeTestRun(final.result.exit_code, final.output, baselineReport, final.written);
+    result.verdict = verdict;
     const change = await captureApplicablePatch({ location: wt.location, base: run.base });
     if (change.incomplete)
       throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);

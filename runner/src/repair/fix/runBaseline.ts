@@ -3,6 +3,7 @@ import { InputError } from '../../protocol/inputError.js';
 import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { EMPTY_PATCH } from '../../workspace/patchBytes.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../verdicts/classifyBaseline.js';
+import { isNpmTestCommand } from '../verdicts/npmLifecycle.js';
 import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from '../verdicts/testReport.js';
@@ -60,7 +61,9 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
     }
     throwIfCancelled(deps.signal);
     const { result: baselineRun, output: baselineOutput } = baselineTest;
-    const verdict = judgeTestRun(baselineRun.exit_code, baselineOutput, null, baselineTest.written);
+    const verdict = judgeTestRun(baselineRun.exit_code, baselineOutput, null, baselineTest.written, {
+      npmHooks: isNpmTestCommand(run.testCmd),
+    });
     const report = baselineTest.written ?? parseTestOutput(baselineOutput);
     // A baseline whose tests never ran says nothing about the code: stop before any attempt.
     const broken = classifyBaseline({

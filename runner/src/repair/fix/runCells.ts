@@ -7,6 +7,8 @@ import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports
 import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
+import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import { isNpmTestCommand } from '../verdicts/npmLifecycle.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -59,11 +61,15 @@ export class RunCells {
     command: string,
     purpose: string,
     attemptIdx: number | null,
-    how: { allowNet?: string[]; noDeps?: boolean } = {},
+    how: { allowNet?: string[]; noDeps?: boolean; env?: Record<string, string> } = {},
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     // Test runs name their tests (regressions need the baseline's passing ones).
-    const env = { ...(how.noDeps ? {} : this.deps.env), ...(purpose === 'run_command' || purpose === 'install' ? {} : TEST_REPORTING_ENV) };
+    const env = {
+      ...(how.noDeps ? {} : this.deps.env),
+      ...(purpose === 'run_command' || purpose === 'install' ? {} : TEST_REPORTING_ENV),
+      ...how.env,
+    };
     const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
     const r = await deps.provider.run(
       {
@@ -92,10 +98,35 @@ export class RunCells {
    * The test command in a cell, and what it said: the console, and the report its build tool
    * wrote (Maven, Gradle: JUnit XML in the worktree), read before the worktree goes.
    */
-  async testCell(worktree: string, purpose: string, attemptIdx: number | null): Promise<TestRun> {
+  async testCell(worktree: string, purpose: string, attemptIdx: number | null, env?: Record<string, string>): Promise<TestRun> {
     const before = snapshotJunitReports(worktree);
-    const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx);
+    const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx, env ? { env } : {});
     return { result, output: testOutputOf(result), written: readJunitReports(worktree, before) };
+  }
+
+  /**
+   * The test command in a cell, judged against the baseline. A run that exited non-zero is
+   * green only through npm's hook rule (its tests passed, a post hook then failed for want of
+   * the network), which rests on what the output says, and output is the command's to write:
+   * such a verdict is kept only when the same command with npm's hooks off
+   * (npm_config_ignore_scripts) exits 0 in a second cell. Only for an npm test command.
+   */
+  async judgedTestCell(
+    worktree: string,
+    purpose: string,
+    attemptIdx: number | null,
+    baseline: TestReport | null,
+  ): Promise<{ test: TestRun; verdict: Verdict }> {
+    const npmHooks = isNpmTestCommand(this.scope.run.testCmd);
+    const test = await this.testCell(worktree, purpose, attemptIdx);
+    const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks });
+    if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
+    const alone = await this.testCell(worktree, `${purpose}_without_hooks`, attemptIdx, { npm_config_ignore_scripts: 'true' });
+    if (alone.result.exit_code === 0) return { test, verdict };
+    this.scope.deps.progress(
+      `${purpose}: the output said a ${verdict.hook_failures[0]?.hook ?? 'post'} hook failed after the tests passed, but the tests alone (hooks off) exit ${alone.result.exit_code}: counted as failing`,
+    );
+    return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
   }
 
   /**

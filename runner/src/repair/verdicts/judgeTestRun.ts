@@ -35,15 +35,24 @@ export function namesAll(report: TestReport, outcome: 'pass' | 'fail'): boolean 
  * checked at all is said (regressions_known). `written` is the report the test runner wrote
  * itself (JUnit XML): it names every test, so it comes before the console.
  */
-export function judgeTestRun(exitCode: number, output: string, baseline: TestReport | null, written: TestReport | null = null): Verdict {
+export function judgeTestRun(
+  exitCode: number,
+  output: string,
+  baseline: TestReport | null,
+  written: TestReport | null = null,
+  opts: { npmHooks: boolean } = { npmHooks: true },
+): Verdict {
   // npm's test run: the report is the test stage's; a hook after it that failed only for
-  // want of the network is said, not held against the tests.
+  // want of the network is said, not held against the tests. Only when the command is npm's:
+  // any other command printing npm's banners is just printing.
   const stages = splitNpmStages(plain(output));
   const testStage = stages.find((s) => s.name === 'test');
-  const hook = failedNetworkHook(exitCode, stages, (s) => {
-    const r = parseTestOutput(s.output);
-    return Boolean(r && r.failed === 0 && r.passed > 0);
-  });
+  const hook = !opts.npmHooks
+    ? null
+    : failedNetworkHook(exitCode, stages, (s) => {
+        const r = parseTestOutput(s.output);
+        return Boolean(r && r.failed === 0 && r.passed > 0);
+      });
   const report = written ?? (testStage ? parseTestOutput(testStage.output) : null) ?? parseTestOutput(output);
   const failing = report ? [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : [];
   const known = Boolean(report && baseline && baseline.passed > 0 && namesAll(baseline, 'pass') && namesAll(report, 'fail'));

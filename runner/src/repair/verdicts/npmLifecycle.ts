@@ -42,3 +42,8 @@ export function failedNetworkHook(exitCode: number, stages: NpmStage[], testStag
   if (!test || !testStagePassed(test) || !NETWORK_REFUSED.test(last.output)) return null;
   return { hook: last.name, command: last.command, reason: 'network' };
 }
+
+/** Pure: the test command is npm's own test lifecycle (`npm test`, `npm t`, `npm run test`), whose hooks npm runs around it. */
+export function isNpmTestCommand(cmd: string): boolean {
+  return /^\s*npm\s+(?:test|tst|t|run(?:-script)?\s+test)(?:\s|$)/.test(cmd);
+}
