@@ -254,20 +254,10 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
   it("the repository's own .forgeinclude is asked about before the issue, in words; Allow records that content for the runner", async () => {
     // The repository commits a list of files to copy into every attempt: its word, not the user's.
     writeFileSync(join(repo.dir, '.forgeinclude'), 'local.json\n');
-    execFileSync('git', [
-      '-C',
-      repo.dir,
-      '-c',
-      'user.email=a@b',
-      '-c',
-      'user.name=a',
-      'commit',
-      '-q',
-      '-m',
-      'forgeinclude',
-      '--',
-      '.forgeinclude',
-    ]);
+    const g = (...args: string[]) =>
+      execFileSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', ...args]);
+    g('add', '--', '.forgeinclude');
+    g('commit', '-q', '-m', 'forgeinclude', '--', '.forgeinclude');
     await palette('Forge: Fix Issue in Cells');
     const question = page.locator('.monaco-dialog-box', { hasText: /own \.forgeinclude asks Forge to copy or share files/ });
     await question.waitFor({ timeout: 30_000 });
