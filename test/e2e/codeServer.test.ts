@@ -324,11 +324,10 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
   });
 
   it('status bar still reports health and no cells running after the run', async () => {
-    const text = await page
-      .locator('.statusbar-item', { hasText: /cells · / })
-      .first()
-      .innerText();
-    assert.match(text, /^\S* ?0 cells · .*host ✓/);
+    // The last run's cells end a moment after its toast: wait for the count, never for time.
+    const item = page.locator('.statusbar-item', { hasText: /(^|\s)0 cells · .*host ✓/ }).first();
+    await item.waitFor({ timeout: 60_000 });
+    assert.match(await item.innerText(), /^\S* ?0 cells · .*host ✓/);
     await shot('final');
   });
 });

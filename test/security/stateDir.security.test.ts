@@ -122,4 +122,41 @@ describe('the runner’s state directory is out of every cell’s reach, whereve
       rmSync(home, { recursive: true, force: true });
     }
   });
+
+  it('host: a PATH entry in a directory that also holds tokens (~/.config/composer/vendor/bin beside ~/.config/gh) puts back only itself (red team round 4)', () => {
+    const home = mkdtempSync('/home/forge-rt-home-');
+    try {
+      const bin = join(home, '.config', 'composer', 'vendor', 'bin');
+      mkdirSync(bin, { recursive: true });
+      mkdirSync(join(home, '.config', 'gh'), { recursive: true });
+      writeFileSync(join(home, '.config', 'gh', 'hosts.yml'), `oauth_token: ${SECRET}\n`, { mode: 0o644 });
+      writeFileSync(join(bin, 'composer-tool'), '#!/bin/sh\necho composer-tool-ran\n', { mode: 0o755 });
+      chmodSync(home, 0o755);
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'cell',
+          'run',
+          '--provider',
+          'host',
+          '--no-diff',
+          '--worktree',
+          work,
+          '--',
+          `composer-tool; cat ${home}/.config/gh/hosts.yml 2>&1; true`,
+        ],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, HOME: home, PATH: `${bin}:${process.env.PATH}`, FORGE_STATE_DIR: stateDir },
+          timeout: 120_000,
+        },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /composer-tool-ran/);
+      assert.ok(!r.stdout.includes(SECRET), `the token beside the toolchain stays hidden: ${r.stdout}`);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
 import { FixReportSchema } from '../../runner/src/protocol/fixReport.js';
 import { makeRepo } from '../helpers/gitRepo.js';
+import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
 import { requireFeature } from '../helpers/requirement.js';
 
 /**
@@ -96,5 +97,81 @@ describe('a failing test run is never green on what it printed (issue 25, red te
     assert.equal(r.report!.status, 'not_fixed');
     assert.match(r.stderr, /but the tests alone \(hooks off\) exit 1: counted as failing/);
     assert.equal(r.report!.attempts[0]!.verdict!.green, false);
+  });
+
+  it('a posttest that fails because the change broke a local server (connect ECONNREFUSED 127.0.0.1) is not a missing network: not fixed (red team round 4)', () => {
+    const repo = makeRepo({
+      'package.json': JSON.stringify({
+        name: 'greet',
+        version: '1.0.0',
+        private: true,
+        scripts: { test: 'node --test test/', posttest: 'node e2e.js' },
+      }),
+      'greet.js': "function greet(name) { return 'hello ' + name.toLowerCase(); }\nmodule.exports = { greet };\n",
+      'server.js':
+        "const http = require('http');\nconst { greet } = require('./greet');\nhttp.createServer((req, res) => res.end(greet(decodeURIComponent(req.url.slice(1))))).listen(Number(process.env.PORT || 3456), '127.0.0.1');\n",
+      'e2e.js':
+        "const { spawn } = require('child_process'); const http = require('http');\nconst child = spawn(process.execPath, [__dirname + '/server.js'], { stdio: 'inherit' });\nsetTimeout(() => { http.get('http://127.0.0.1:3456/Bob', (res) => { let b = ''; res.on('data', (d) => (b += d)); res.on('end', () => { child.kill(); if (b !== 'hello Bob') { console.error('e2e FAIL: got', b); process.exit(1); } console.log('e2e ok'); }); }).on('error', (e) => { console.error('e2e FAIL:', e.message); child.kill(); process.exit(1); }); }, 800);\n",
+    });
+    mkdirSync(join(repo.dir, 'test'));
+    writeFileSync(
+      join(repo.dir, 'test', 'greet.test.js'),
+      "const test = require('node:test'); const assert = require('assert');\nconst { greet } = require('../greet');\ntest('keeps case', () => assert.strictEqual(greet('Bob'), 'hello Bob'));\n",
+    );
+    spawnSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', 'add', '-A']);
+    spawnSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', 'commit', '-qm', 'test']);
+    handOverToCellUser(repo.dir);
+    const dir = mkdtempSync(join(tmpdir(), 'forge-replay-'));
+    try {
+      // The unit fix is right; the same change moves the server's port, which the posttest's e2e check needs.
+      writeFileSync(
+        join(dir, 'replay.json'),
+        JSON.stringify({
+          version: 1,
+          attempts: [
+            [
+              {
+                tool_calls: [{ name: 'edit_file', arguments: { path: 'greet.js', old_string: 'name.toLowerCase()', new_string: 'name' } }],
+              },
+              {
+                tool_calls: [
+                  {
+                    name: 'edit_file',
+                    arguments: { path: 'server.js', old_string: 'process.env.PORT || 3456', new_string: 'process.env.PORT || 3000' },
+                  },
+                ],
+              },
+              { tool_calls: [{ name: 'finish', arguments: { summary: 'keep the case; default port 3000' } }] },
+            ],
+          ],
+        }),
+      );
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'fix',
+          '--repo',
+          repo.dir,
+          '--issue-text',
+          'greet() lowercases',
+          '--attempts',
+          '1',
+          '--provider',
+          'host',
+          '--model',
+          `replay:${join(dir, 'replay.json')}`,
+          '--json',
+        ],
+        { encoding: 'utf8', timeout: 240_000 },
+      );
+      const report = FixReportSchema.parse(JSON.parse(r.stdout));
+      assert.equal(report.status, 'not_fixed', r.stderr);
+      assert.equal(r.status, 1);
+      assert.equal(report.attempts[0]!.verdict!.green, false);
+    } finally {
+      repo.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

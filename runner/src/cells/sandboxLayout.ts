@@ -20,7 +20,44 @@ const SECRET_FILES = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshad
 /** Toolchain homes that need a sibling to work (rustup proxies in ~/.cargo/bin use ~/.rustup). */
 const COMPANIONS: Record<string, string[]> = { '.cargo': ['.rustup'], '.rustup': ['.cargo'] };
 /** Credential files that live inside toolchain homes we re-expose. */
-const TOOLCHAIN_SECRETS = ['credentials', 'credentials.toml', '.credentials', 'auth.json', '.netrc', '.npmrc', '.pypirc'];
+const TOOLCHAIN_SECRETS = [
+  'credentials',
+  'credentials.toml',
+  'credentials.json',
+  '.credentials',
+  'auth.json',
+  '.netrc',
+  '.npmrc',
+  '.pypirc',
+];
+/**
+ * Toolchain homes under a home whose whole directory a PATH entry below it puts back (version
+ * managers keep shims and versions side by side). A PATH entry anywhere else (`~/.config/x/bin`,
+ * `~/.pulumi/bin`) puts back only itself: such directories hold tokens beside their binaries.
+ */
+const TOOLCHAIN_HOMES = new Set([
+  '.pyenv',
+  '.cargo',
+  '.rustup',
+  '.nvm',
+  '.volta',
+  '.bun',
+  '.deno',
+  '.rbenv',
+  '.nodenv',
+  '.goenv',
+  '.jenv',
+  '.sdkman',
+  '.asdf',
+  '.pixi',
+  '.rye',
+  '.elan',
+  '.ghcup',
+  '.opam',
+  '.dotnet',
+  'go',
+  '.go',
+]);
 
 /**
  * Directories under a home that hold far more than a toolchain (XDG data and state, keyrings,
@@ -40,6 +77,8 @@ export function planSandboxLayout(facts: {
   sshHostKeys: string[];
   /** The runner's state directory (real path): never put back, whatever PATH says. */
   stateDir?: string;
+  /** Where a path really leads (null when it does not exist). */
+  realpath?: (p: string) => string | null;
 }): SandboxLayout {
   const masks = ALWAYS_MASKED.filter((p) => facts.existing(p) && !facts.isSymlink(p));
   const home = facts.runnerHome && isAbsolute(facts.runnerHome) && facts.runnerHome !== '/' ? facts.runnerHome : undefined;
@@ -47,8 +86,15 @@ export function planSandboxLayout(facts: {
   // What a PATH entry puts back is judged from the most specific hidden place above it: the
   // runner's home under /home is one of them, so ~/.local/bin never puts back all of /home/alice.
   const bases = [...masks, ...(home && masks.some((m) => m !== home && isInside(home, m)) ? [home] : [])];
-  const kept = (dir: string) =>
-    !bases.includes(dir) && !(home && isInside(home, dir)) && !(facts.stateDir && isInside(facts.stateDir, dir));
+  // Judged by the path and by where it really leads (bubblewrap binds a link's target): never
+  // /, a hidden place, the home or the state directory, nor anything holding one of them.
+  const kept = (dir: string) => {
+    const real = facts.realpath?.(dir) ?? dir;
+    return [dir, real].every(
+      (d) =>
+        d !== '/' && !bases.some((b) => isInside(b, d)) && !(home && isInside(home, d)) && !(facts.stateDir && isInside(facts.stateDir, d)),
+    );
+  };
   const reexposed = new Set<string>();
   for (const entry of facts.pathEntries) {
     if (!isAbsolute(entry) || !facts.existing(entry)) continue;
@@ -59,7 +105,11 @@ export function planSandboxLayout(facts: {
     const first = relative(base, entry).split(sep)[0];
     if (!first) continue;
     const within = CONTAINERS[first];
-    const wanted = within ? within.map((w) => join(base, first, w)).filter((d) => facts.existing(d)) : [join(base, first)];
+    const wanted = within
+      ? within.map((w) => join(base, first, w)).filter((d) => facts.existing(d))
+      : TOOLCHAIN_HOMES.has(first)
+        ? [join(base, first)]
+        : [entry];
     for (const dir of wanted) {
       // Never a directory holding the home or the state directory: then only the entry itself.
       if (kept(dir)) reexposed.add(dir);
@@ -70,7 +120,12 @@ export function planSandboxLayout(facts: {
       if (facts.existing(dir) && kept(dir)) reexposed.add(dir);
     }
   }
-  const toolchainSecrets = [...reexposed].flatMap((dir) => TOOLCHAIN_SECRETS.map((f) => join(dir, f)));
+  // A node install's own npmrc (nvm's versions/node/vX/etc/npmrc) holds registry tokens.
+  const binSecrets = facts.pathEntries.filter((e) => e.endsWith('/bin')).map((e) => join(e, '..', 'etc', 'npmrc'));
+  const toolchainSecrets = [
+    ...[...reexposed].flatMap((dir) => TOOLCHAIN_SECRETS.map((f) => join(dir, f))),
+    ...binSecrets.filter((f) => [...reexposed].some((d) => isInside(f, d))),
+  ];
   const nullMasks = [...SECRET_FILES, ...facts.sshHostKeys, ...toolchainSecrets].filter((p) => facts.existing(p) && !facts.isSymlink(p));
   return { tmpfsMasks: masks, nullMasks, reexposed: [...reexposed].sort() };
 }
@@ -111,6 +166,13 @@ export function probeSandboxLayout(env: NodeJS.ProcessEnv): SandboxLayout {
     },
     sshHostKeys,
     stateDir: realStateDir(runnerStateDir(env)),
+    realpath: (p) => {
+      try {
+        return realpathSync(p);
+      } catch {
+        return null;
+      }
+    },
   });
 }
 

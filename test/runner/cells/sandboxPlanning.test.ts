@@ -65,6 +65,47 @@ describe('planSandboxLayout', () => {
     assert.deepEqual(root.reexposed, ['/root/tools/bin']);
   });
 
+  it("outside known toolchain homes a PATH entry puts back only itself; a link is judged by where it leads; a node install's npmrc stays hidden (red team round 4)", () => {
+    const files = [
+      '/tmp',
+      '/home/alice/.config/composer/vendor/bin',
+      '/home/alice/.config/gh/hosts.yml',
+      '/home/alice/.pulumi/bin',
+      '/home/alice/.pulumi/credentials.json',
+      '/home/alice/.nvm/versions/node/v20/bin',
+      '/home/alice/.nvm/versions/node/v20/etc/npmrc',
+      '/home/alice/.sdk/bin',
+      '/home/alice/.root/usr/bin',
+    ];
+    const links: Record<string, string> = { '/home/alice/.sdk': '/home/alice', '/home/alice/.root': '/' };
+    const realpath = (p: string) => {
+      for (const [link, to] of Object.entries(links)) if (p === link || p.startsWith(`${link}/`)) return to + p.slice(link.length) || '/';
+      return p;
+    };
+    const layout = planSandboxLayout({
+      runnerHome: '/home/alice',
+      pathEntries: [
+        '/home/alice/.config/composer/vendor/bin',
+        '/home/alice/.pulumi/bin',
+        '/home/alice/.nvm/versions/node/v20/bin',
+        '/home/alice/.sdk/bin',
+        '/home/alice/.root/usr/bin',
+      ],
+      sshHostKeys: [],
+      realpath,
+      ...host(files),
+    });
+    // .sdk -> ~ and .root -> / put back only their bin directories, never the home or /.
+    assert.deepEqual(layout.reexposed, [
+      '/home/alice/.config/composer/vendor/bin',
+      '/home/alice/.nvm',
+      '/home/alice/.pulumi/bin',
+      '/home/alice/.root/usr/bin',
+      '/home/alice/.sdk/bin',
+    ]);
+    assert.ok(layout.nullMasks.includes('/home/alice/.nvm/versions/node/v20/etc/npmrc'));
+  });
+
   it('masks a runner HOME outside /root and /home too', () => {
     const layout = planSandboxLayout({ runnerHome: '/srv/ci', pathEntries: [], sshHostKeys: [], ...host(['/srv/ci', '/tmp']) });
     assert.ok(layout.tmpfsMasks.includes('/srv/ci'));

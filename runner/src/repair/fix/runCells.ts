@@ -1,14 +1,15 @@
 import type { FixReport } from '../../protocol/fixReport.js';
 import { InputError } from '../../protocol/inputError.js';
 import type { CellResult } from '../../protocol/cellResult.js';
-import { type AttemptWorktree, destroyAttemptWorktree } from '../../workspace/attemptWorktree.js';
+import { type AttemptWorktree, createAttemptWorktree, destroyAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
 import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
 import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
-import { isNpmTestCommand } from '../verdicts/npmLifecycle.js';
+import { hookWantedNetwork, isNpmTestCommand } from '../verdicts/npmLifecycle.js';
+import { readFileBeneath } from '../../workspace/openBeneath.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -122,11 +123,52 @@ export class RunCells {
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks });
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
     const alone = await this.testCell(worktree, `${purpose}_without_hooks`, attemptIdx, { npm_config_ignore_scripts: 'true' });
-    if (alone.result.exit_code === 0) return { test, verdict };
-    this.scope.deps.progress(
-      `${purpose}: the output said a ${verdict.hook_failures[0]?.hook ?? 'post'} hook failed after the tests passed, but the tests alone (hooks off) exit ${alone.result.exit_code}: counted as failing`,
-    );
-    return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
+    const hook = verdict.hook_failures[0]?.hook ?? 'post';
+    if (alone.result.exit_code !== 0) {
+      this.scope.deps.progress(
+        `${purpose}: the output said a ${hook} hook failed after the tests passed, but the tests alone (hooks off) exit ${alone.result.exit_code}: counted as failing`,
+      );
+      return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
+    }
+    // The hook's failure is the change's unless the same hook fails on the base commit too.
+    const why = await this.hookFailsOnBase(worktree, hook);
+    if (why === null) return { test, verdict };
+    this.scope.deps.progress(`${purpose}: the ${hook} hook failed after the tests passed, and ${why}: counted as failing`);
+    return { test, verdict: { ...verdict, hook_failures: [], green: false } };
+  }
+
+  private readonly hookOnBase = new Map<string, Promise<{ script: string | null; exit: number; network: boolean }>>();
+
+  /**
+   * Why a failed npm hook of `worktree` is held against it, or null when it is not: the hook
+   * must be the base commit's own script, unchanged, and fail there too for want of the
+   * network (run once per run, alone, on a fresh checkout of the base).
+   */
+  private async hookFailsOnBase(worktree: string, hook: string): Promise<string | null> {
+    if (hook !== 'posttest') return `only a posttest hook is discounted (not ${hook})`;
+    const { run } = this.scope;
+    let onBase = this.hookOnBase.get(hook);
+    if (!onBase) {
+      onBase = (async () => {
+        const wt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-hook`);
+        try {
+          const script = npmScript(wt.path, hook);
+          if (script === null) return { script, exit: 0, network: false };
+          const r = await this.cell(wt.path, `npm run ${hook}`, 'hook_on_base', null);
+          const out = testOutputOf(r);
+          return { script, exit: r.exit_code, network: r.exit_code !== 0 && hookWantedNetwork(out) };
+        } finally {
+          await this.cleanUp(wt);
+        }
+      })();
+      this.hookOnBase.set(hook, onBase);
+    }
+    const base = await onBase;
+    if (base.script === null) return `the base commit's package.json has no ${hook} script`;
+    if (npmScript(worktree, hook) !== base.script) return `its ${hook} script is not the base commit's`;
+    if (!base.network)
+      return `on the base commit the same hook ${base.exit === 0 ? 'passes' : `fails (exit ${base.exit}) for another reason`}`;
+    return null;
   }
 
   /**
@@ -139,5 +181,17 @@ export class RunCells {
         `cleanup: ${wt.attemptId} could not be removed (${e.message.split('\n')[0]}); forge-runner gc --repo ${this.scope.run.repo} removes it later`,
       ),
     );
+  }
+}
+
+/** The `scripts[name]` of the package.json at the top of `dir` (read without following links), or null. */
+function npmScript(dir: string, name: string): string | null {
+  const r = readFileBeneath(dir, 'package.json', 4 * 1024 * 1024);
+  if (r.kind !== 'ok') return null;
+  try {
+    const script = (JSON.parse(r.bytes.toString('utf8')) as { scripts?: Record<string, unknown> }).scripts?.[name];
+    return typeof script === 'string' ? script : null;
+  } catch {
+    return null;
   }
 }

@@ -23,6 +23,22 @@ export function splitNpmStages(output: string): NpmStage[] {
 export const NETWORK_REFUSED =
   /\b(EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|getaddrinfo|Temporary failure in name resolution|Could not resolve host|Network is unreachable|network is unreachable|Name or service not known)\b/;
 
+/**
+ * Pure: the hook's output says it could not reach a host for want of a network: a name that
+ * does not resolve, or no route. Not a connection refused (something local answered no: a
+ * server the change broke), and never a loopback address, which every cell has.
+ */
+export function hookWantedNetwork(output: string): boolean {
+  const lines = output.split('\n').filter((l) => NETWORK_REFUSED.test(l));
+  if (lines.length === 0) return false;
+  if (lines.some((l) => /ECONNREFUSED|EHOSTUNREACH|connection refused/i.test(l) || LOOPBACK.test(l))) return false;
+  return lines.some((l) => WANTED_NETWORK.test(l));
+}
+
+const WANTED_NETWORK =
+  /\b(EAI_AGAIN|ENOTFOUND|ENETUNREACH|Temporary failure in name resolution|Could not resolve host|Network is unreachable|network is unreachable|Name or service not known)\b/;
+const LOOPBACK = /\b(localhost|127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0)\b/;
+
 export interface HookFailure {
   hook: string;
   command: string;
@@ -39,7 +55,7 @@ export function failedNetworkHook(exitCode: number, stages: NpmStage[], testStag
   const last = stages[stages.length - 1]!;
   if (!last.name.startsWith('post')) return null;
   const test = stages.find((s) => s.name === last.name.slice('post'.length));
-  if (!test || !testStagePassed(test) || !NETWORK_REFUSED.test(last.output)) return null;
+  if (!test || !testStagePassed(test) || !hookWantedNetwork(last.output)) return null;
   return { hook: last.name, command: last.command, reason: 'network' };
 }
 
