@@ -174,4 +174,153 @@ describe('a failing test run is never green on what it printed (issue 25, red te
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a posttest whose remote check fails for want of the network does not hide a local check the change broke (red team round 5)', () => {
+    const repo = makeRepo({
+      'package.json': JSON.stringify({
+        name: 'slug',
+        version: '1.0.0',
+        private: true,
+        scripts: { test: 'node --test', posttest: 'node --test e2e/local.e2e.js e2e/remote.e2e.js' },
+      }),
+      'slug.js': "function slugify(title) { return title.trim().toLowerCase().replace(' ', '-'); }\nmodule.exports = { slugify };\n",
+      'slug.test.js':
+        "const test = require('node:test'); const assert = require('node:assert'); const { slugify } = require('./slug');\ntest('runs of spaces', () => assert.strictEqual(slugify('a  b'), 'a-b'));\n",
+    });
+    mkdirSync(join(repo.dir, 'e2e'));
+    writeFileSync(
+      join(repo.dir, 'e2e', 'local.e2e.js'),
+      "const test = require('node:test'); const assert = require('node:assert'); const { slugify } = require('../slug');\ntest('trims surrounding blanks (e2e)', () => assert.strictEqual(slugify('  Hello  '), 'hello'));\n",
+    );
+    writeFileSync(
+      join(repo.dir, 'e2e', 'remote.e2e.js'),
+      "const test = require('node:test');\ntest('publishes to the staging API', async () => { await fetch('https://staging.api.example.com/health').catch((e) => { throw e.cause ?? e; }); });\n",
+    );
+    spawnSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', 'add', '-A']);
+    spawnSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', 'commit', '-qm', 'e2e']);
+    handOverToCellUser(repo.dir);
+    const dir = mkdtempSync(join(tmpdir(), 'forge-replay-'));
+    try {
+      // Runs of spaces fixed, but trim() dropped: the local e2e check fails, beside the remote one.
+      writeFileSync(
+        join(dir, 'replay.json'),
+        JSON.stringify({
+          version: 1,
+          attempts: [
+            [
+              {
+                tool_calls: [
+                  {
+                    name: 'edit_file',
+                    arguments: {
+                      path: 'slug.js',
+                      old_string: "title.trim().toLowerCase().replace(' ', '-')",
+                      new_string: "title.toLowerCase().replace(/\\s+/g, '-')",
+                    },
+                  },
+                  { name: 'finish', arguments: { summary: 'runs of spaces (drops trim: wrong)' } },
+                ],
+              },
+            ],
+          ],
+        }),
+      );
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'fix',
+          '--repo',
+          repo.dir,
+          '--issue-text',
+          'runs of spaces',
+          '--attempts',
+          '1',
+          '--provider',
+          'host',
+          '--model',
+          `replay:${join(dir, 'replay.json')}`,
+          '--json',
+        ],
+        { encoding: 'utf8', timeout: 240_000 },
+      );
+      const report = FixReportSchema.parse(JSON.parse(r.stdout));
+      assert.equal(report.status, 'not_fixed', r.stderr);
+      assert.match(r.stderr, /which the base commit's does not/);
+    } finally {
+      repo.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a posttest whose script is unchanged but whose file the attempt rewrote is held against it (red team round 5)', () => {
+    const repo = makeRepo({
+      'package.json': JSON.stringify({
+        name: 't',
+        version: '1.0.0',
+        private: true,
+        scripts: { test: 'node --test', posttest: 'node e2e.js' },
+      }),
+      'trim.js': 'module.exports = (s) => s.trim();\n',
+      'trim.test.js':
+        "const test = require('node:test'); const assert = require('node:assert');\ntest('x', () => assert.strictEqual(require('./trim')(' a'), 'a'));\n",
+      // On the base: a local check, then a remote one (which fails in a cell for want of the network).
+      'e2e.js':
+        "const assert = require('node:assert'); assert.strictEqual(require('./trim')('  b  '), 'b');\nfetch('https://staging.api.example.com/health').catch((e) => { console.error('Error: getaddrinfo ENOTFOUND staging.api.example.com'); process.exit(1); });\n",
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'forge-replay-'));
+    try {
+      // A wrong change (trim gone) and an e2e.js that only prints the network error.
+      writeFileSync(
+        join(dir, 'replay.json'),
+        JSON.stringify({
+          version: 1,
+          attempts: [
+            [
+              {
+                tool_calls: [
+                  { name: 'write_file', arguments: { path: 'trim.js', content: "module.exports = (s) => s.replace(/^ /, '');\n" } },
+                  {
+                    name: 'write_file',
+                    arguments: {
+                      path: 'e2e.js',
+                      content: "console.error('Error: getaddrinfo ENOTFOUND staging.api.example.com'); process.exit(1);\n",
+                    },
+                  },
+                  { name: 'finish', arguments: { summary: 'wrong' } },
+                ],
+              },
+            ],
+          ],
+        }),
+      );
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'fix',
+          '--repo',
+          repo.dir,
+          '--issue-text',
+          'trim',
+          '--attempts',
+          '1',
+          '--provider',
+          'host',
+          '--test-cmd',
+          'npm test',
+          '--allow-green-baseline',
+          '--model',
+          `replay:${join(dir, 'replay.json')}`,
+          '--json',
+        ],
+        { encoding: 'utf8', timeout: 240_000 },
+      );
+      assert.match(r.stderr, /the attempt changed e2e\.js, which the posttest hook reads/);
+      assert.equal(FixReportSchema.parse(JSON.parse(r.stdout)).status, 'not_fixed', r.stderr);
+    } finally {
+      repo.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -31,6 +31,22 @@ const TOOLCHAIN_SECRETS = [
   '.pypirc',
 ];
 /**
+ * Files inside a re-exposed toolchain home that its tools use for credentials (a `*` is one
+ * directory level, listed): cargo's plaintext registry tokens, a node or python install's own
+ * npmrc / pip.conf (index URLs with a user and token), rye's and pixi's sources.
+ */
+const TOOLCHAIN_DEEP_SECRETS: Record<string, string[]> = {
+  '.cargo': ['config.toml', 'config'],
+  '.nvm': ['.npmrc', 'versions/node/*/etc/npmrc'],
+  '.asdf': ['installs/nodejs/*/etc/npmrc', 'installs/python/*/pip.conf'],
+  '.volta': ['tools/image/node/*/etc/npmrc'],
+  '.pyenv': ['versions/*/pip.conf'],
+  '.rye': ['config.toml'],
+  '.pixi': ['config.toml'],
+  'share/pipx': ['venvs/*/pip.conf'],
+};
+
+/**
  * Toolchain homes under a home whose whole directory a PATH entry below it puts back (version
  * managers keep shims and versions side by side). A PATH entry anywhere else (`~/.config/x/bin`,
  * `~/.pulumi/bin`) puts back only itself: such directories hold tokens beside their binaries.
@@ -79,6 +95,8 @@ export function planSandboxLayout(facts: {
   stateDir?: string;
   /** Where a path really leads (null when it does not exist). */
   realpath?: (p: string) => string | null;
+  /** The names in a directory ([] when it cannot be read). */
+  list?: (dir: string) => string[];
 }): SandboxLayout {
   const masks = ALWAYS_MASKED.filter((p) => facts.existing(p) && !facts.isSymlink(p));
   const home = facts.runnerHome && isAbsolute(facts.runnerHome) && facts.runnerHome !== '/' ? facts.runnerHome : undefined;
@@ -122,15 +140,28 @@ export function planSandboxLayout(facts: {
   }
   // A node install's own npmrc (nvm's versions/node/vX/etc/npmrc) holds registry tokens.
   const binSecrets = facts.pathEntries.filter((e) => e.endsWith('/bin')).map((e) => join(e, '..', 'etc', 'npmrc'));
+  const deepSecrets = [...reexposed].flatMap((dir) =>
+    Object.entries(TOOLCHAIN_DEEP_SECRETS)
+      .filter(([suffix]) => dir.endsWith(`/${suffix}`))
+      .flatMap(([, patterns]) => patterns.flatMap((p) => expandOneLevel(dir, p, facts.list ?? (() => [])))),
+  );
   const toolchainSecrets = [
     ...[...reexposed].flatMap((dir) => TOOLCHAIN_SECRETS.map((f) => join(dir, f))),
     ...binSecrets.filter((f) => [...reexposed].some((d) => isInside(f, d))),
+    ...deepSecrets,
   ];
   const nullMasks = [...SECRET_FILES, ...facts.sshHostKeys, ...toolchainSecrets].filter((p) => facts.existing(p) && !facts.isSymlink(p));
   return { tmpfsMasks: masks, nullMasks, reexposed: [...reexposed].sort() };
 }
 
 export { isInside };
+
+/** Pure: `pattern` below `dir`, each `*` one directory level of what `list` gives. */
+function expandOneLevel(dir: string, pattern: string, list: (dir: string) => string[]): string[] {
+  let paths = [dir];
+  for (const part of pattern.split('/')) paths = paths.flatMap((p) => (part === '*' ? list(p).map((n) => join(p, n)) : [join(p, part)]));
+  return paths;
+}
 
 /**
  * Pure: the layout with the runner's state directory hidden too (its store holds every run's
@@ -171,6 +202,13 @@ export function probeSandboxLayout(env: NodeJS.ProcessEnv): SandboxLayout {
         return realpathSync(p);
       } catch {
         return null;
+      }
+    },
+    list: (dir) => {
+      try {
+        return readdirSync(dir).slice(0, 200);
+      } catch {
+        return [];
       }
     },
   });

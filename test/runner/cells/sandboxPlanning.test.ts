@@ -106,6 +106,39 @@ describe('planSandboxLayout', () => {
     assert.ok(layout.nullMasks.includes('/home/alice/.nvm/versions/node/v20/etc/npmrc'));
   });
 
+  it("credential files deep in a re-exposed toolchain home stay hidden: cargo's config, a node or python install's npmrc and pip.conf (red team round 5)", () => {
+    const files = [
+      '/tmp',
+      '/home/a/.cargo/bin',
+      '/home/a/.cargo/config.toml',
+      '/home/a/.nvm/versions/node/v18/etc/npmrc',
+      '/home/a/.nvm/versions/node/v20/bin',
+      '/home/a/.pyenv/shims',
+      '/home/a/.pyenv/versions/3.12.1/pip.conf',
+      '/home/a/.local/bin',
+      '/home/a/.local/share/pipx/venvs/black/pip.conf',
+    ];
+    const dirs: Record<string, string[]> = {
+      '/home/a/.nvm/versions/node': ['v18', 'v20'],
+      '/home/a/.pyenv/versions': ['3.12.1'],
+      '/home/a/.local/share/pipx/venvs': ['black'],
+    };
+    const layout = planSandboxLayout({
+      runnerHome: '/home/a',
+      pathEntries: ['/home/a/.cargo/bin', '/home/a/.nvm/versions/node/v20/bin', '/home/a/.pyenv/shims', '/home/a/.local/bin'],
+      sshHostKeys: [],
+      list: (d) => dirs[d] ?? [],
+      ...host(files),
+    });
+    for (const f of [
+      '/home/a/.cargo/config.toml',
+      '/home/a/.nvm/versions/node/v18/etc/npmrc',
+      '/home/a/.pyenv/versions/3.12.1/pip.conf',
+      '/home/a/.local/share/pipx/venvs/black/pip.conf',
+    ])
+      assert.ok(layout.nullMasks.includes(f), f);
+  });
+
   it('masks a runner HOME outside /root and /home too', () => {
     const layout = planSandboxLayout({ runnerHome: '/srv/ci', pathEntries: [], sshHostKeys: [], ...host(['/srv/ci', '/tmp']) });
     assert.ok(layout.tmpfsMasks.includes('/srv/ci'));

@@ -8,7 +8,10 @@ import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
 import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
-import { hookWantedNetwork, isNpmTestCommand } from '../verdicts/npmLifecycle.js';
+import { hookWantedNetwork, isNpmTestCommand, splitNpmStages } from '../verdicts/npmLifecycle.js';
+import { differentHookFailure } from '../verdicts/hookComparison.js';
+import { plain } from '../verdicts/testReport.js';
+import { createHash } from 'node:crypto';
 import { readFileBeneath } from '../../workspace/openBeneath.js';
 
 /**
@@ -131,20 +134,25 @@ export class RunCells {
       return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
     }
     // The hook's failure is the change's unless the same hook fails on the base commit too.
-    const why = await this.hookFailsOnBase(worktree, hook);
+    const attemptHook = splitNpmStages(plain(test.output)).at(-1)?.output ?? '';
+    const why = await this.hookFailsOnBase(worktree, hook, attemptHook);
     if (why === null) return { test, verdict };
     this.scope.deps.progress(`${purpose}: the ${hook} hook failed after the tests passed, and ${why}: counted as failing`);
     return { test, verdict: { ...verdict, hook_failures: [], green: false } };
   }
 
-  private readonly hookOnBase = new Map<string, Promise<{ script: string | null; exit: number; network: boolean }>>();
+  private readonly hookOnBase = new Map<
+    string,
+    Promise<{ script: string | null; exit: number; network: boolean; output: string; inputs: Map<string, string | null> }>
+  >();
 
   /**
    * Why a failed npm hook of `worktree` is held against it, or null when it is not: the hook
-   * must be the base commit's own script, unchanged, and fail there too for want of the
-   * network (run once per run, alone, on a fresh checkout of the base).
+   * must be the base commit's own script, run on files the attempt did not change, and fail on
+   * the base commit too (run once per run, alone, on a fresh checkout), for want of the
+   * network, and in the same way: no check failing that passes there.
    */
-  private async hookFailsOnBase(worktree: string, hook: string): Promise<string | null> {
+  private async hookFailsOnBase(worktree: string, hook: string, attemptOutput: string): Promise<string | null> {
     if (hook !== 'posttest') return `only a posttest hook is discounted (not ${hook})`;
     const { run } = this.scope;
     let onBase = this.hookOnBase.get(hook);
@@ -153,10 +161,11 @@ export class RunCells {
         const wt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-hook`);
         try {
           const script = npmScript(wt.path, hook);
-          if (script === null) return { script, exit: 0, network: false };
+          const inputs = hookInputs(wt.path, script);
+          if (script === null) return { script, exit: 0, network: false, output: '', inputs };
           const r = await this.cell(wt.path, `npm run ${hook}`, 'hook_on_base', null);
-          const out = testOutputOf(r);
-          return { script, exit: r.exit_code, network: r.exit_code !== 0 && hookWantedNetwork(out) };
+          const output = testOutputOf(r);
+          return { script, exit: r.exit_code, network: r.exit_code !== 0 && hookWantedNetwork(output), output, inputs };
         } finally {
           await this.cleanUp(wt);
         }
@@ -166,9 +175,11 @@ export class RunCells {
     const base = await onBase;
     if (base.script === null) return `the base commit's package.json has no ${hook} script`;
     if (npmScript(worktree, hook) !== base.script) return `its ${hook} script is not the base commit's`;
+    const changed = [...base.inputs].find(([rel, sha]) => fileHash(worktree, rel) !== sha);
+    if (changed) return `the attempt changed ${changed[0]}, which the ${hook} hook reads`;
     if (!base.network)
       return `on the base commit the same hook ${base.exit === 0 ? 'passes' : `fails (exit ${base.exit}) for another reason`}`;
-    return null;
+    return differentHookFailure(attemptOutput, base.output);
   }
 
   /**
@@ -182,6 +193,23 @@ export class RunCells {
       ),
     );
   }
+}
+
+/** Files a hook's command names (`node e2e.js`, `sh scripts/check.sh`) and npm's project config, by content hash (null: absent). */
+function hookInputs(dir: string, script: string | null): Map<string, string | null> {
+  const names = new Set(['.npmrc', ...(script ?? '').split(/\s+/).map((t) => t.replace(/^['"]|['"]$/g, '').replace(/^\.\//, ''))]);
+  const out = new Map<string, string | null>();
+  for (const name of names) {
+    if (name === '' || name.startsWith('-') || name.includes('..') || name.startsWith('/')) continue;
+    const sha = fileHash(dir, name);
+    if (sha !== null || name === '.npmrc') out.set(name, sha);
+  }
+  return out;
+}
+
+function fileHash(dir: string, rel: string): string | null {
+  const r = readFileBeneath(dir, rel, 16 * 1024 * 1024);
+  return r.kind === 'ok' ? createHash('sha256').update(r.bytes).digest('hex') : null;
 }
 
 /** The `scripts[name]` of the package.json at the top of `dir` (read without following links), or null. */
