@@ -246,7 +246,7 @@ describe('a failing test run is never green on what it printed (issue 25, red te
       );
       const report = FixReportSchema.parse(JSON.parse(r.stdout));
       assert.equal(report.status, 'not_fixed', r.stderr);
-      assert.match(r.stderr, /which the base commit's does not/);
+      assert.match(r.stderr, /prints what the base commit's does not/);
     } finally {
       repo.cleanup();
       rmSync(dir, { recursive: true, force: true });
@@ -318,6 +318,77 @@ describe('a failing test run is never green on what it printed (issue 25, red te
       );
       assert.match(r.stderr, /the attempt changed e2e\.js, which the posttest hook reads/);
       assert.equal(FixReportSchema.parse(JSON.parse(r.stdout)).status, 'not_fixed', r.stderr);
+    } finally {
+      repo.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a posttest suite whose subtests change places (one fixed, another broken) is not the same failure (red team round 6)', () => {
+    const repo = makeRepo({
+      'package.json': JSON.stringify({
+        name: 'slug',
+        version: '1.0.0',
+        private: true,
+        scripts: { test: 'node --test test/', posttest: 'node --test e2e/' },
+      }),
+      'slug.js': "function slugify(s) { return s.trim().toLowerCase().replace(' ', '-'); }\nmodule.exports = { slugify };\n",
+    });
+    mkdirSync(join(repo.dir, 'test'));
+    mkdirSync(join(repo.dir, 'e2e'));
+    writeFileSync(
+      join(repo.dir, 'test', 'slug.test.js'),
+      "const test = require('node:test'); const assert = require('node:assert'); const { slugify } = require('../slug');\ntest('several words', () => assert.strictEqual(slugify('a b c'), 'a-b-c'));\n",
+    );
+    writeFileSync(
+      join(repo.dir, 'e2e', 'release.test.js'),
+      "const { describe, it } = require('node:test'); const assert = require('node:assert'); const dns = require('node:dns'); const { slugify } = require('../slug');\ndescribe('release checks', () => {\n  it('registry is reachable', async () => { await dns.promises.lookup('registry.npmjs.org'); });\n  it('README: several words', () => assert.strictEqual(slugify('Release notes for May'), 'release-notes-for-may'));\n  it('README: version numbers keep their dots', () => assert.strictEqual(slugify('v1.2 Release'), 'v1.2-release'));\n});\n",
+    );
+    spawnSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', 'add', '-A']);
+    spawnSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', 'commit', '-qm', 'e2e']);
+    handOverToCellUser(repo.dir);
+    const dir = mkdtempSync(join(tmpdir(), 'forge-replay-'));
+    try {
+      writeFileSync(
+        join(dir, 'replay.json'),
+        JSON.stringify({
+          version: 1,
+          attempts: [
+            [
+              {
+                tool_calls: [
+                  {
+                    name: 'edit_file',
+                    arguments: { path: 'slug.js', old_string: ".replace(' ', '-')", new_string: ".replace(/[^a-z0-9]+/g, '-')" },
+                  },
+                ],
+              },
+              { tool_calls: [{ name: 'finish', arguments: { summary: 'every run of non-alphanumerics' } }] },
+            ],
+          ],
+        }),
+      );
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'fix',
+          '--repo',
+          repo.dir,
+          '--issue-text',
+          'several words',
+          '--attempts',
+          '1',
+          '--provider',
+          'host',
+          '--model',
+          `replay:${join(dir, 'replay.json')}`,
+          '--json',
+        ],
+        { encoding: 'utf8', timeout: 240_000 },
+      );
+      assert.equal(FixReportSchema.parse(JSON.parse(r.stdout)).status, 'not_fixed', r.stderr);
+      assert.match(r.stderr, /prints what the base commit's does not/);
     } finally {
       repo.cleanup();
       rmSync(dir, { recursive: true, force: true });

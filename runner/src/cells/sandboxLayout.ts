@@ -41,8 +41,11 @@ const TOOLCHAIN_DEEP_SECRETS: Record<string, string[]> = {
   '.asdf': ['installs/nodejs/*/etc/npmrc', 'installs/python/*/pip.conf'],
   '.volta': ['tools/image/node/*/etc/npmrc'],
   '.pyenv': ['versions/*/pip.conf'],
+  '.nodenv': ['versions/*/etc/npmrc'],
   '.rye': ['config.toml'],
   '.pixi': ['config.toml'],
+  // sdkman's candidates/<tool> (what a PATH entry below it puts back): Maven's global settings.
+  'candidates/maven': ['*/conf/settings.xml'],
   'share/pipx': ['venvs/*/pip.conf'],
 };
 
@@ -74,6 +77,13 @@ const TOOLCHAIN_HOMES = new Set([
   'go',
   '.go',
 ]);
+
+/**
+ * Toolchain homes put back only down to this depth below the home: their top holds more than
+ * the toolchain (.NET's user certificate store with private keys beside `tools`, opam's
+ * plugins with a publishing token beside each switch, sdkman's config beside `candidates`).
+ */
+const TOOLCHAIN_DEPTH: Record<string, number> = { '.dotnet': 2, '.opam': 2, '.sdkman': 3 };
 
 /**
  * Directories under a home that hold far more than a toolchain (XDG data and state, keyrings,
@@ -123,10 +133,12 @@ export function planSandboxLayout(facts: {
     const first = relative(base, entry).split(sep)[0];
     if (!first) continue;
     const within = CONTAINERS[first];
+    const depth = TOOLCHAIN_DEPTH[first] ?? 1;
+    const parts = relative(base, entry).split(sep);
     const wanted = within
       ? within.map((w) => join(base, first, w)).filter((d) => facts.existing(d))
       : TOOLCHAIN_HOMES.has(first)
-        ? [join(base, first)]
+        ? [join(base, ...parts.slice(0, Math.min(depth, parts.length)))]
         : [entry];
     for (const dir of wanted) {
       // Never a directory holding the home or the state directory: then only the entry itself.

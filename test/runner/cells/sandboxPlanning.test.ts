@@ -139,6 +139,41 @@ describe('planSandboxLayout', () => {
       assert.ok(layout.nullMasks.includes(f), f);
   });
 
+  it('.NET, opam and sdkman homes are put back only down to their toolchain, not their certificate store, plugins or config (red team round 6)', () => {
+    const files = [
+      '/tmp',
+      '/home/a/.dotnet/tools',
+      '/home/a/.dotnet/corefx/cryptography/x509stores/my/x.pfx',
+      '/home/a/.opam/default/bin',
+      '/home/a/.opam/plugins/opam-publish/token',
+      '/home/a/.sdkman/candidates/maven/current/bin',
+      '/home/a/.sdkman/candidates/maven/3.9.6/conf/settings.xml',
+      '/home/a/.nodenv/shims',
+      '/home/a/.nodenv/versions/20.1.0/etc/npmrc',
+    ];
+    const dirs: Record<string, string[]> = {
+      '/home/a/.sdkman/candidates/maven': ['3.9.6', 'current'],
+      '/home/a/.nodenv/versions': ['20.1.0'],
+    };
+    const layout = planSandboxLayout({
+      runnerHome: '/home/a',
+      pathEntries: ['/home/a/.dotnet/tools', '/home/a/.opam/default/bin', '/home/a/.sdkman/candidates/maven/current/bin'],
+      sshHostKeys: [],
+      list: (d) => dirs[d] ?? [],
+      ...host(files),
+    });
+    assert.deepEqual(layout.reexposed, ['/home/a/.dotnet/tools', '/home/a/.opam/default', '/home/a/.sdkman/candidates/maven']);
+    assert.ok(layout.nullMasks.includes('/home/a/.sdkman/candidates/maven/3.9.6/conf/settings.xml'));
+    const nodenv = planSandboxLayout({
+      runnerHome: '/home/a',
+      pathEntries: ['/home/a/.nodenv/shims'],
+      sshHostKeys: [],
+      list: (d) => dirs[d] ?? [],
+      ...host(files),
+    });
+    assert.ok(nodenv.nullMasks.includes('/home/a/.nodenv/versions/20.1.0/etc/npmrc'));
+  });
+
   it('masks a runner HOME outside /root and /home too', () => {
     const layout = planSandboxLayout({ runnerHome: '/srv/ci', pathEntries: [], sshHostKeys: [], ...host(['/srv/ci', '/tmp']) });
     assert.ok(layout.tmpfsMasks.includes('/srv/ci'));

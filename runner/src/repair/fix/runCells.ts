@@ -164,7 +164,9 @@ export class RunCells {
           const inputs = hookInputs(wt.path, script);
           if (script === null) return { script, exit: 0, network: false, output: '', inputs };
           const r = await this.cell(wt.path, `npm run ${hook}`, 'hook_on_base', null);
-          const output = testOutputOf(r);
+          // The hook's own stage, as the attempt's is cut from its npm test run (no banner).
+          const all = testOutputOf(r);
+          const output = splitNpmStages(plain(all)).find((st) => st.name === hook)?.output ?? all;
           return { script, exit: r.exit_code, network: r.exit_code !== 0 && hookWantedNetwork(output), output, inputs };
         } finally {
           await this.cleanUp(wt);
