@@ -38,7 +38,8 @@ const TOOLCHAIN_SECRETS = [
 const TOOLCHAIN_DEEP_SECRETS: Record<string, string[]> = {
   '.cargo': ['config.toml', 'config'],
   '.nvm': ['.npmrc', 'versions/node/*/etc/npmrc'],
-  '.asdf': ['installs/nodejs/*/etc/npmrc', 'installs/python/*/pip.conf'],
+  '.asdf': ['installs/nodejs/*/etc/npmrc', 'installs/python/*/pip.conf', 'installs/maven/*/conf/settings.xml', 'installs/ruby/*/etc/gemrc'],
+  '.rbenv': ['versions/*/etc/gemrc'],
   '.volta': ['tools/image/node/*/etc/npmrc'],
   '.pyenv': ['versions/*/pip.conf'],
   '.nodenv': ['versions/*/etc/npmrc'],
@@ -46,7 +47,7 @@ const TOOLCHAIN_DEEP_SECRETS: Record<string, string[]> = {
   '.pixi': ['config.toml'],
   // sdkman's candidates/<tool> (what a PATH entry below it puts back): Maven's global settings.
   'candidates/maven': ['*/conf/settings.xml'],
-  'share/pipx': ['venvs/*/pip.conf'],
+  'share/pipx': ['venvs/*/pip.conf', 'venvs/*/pipx_metadata.json'],
 };
 
 /**
@@ -73,7 +74,6 @@ const TOOLCHAIN_HOMES = new Set([
   '.elan',
   '.ghcup',
   '.opam',
-  '.dotnet',
   'go',
   '.go',
 ]);
@@ -83,7 +83,7 @@ const TOOLCHAIN_HOMES = new Set([
  * the toolchain (.NET's user certificate store with private keys beside `tools`, opam's
  * plugins with a publishing token beside each switch, sdkman's config beside `candidates`).
  */
-const TOOLCHAIN_DEPTH: Record<string, number> = { '.dotnet': 2, '.opam': 2, '.sdkman': 3 };
+const TOOLCHAIN_DEPTH: Record<string, number> = { '.opam': 2, '.sdkman': 3 };
 
 /**
  * Directories under a home that hold far more than a toolchain (XDG data and state, keyrings,
@@ -92,6 +92,8 @@ const TOOLCHAIN_DEPTH: Record<string, number> = { '.dotnet': 2, '.opam': 2, '.sd
 const CONTAINERS: Record<string, string[]> = {
   // pip --user and pipx: scripts in bin, their packages in lib and share/pipx.
   '.local': ['bin', 'lib', 'share/pipx'],
+  // dotnet-install.sh's ~/.dotnet: the SDK, never the user's certificate store (corefx/) beside it.
+  '.dotnet': ['dotnet', 'host', 'shared', 'sdk', 'packs', 'templates', 'sdk-manifests', 'metadata', 'tools'],
 };
 
 /** Pure: decides the layout from facts about the host. */

@@ -164,6 +164,14 @@ describe('planSandboxLayout', () => {
     });
     assert.deepEqual(layout.reexposed, ['/home/a/.dotnet/tools', '/home/a/.opam/default', '/home/a/.sdkman/candidates/maven']);
     assert.ok(layout.nullMasks.includes('/home/a/.sdkman/candidates/maven/3.9.6/conf/settings.xml'));
+    // dotnet-install.sh puts ~/.dotnet itself on PATH: its SDK comes back, its certificate store does not.
+    const dotnet = planSandboxLayout({
+      runnerHome: '/home/a',
+      pathEntries: ['/home/a/.dotnet'],
+      sshHostKeys: [],
+      ...host([...files, '/home/a/.dotnet/dotnet', '/home/a/.dotnet/sdk']),
+    });
+    assert.deepEqual(dotnet.reexposed, ['/home/a/.dotnet/dotnet', '/home/a/.dotnet/sdk', '/home/a/.dotnet/tools']);
     const nodenv = planSandboxLayout({
       runnerHome: '/home/a',
       pathEntries: ['/home/a/.nodenv/shims'],

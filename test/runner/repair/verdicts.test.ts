@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { judgeTestRun } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
-import { isNpmTestCommand } from '../../../runner/src/repair/verdicts/npmLifecycle.js';
+import { isNpmTestCommand, isRegistryOnlyHook } from '../../../runner/src/repair/verdicts/npmLifecycle.js';
 import { parseJunitXml, parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../../../runner/src/repair/verdicts/classifyBaseline.js';
 
@@ -169,6 +169,11 @@ describe('npm lifecycle hooks (real npm output)', () => {
       assert.equal(isNpmTestCommand(cmd), true, cmd);
     for (const cmd of ['node test.js', 'npm run tests-only', 'npx jest', 'pnpm test', 'sh -c "npm test"', 'npm testx'])
       assert.equal(isNpmTestCommand(cmd), false, cmd);
+    // Only a hook that does nothing but ask the registry can be discounted (red team rounds 4-7).
+    for (const h of ['npm audit', 'npx npm audit', 'npx -y npm audit --audit-level=high', 'npm outdated', 'npx audit-ci --moderate'])
+      assert.equal(isRegistryOnlyHook(h), true, h);
+    for (const h of ['node e2e.js', 'node --test e2e/', 'npm audit && node e2e.js', 'npm run e2e', 'npm audit; node x', 'npx some-e2e'])
+      assert.equal(isRegistryOnlyHook(h), false, h);
   });
 });
 

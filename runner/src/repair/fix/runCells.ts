@@ -1,17 +1,16 @@
 import type { FixReport } from '../../protocol/fixReport.js';
 import { InputError } from '../../protocol/inputError.js';
 import type { CellResult } from '../../protocol/cellResult.js';
-import { type AttemptWorktree, createAttemptWorktree, destroyAttemptWorktree } from '../../workspace/attemptWorktree.js';
+import { type AttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
 import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
 import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
 import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
-import { hookWantedNetwork, isNpmTestCommand, splitNpmStages } from '../verdicts/npmLifecycle.js';
-import { differentHookFailure } from '../verdicts/hookComparison.js';
-import { plain } from '../verdicts/testReport.js';
-import { createHash } from 'node:crypto';
+import { isNpmTestCommand, isRegistryOnlyHook } from '../verdicts/npmLifecycle.js';
+import { repoTarget } from '../../workspace/repoLocation.js';
+import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../workspace/openBeneath.js';
 
 /**
@@ -112,8 +111,9 @@ export class RunCells {
    * The test command in a cell, judged against the baseline. A run that exited non-zero is
    * green only through npm's hook rule (its tests passed, a post hook then failed for want of
    * the network), which rests on what the output says, and output is the command's to write:
-   * such a verdict is kept only when the same command with npm's hooks off
-   * (npm_config_ignore_scripts) exits 0 in a second cell. Only for an npm test command.
+   * such a verdict is kept only for an npm test command whose posttest is the base commit's
+   * registry-only script (npm audit...), and when the same command with npm's hooks off
+   * (npm_config_ignore_scripts) exits 0 in a second cell.
    */
   async judgedTestCell(
     worktree: string,
@@ -125,63 +125,55 @@ export class RunCells {
     const test = await this.testCell(worktree, purpose, attemptIdx);
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks });
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
-    const alone = await this.testCell(worktree, `${purpose}_without_hooks`, attemptIdx, { npm_config_ignore_scripts: 'true' });
     const hook = verdict.hook_failures[0]?.hook ?? 'post';
-    if (alone.result.exit_code !== 0) {
-      this.scope.deps.progress(
-        `${purpose}: the output said a ${hook} hook failed after the tests passed, but the tests alone (hooks off) exit ${alone.result.exit_code}: counted as failing`,
-      );
-      return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
+    const why = await this.hookHeldAgainst(worktree, hook);
+    if (why !== null) {
+      this.scope.deps.progress(`${purpose}: the ${hook} hook failed after the tests passed, and ${why}: counted as failing`);
+      return { test, verdict: { ...verdict, hook_failures: [], green: false } };
     }
-    // The hook's failure is the change's unless the same hook fails on the base commit too.
-    const attemptHook = splitNpmStages(plain(test.output)).at(-1)?.output ?? '';
-    const why = await this.hookFailsOnBase(worktree, hook, attemptHook);
-    if (why === null) return { test, verdict };
-    this.scope.deps.progress(`${purpose}: the ${hook} hook failed after the tests passed, and ${why}: counted as failing`);
-    return { test, verdict: { ...verdict, hook_failures: [], green: false } };
+    const alone = await this.testCell(worktree, `${purpose}_without_hooks`, attemptIdx, { npm_config_ignore_scripts: 'true' });
+    if (alone.result.exit_code === 0) return { test, verdict };
+    this.scope.deps.progress(
+      `${purpose}: the output said a ${hook} hook failed after the tests passed, but the tests alone (hooks off) exit ${alone.result.exit_code}: counted as failing`,
+    );
+    return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
   }
 
-  private readonly hookOnBase = new Map<
-    string,
-    Promise<{ script: string | null; exit: number; network: boolean; output: string; inputs: Map<string, string | null> }>
-  >();
+  private baseScripts: Promise<{ scripts: Record<string, unknown>; npmrc: string | null }> | null = null;
 
   /**
-   * Why a failed npm hook of `worktree` is held against it, or null when it is not: the hook
-   * must be the base commit's own script, run on files the attempt did not change, and fail on
-   * the base commit too (run once per run, alone, on a fresh checkout), for want of the
-   * network, and in the same way: no check failing that passes there.
+   * Why a failed npm hook of `worktree` is held against it, or null when it is not. Output
+   * cannot say why a hook failed (it is the hook's to print, and one check failing for want of
+   * the network hides any other), so only a hook whose whole job is to ask the package registry
+   * is discounted (`npm audit`, `npm outdated`...): it cannot pass in a cell without the network,
+   * whatever the change. It must be the base commit's own script, with npm's project config
+   * (.npmrc) unchanged.
    */
-  private async hookFailsOnBase(worktree: string, hook: string, attemptOutput: string): Promise<string | null> {
+  private async hookHeldAgainst(worktree: string, hook: string): Promise<string | null> {
     if (hook !== 'posttest') return `only a posttest hook is discounted (not ${hook})`;
-    const { run } = this.scope;
-    let onBase = this.hookOnBase.get(hook);
-    if (!onBase) {
-      onBase = (async () => {
-        const wt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-hook`);
-        try {
-          const script = npmScript(wt.path, hook);
-          const inputs = hookInputs(wt.path, script);
-          if (script === null) return { script, exit: 0, network: false, output: '', inputs };
-          const r = await this.cell(wt.path, `npm run ${hook}`, 'hook_on_base', null);
-          // The hook's own stage, as the attempt's is cut from its npm test run (no banner).
-          const all = testOutputOf(r);
-          const output = splitNpmStages(plain(all)).find((st) => st.name === hook)?.output ?? all;
-          return { script, exit: r.exit_code, network: r.exit_code !== 0 && hookWantedNetwork(output), output, inputs };
-        } finally {
-          await this.cleanUp(wt);
-        }
-      })();
-      this.hookOnBase.set(hook, onBase);
-    }
-    const base = await onBase;
-    if (base.script === null) return `the base commit's package.json has no ${hook} script`;
-    if (npmScript(worktree, hook) !== base.script) return `its ${hook} script is not the base commit's`;
-    const changed = [...base.inputs].find(([rel, sha]) => fileHash(worktree, rel) !== sha);
-    if (changed) return `the attempt changed ${changed[0]}, which the ${hook} hook reads`;
-    if (!base.network)
-      return `on the base commit the same hook ${base.exit === 0 ? 'passes' : `fails (exit ${base.exit}) for another reason`}`;
-    return differentHookFailure(attemptOutput, base.output);
+    this.baseScripts ??= (async () => {
+      const loc = await locateRepository(this.scope.run.repo);
+      const show = async (path: string) =>
+        runGit(repoTarget(loc), ['cat-file', 'blob', `${this.scope.run.base}:${path}`], { okExitCodes: [128] })
+          .then((r) => (r.exitCode === 0 ? r.text : null))
+          .catch(() => null);
+      let scripts: Record<string, unknown> = {};
+      try {
+        scripts = (JSON.parse((await show('package.json')) ?? '{}') as { scripts?: Record<string, unknown> }).scripts ?? {};
+      } catch {
+        scripts = {};
+      }
+      return { scripts, npmrc: await show('.npmrc') };
+    })();
+    const base = await this.baseScripts;
+    const script = base.scripts[hook];
+    if (typeof script !== 'string') return `the base commit's package.json has no ${hook} script`;
+    if (npmScript(worktree, hook) !== script) return `its ${hook} script is not the base commit's`;
+    const npmrc = readFileBeneath(worktree, '.npmrc', 1024 * 1024);
+    if ((npmrc.kind === 'ok' ? npmrc.bytes.toString('utf8') : null) !== base.npmrc) return 'the attempt changed .npmrc';
+    if (!isRegistryOnlyHook(script))
+      return `its ${hook} (${script.slice(0, 80)}) does more than ask the package registry, so its failure may be the change's`;
+    return null;
   }
 
   /**
@@ -195,23 +187,6 @@ export class RunCells {
       ),
     );
   }
-}
-
-/** Files a hook's command names (`node e2e.js`, `sh scripts/check.sh`) and npm's project config, by content hash (null: absent). */
-function hookInputs(dir: string, script: string | null): Map<string, string | null> {
-  const names = new Set(['.npmrc', ...(script ?? '').split(/\s+/).map((t) => t.replace(/^['"]|['"]$/g, '').replace(/^\.\//, ''))]);
-  const out = new Map<string, string | null>();
-  for (const name of names) {
-    if (name === '' || name.startsWith('-') || name.includes('..') || name.startsWith('/')) continue;
-    const sha = fileHash(dir, name);
-    if (sha !== null || name === '.npmrc') out.set(name, sha);
-  }
-  return out;
-}
-
-function fileHash(dir: string, rel: string): string | null {
-  const r = readFileBeneath(dir, rel, 16 * 1024 * 1024);
-  return r.kind === 'ok' ? createHash('sha256').update(r.bytes).digest('hex') : null;
 }
 
 /** The `scripts[name]` of the package.json at the top of `dir` (read without following links), or null. */

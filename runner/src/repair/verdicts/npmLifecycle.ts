@@ -63,3 +63,14 @@ export function failedNetworkHook(exitCode: number, stages: NpmStage[], testStag
 export function isNpmTestCommand(cmd: string): boolean {
   return /^\s*npm\s+(?:test|tst|t|run(?:-script)?\s+test)(?:\s|$)/.test(cmd);
 }
+
+/**
+ * Pure: the hook script only asks the package registry (`npm audit`, `npx npm audit`, `npm
+ * outdated`, `npm doctor`, `npx audit-ci`...): nothing of the project's code runs, so in a cell
+ * without network it fails whatever the change, and its failure says nothing about the change.
+ */
+export function isRegistryOnlyHook(script: string): boolean {
+  return /^\s*(?:npx\s+(?:-y\s+|--yes\s+)?)?(?:npm\s+(?:audit|outdated|doctor|ping)|audit-ci|better-npm-audit|nsp\s+check)(?:\s+--?[\w-]+(?:[= ][\w.-]+)?)*\s*$/.test(
+    script,
+  );
+}
