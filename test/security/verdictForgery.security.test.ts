@@ -394,4 +394,96 @@ describe('a failing test run is never green on what it printed (issue 25, red te
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a workspace\u2019s own posttest that the change broke is not hidden behind another workspace\u2019s npm audit (red team round 8)', () => {
+    const files: Record<string, string> = {
+      'package.json':
+        '{\n  "name": "mono",\n  "version": "1.0.0",\n  "private": true,\n  "workspaces": [\n    "packages/*"\n  ],\n  "scripts": {\n    "test": "node --test test/ && npm test --workspaces",\n    "posttest": "npm audit --audit-level=high"\n  }\n}',
+      'package-lock.json':
+        '{\n  "name": "mono",\n  "version": "1.0.0",\n  "lockfileVersion": 3,\n  "requires": true,\n  "packages": {\n    "": {\n      "name": "mono",\n      "version": "1.0.0",\n      "workspaces": [\n        "packages/*"\n      ]\n    },\n    "node_modules/slug": {\n      "resolved": "packages/slug",\n      "link": true\n    },\n    "packages/slug": {\n      "version": "1.0.0"\n    },\n    "node_modules/ms": {\n      "version": "2.1.3",\n      "resolved": "https://registry.npmjs.org/ms/-/ms-2.1.3.tgz",\n      "integrity": "sha512-6FlzubTLZG3J2a/NVCAleEhjzq5oxgHyaCU9yYXvcLsvoVaHJq/s5xXI6/XXP6tz7R9xAOtHnSO/tXtF3WRTlA==",\n      "license": "MIT"\n    },\n    "packages/web": {\n      "version": "1.0.0",\n      "dependencies": {\n        "slug": "1.0.0",\n        "ms": "2.1.3"\n      }\n    },\n    "node_modules/web": {\n      "resolved": "packages/web",\n      "link": true\n    }\n  }\n}',
+      'test/slug.test.js':
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { slugify } = require('../packages/slug/src/slug.js');\ntest('joins every run of spaces', () => assert.strictEqual(slugify('a  b c'), 'a-b-c'));\n",
+      'packages/slug/package.json':
+        '{\n  "name": "slug",\n  "version": "1.0.0",\n  "main": "src/slug.js",\n  "scripts": {\n    "test": "node --test test/",\n    "posttest": "node scripts/contract.js"\n  }\n}\n',
+      'packages/slug/src/slug.js':
+        "// slugify: lower-case, words joined by single dashes. Contract: always returns a string, never throws.\nfunction slugify(s) {\n  return String(s).trim().toLowerCase().replace(' ', '-');\n}\nmodule.exports = { slugify };\n",
+      'packages/slug/test/basic.test.js':
+        "const t=require('node:test');const a=require('node:assert');const {slugify}=require('../src/slug.js');t('basic',()=>a.strictEqual(slugify('A b'),'a-b'));\n",
+      'packages/slug/scripts/contract.js':
+        "// API contract check (run after the unit tests): non-ASCII must be preserved.\nconst assert = require('node:assert');\nconst { slugify } = require('../src/slug.js');\nassert.strictEqual(slugify('Cr\u00e8me br\u00fbl\u00e9e'), 'cr\u00e8me-br\u00fbl\u00e9e');\nconsole.log('contract ok');\n",
+      'packages/web/package.json':
+        '{\n  "name": "web",\n  "version": "1.0.0",\n  "scripts": {\n    "test": "node -e \\"console.log(\'cli ok\')\\"",\n    "posttest": "npm audit --audit-level=high"\n  },\n  "dependencies": {\n    "slug": "1.0.0",\n    "ms": "2.1.3"\n  }\n}',
+    };
+    const repo = makeRepo({ 'a.txt': 'a\n' });
+    for (const [rel, content] of Object.entries(files)) {
+      mkdirSync(join(repo.dir, rel, '..'), { recursive: true });
+      writeFileSync(join(repo.dir, rel), content);
+    }
+    spawnSync('git', ['-C', repo.dir, '-c', 'safe.directory=*', '-c', 'user.email=a@b', '-c', 'user.name=a', 'add', '-A']);
+    spawnSync('git', [
+      '-C',
+      repo.dir,
+      '-c',
+      'safe.directory=*',
+      '-c',
+      'user.email=a@b',
+      '-c',
+      'user.name=a',
+      'commit',
+      '-qm',
+      'workspaces',
+    ]);
+    handOverToCellUser(repo.dir);
+    const dir = mkdtempSync(join(tmpdir(), 'forge-replay-'));
+    try {
+      // Runs of spaces fixed, accented letters dropped: slug's own posttest (its API contract) fails.
+      writeFileSync(
+        join(dir, 'replay.json'),
+        JSON.stringify({
+          version: 1,
+          attempts: [
+            [
+              {
+                tool_calls: [
+                  {
+                    name: 'edit_file',
+                    arguments: {
+                      path: 'packages/slug/src/slug.js',
+                      old_string: ".replace(' ', '-')",
+                      new_string: ".replace(/[^a-z0-9]+/g, '-')",
+                    },
+                  },
+                ],
+              },
+              { tool_calls: [{ name: 'finish', arguments: { summary: 'every run of non-alphanumerics' } }] },
+            ],
+          ],
+        }),
+      );
+      const r = spawnSync(
+        process.execPath,
+        [
+          RUNNER,
+          'fix',
+          '--repo',
+          repo.dir,
+          '--issue-text',
+          'runs of spaces',
+          '--attempts',
+          '1',
+          '--provider',
+          'host',
+          '--model',
+          `replay:${join(dir, 'replay.json')}`,
+          '--json',
+        ],
+        { encoding: 'utf8', timeout: 240_000 },
+      );
+      assert.equal(FixReportSchema.parse(JSON.parse(r.stdout)).status, 'not_fixed', r.stderr);
+      assert.match(r.stderr, /scripts of slug@1\.0\.0 ran too \(npm workspaces or a nested package\)/);
+    } finally {
+      repo.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -76,6 +76,12 @@ const TOOLCHAIN_HOMES = new Set([
   '.opam',
   'go',
   '.go',
+  // conda installs and Homebrew on Linux: bin links into their lib, Cellar and pkgs.
+  'miniconda3',
+  'anaconda3',
+  'miniforge3',
+  'mambaforge',
+  'linuxbrew',
 ]);
 
 /**
@@ -90,8 +96,9 @@ const TOOLCHAIN_DEPTH: Record<string, number> = { '.opam': 2, '.sdkman': 3 };
  * the runner's own store): a PATH entry below one puts back only what such tools use.
  */
 const CONTAINERS: Record<string, string[]> = {
-  // pip --user and pipx: scripts in bin, their packages in lib and share/pipx.
-  '.local': ['bin', 'lib', 'share/pipx'],
+  // pip --user and pipx: scripts in bin, their packages in lib/python* and share/pipx; the
+  // interpreters and tools uv, pnpm and mise keep in share (their bin links lead there).
+  '.local': ['bin', 'lib/python*', 'share/pipx', 'share/uv/python', 'share/uv/tools', 'share/pnpm', 'share/mise/installs'],
   // dotnet-install.sh's ~/.dotnet: the SDK, never the user's certificate store (corefx/) beside it.
   '.dotnet': ['dotnet', 'host', 'shared', 'sdk', 'packs', 'templates', 'sdk-manifests', 'metadata', 'tools'],
 };
@@ -138,7 +145,7 @@ export function planSandboxLayout(facts: {
     const depth = TOOLCHAIN_DEPTH[first] ?? 1;
     const parts = relative(base, entry).split(sep);
     const wanted = within
-      ? within.map((w) => join(base, first, w)).filter((d) => facts.existing(d))
+      ? within.flatMap((w) => expandOneLevel(join(base, first), w, facts.list ?? (() => []))).filter((d) => facts.existing(d))
       : TOOLCHAIN_HOMES.has(first)
         ? [join(base, ...parts.slice(0, Math.min(depth, parts.length)))]
         : [entry];
@@ -170,10 +177,19 @@ export function planSandboxLayout(facts: {
 
 export { isInside };
 
-/** Pure: `pattern` below `dir`, each `*` one directory level of what `list` gives. */
+/** Pure: `pattern` below `dir`; a part ending in `*` (alone: any name) is one directory level of what `list` gives. */
 function expandOneLevel(dir: string, pattern: string, list: (dir: string) => string[]): string[] {
   let paths = [dir];
-  for (const part of pattern.split('/')) paths = paths.flatMap((p) => (part === '*' ? list(p).map((n) => join(p, n)) : [join(p, part)]));
+  for (const part of pattern.split('/')) {
+    const prefix = part.endsWith('*') ? part.slice(0, -1) : null;
+    paths = paths.flatMap((p) =>
+      prefix === null
+        ? [join(p, part)]
+        : list(p)
+            .filter((n) => n.startsWith(prefix))
+            .map((n) => join(p, n)),
+    );
+  }
   return paths;
 }
 

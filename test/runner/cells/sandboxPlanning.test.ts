@@ -40,7 +40,8 @@ describe('planSandboxLayout', () => {
     const files = [
       '/tmp',
       '/home/alice/.local/bin',
-      '/home/alice/.local/lib',
+      '/home/alice/.local/lib/python3.11',
+      '/home/alice/.local/lib/cargo/credentials.toml',
       '/home/alice/.local/state/forge-cells',
       '/home/alice/.ssh/id_ed25519',
       '/home/alice/.nvm/versions/node/v20/bin',
@@ -51,9 +52,16 @@ describe('planSandboxLayout', () => {
       pathEntries: ['/home/alice/.local/bin', '/home/alice/.nvm/versions/node/v20/bin', '/home/alice/bin', '/home/alice'],
       sshHostKeys: [],
       stateDir: '/home/alice/.local/state/forge-cells',
+      list: (d) => (d === '/home/alice/.local/lib' ? ['python3.11', 'cargo'] : []),
       ...host(files),
     });
-    assert.deepEqual(layout.reexposed, ['/home/alice/.local/bin', '/home/alice/.local/lib', '/home/alice/.nvm', '/home/alice/bin']);
+    // pip --user's lib/python3.11, never lib/cargo (a CARGO_HOME with its credentials: red team round 8).
+    assert.deepEqual(layout.reexposed, [
+      '/home/alice/.local/bin',
+      '/home/alice/.local/lib/python3.11',
+      '/home/alice/.nvm',
+      '/home/alice/bin',
+    ]);
     // A root runner whose state directory sits in a directory PATH reaches: only the entry itself.
     const root = planSandboxLayout({
       runnerHome: '/root',

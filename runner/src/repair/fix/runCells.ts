@@ -8,7 +8,8 @@ import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
 import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
-import { isNpmTestCommand, isRegistryOnlyHook } from '../verdicts/npmLifecycle.js';
+import { isNpmTestCommand, isRegistryOnlyHook, splitNpmStages } from '../verdicts/npmLifecycle.js';
+import { plain } from '../verdicts/testReport.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
 import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../workspace/openBeneath.js';
@@ -126,7 +127,7 @@ export class RunCells {
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks });
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
     const hook = verdict.hook_failures[0]?.hook ?? 'post';
-    const why = await this.hookHeldAgainst(worktree, hook);
+    const why = await this.hookHeldAgainst(worktree, hook, test.output);
     if (why !== null) {
       this.scope.deps.progress(`${purpose}: the ${hook} hook failed after the tests passed, and ${why}: counted as failing`);
       return { test, verdict: { ...verdict, hook_failures: [], green: false } };
@@ -139,7 +140,7 @@ export class RunCells {
     return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
   }
 
-  private baseScripts: Promise<{ scripts: Record<string, unknown>; npmrc: string | null }> | null = null;
+  private baseScripts: Promise<{ pkg: string | null; scripts: Record<string, unknown>; npmrc: string | null }> | null = null;
 
   /**
    * Why a failed npm hook of `worktree` is held against it, or null when it is not. Output
@@ -149,7 +150,7 @@ export class RunCells {
    * whatever the change. It must be the base commit's own script, with npm's project config
    * (.npmrc) unchanged.
    */
-  private async hookHeldAgainst(worktree: string, hook: string): Promise<string | null> {
+  private async hookHeldAgainst(worktree: string, hook: string, output: string): Promise<string | null> {
     if (hook !== 'posttest') return `only a posttest hook is discounted (not ${hook})`;
     this.baseScripts ??= (async () => {
       const loc = await locateRepository(this.scope.run.repo);
@@ -157,15 +158,21 @@ export class RunCells {
         runGit(repoTarget(loc), ['cat-file', 'blob', `${this.scope.run.base}:${path}`], { okExitCodes: [128] })
           .then((r) => (r.exitCode === 0 ? r.text : null))
           .catch(() => null);
-      let scripts: Record<string, unknown> = {};
+      let manifest: { name?: unknown; version?: unknown; scripts?: Record<string, unknown> } = {};
       try {
-        scripts = (JSON.parse((await show('package.json')) ?? '{}') as { scripts?: Record<string, unknown> }).scripts ?? {};
+        manifest = JSON.parse((await show('package.json')) ?? '{}') as typeof manifest;
       } catch {
-        scripts = {};
+        manifest = {};
       }
-      return { scripts, npmrc: await show('.npmrc') };
+      const pkg = typeof manifest.name === 'string' && typeof manifest.version === 'string' ? `${manifest.name}@${manifest.version}` : null;
+      return { pkg, scripts: manifest.scripts ?? {}, npmrc: await show('.npmrc') };
     })();
     const base = await this.baseScripts;
+    // Only the root package's own lifecycle: a workspace's (or a nested package's) hooks also
+    // ran, and npm's hooks-off run would skip theirs too, so none of them would be judged.
+    const other = splitNpmStages(plain(output)).find((st) => st.pkg !== base.pkg);
+    if (!base.pkg || other)
+      return `scripts of ${other?.pkg ?? 'a package without a name and version'} ran too (npm workspaces or a nested package)`;
     const script = base.scripts[hook];
     if (typeof script !== 'string') return `the base commit's package.json has no ${hook} script`;
     if (npmScript(worktree, hook) !== script) return `its ${hook} script is not the base commit's`;

@@ -5,18 +5,31 @@
  * from a lifecycle hook around them (an `npm audit` in `posttest` that needs the network).
  */
 export interface NpmStage {
+  /** The package npm ran it for, as its banner names it (`name@version`). */
+  pkg: string;
   /** pretest, test, posttest (or any script name npm announced). */
   name: string;
   command: string;
   output: string;
 }
 
-const BANNER = /^> \S+ (\S+)\n> (.*)\n/gm;
+const BANNER = /^> (\S+) (\S+)\n> (.*)\n/gm;
 
 /** Pure: the stages npm announced, in order; [] when the output has no npm banner. */
 export function splitNpmStages(output: string): NpmStage[] {
-  const marks = [...output.matchAll(BANNER)].map((m) => ({ name: m[1]!, command: m[2]!, at: m.index!, body: m.index! + m[0].length }));
-  return marks.map((m, i) => ({ name: m.name, command: m.command, output: output.slice(m.body, marks[i + 1]?.at ?? output.length) }));
+  const marks = [...output.matchAll(BANNER)].map((m) => ({
+    pkg: m[1]!,
+    name: m[2]!,
+    command: m[3]!,
+    at: m.index!,
+    body: m.index! + m[0].length,
+  }));
+  return marks.map((m, i) => ({
+    pkg: m.pkg,
+    name: m.name,
+    command: m.command,
+    output: output.slice(m.body, marks[i + 1]?.at ?? output.length),
+  }));
 }
 
 /** Output that says a network access was refused or could not resolve (a cell without network). */
