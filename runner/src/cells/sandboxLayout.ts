@@ -45,6 +45,12 @@ const TOOLCHAIN_DEEP_SECRETS: Record<string, string[]> = {
   '.nodenv': ['versions/*/etc/npmrc'],
   '.rye': ['config.toml'],
   '.pixi': ['config.toml'],
+  // conda's channel tokens and pip index credentials; Homebrew's environment file (a GitHub token).
+  miniconda3: ['.condarc', 'pip.conf', 'envs/*/pip.conf', 'envs/*/.condarc'],
+  anaconda3: ['.condarc', 'pip.conf', 'envs/*/pip.conf', 'envs/*/.condarc'],
+  miniforge3: ['.condarc', 'pip.conf', 'envs/*/pip.conf', 'envs/*/.condarc'],
+  mambaforge: ['.condarc', 'pip.conf', 'envs/*/pip.conf', 'envs/*/.condarc'],
+  linuxbrew: ['.linuxbrew/etc/homebrew/brew.env'],
   // sdkman's candidates/<tool> (what a PATH entry below it puts back): Maven's global settings.
   'candidates/maven': ['*/conf/settings.xml'],
   'share/pipx': ['venvs/*/pip.conf', 'venvs/*/pipx_metadata.json'],

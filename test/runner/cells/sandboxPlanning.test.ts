@@ -125,6 +125,8 @@ describe('planSandboxLayout', () => {
       '/home/a/.pyenv/versions/3.12.1/pip.conf',
       '/home/a/.local/bin',
       '/home/a/.local/share/pipx/venvs/black/pip.conf',
+      '/home/a/miniconda3/bin',
+      '/home/a/miniconda3/.condarc',
     ];
     const dirs: Record<string, string[]> = {
       '/home/a/.nvm/versions/node': ['v18', 'v20'],
@@ -133,7 +135,13 @@ describe('planSandboxLayout', () => {
     };
     const layout = planSandboxLayout({
       runnerHome: '/home/a',
-      pathEntries: ['/home/a/.cargo/bin', '/home/a/.nvm/versions/node/v20/bin', '/home/a/.pyenv/shims', '/home/a/.local/bin'],
+      pathEntries: [
+        '/home/a/.cargo/bin',
+        '/home/a/.nvm/versions/node/v20/bin',
+        '/home/a/.pyenv/shims',
+        '/home/a/.local/bin',
+        '/home/a/miniconda3/bin',
+      ],
       sshHostKeys: [],
       list: (d) => dirs[d] ?? [],
       ...host(files),
@@ -143,6 +151,7 @@ describe('planSandboxLayout', () => {
       '/home/a/.nvm/versions/node/v18/etc/npmrc',
       '/home/a/.pyenv/versions/3.12.1/pip.conf',
       '/home/a/.local/share/pipx/venvs/black/pip.conf',
+      '/home/a/miniconda3/.condarc',
     ])
       assert.ok(layout.nullMasks.includes(f), f);
   });

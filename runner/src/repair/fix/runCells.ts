@@ -127,7 +127,7 @@ export class RunCells {
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks });
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
     const hook = verdict.hook_failures[0]?.hook ?? 'post';
-    const why = await this.hookHeldAgainst(worktree, hook, test.output);
+    const why = await this.hookHeldAgainst(worktree, hook, verdict.hook_failures[0]?.command ?? '', test.output);
     if (why !== null) {
       this.scope.deps.progress(`${purpose}: the ${hook} hook failed after the tests passed, and ${why}: counted as failing`);
       return { test, verdict: { ...verdict, hook_failures: [], green: false } };
@@ -150,7 +150,7 @@ export class RunCells {
    * whatever the change. It must be the base commit's own script, with npm's project config
    * (.npmrc) unchanged.
    */
-  private async hookHeldAgainst(worktree: string, hook: string, output: string): Promise<string | null> {
+  private async hookHeldAgainst(worktree: string, hook: string, failedCommand: string, output: string): Promise<string | null> {
     if (hook !== 'posttest') return `only a posttest hook is discounted (not ${hook})`;
     this.baseScripts ??= (async () => {
       const loc = await locateRepository(this.scope.run.repo);
@@ -176,6 +176,9 @@ export class RunCells {
     const script = base.scripts[hook];
     if (typeof script !== 'string') return `the base commit's package.json has no ${hook} script`;
     if (npmScript(worktree, hook) !== script) return `its ${hook} script is not the base commit's`;
+    // The hook that failed must be that script (a nested package of the same name@version has hooks of its own).
+    if (failedCommand.trim() !== script.trim())
+      return `the ${hook} that failed ran "${failedCommand.slice(0, 80)}", not the base commit's script`;
     const npmrc = readFileBeneath(worktree, '.npmrc', 1024 * 1024);
     if ((npmrc.kind === 'ok' ? npmrc.bytes.toString('utf8') : null) !== base.npmrc) return 'the attempt changed .npmrc';
     if (!isRegistryOnlyHook(script))
