@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpioArchive } from '../../../runner/src/cells/qemu/cpioArchive.js';
-import { parseGuestStatus, requestArchive } from '../../../runner/src/cells/qemu/guestImage.js';
+import { guestStartReport, parseGuestStatus, requestArchive } from '../../../runner/src/cells/qemu/guestImage.js';
 import { buildQemuArgs, tscKhzFromCpuinfo } from '../../../runner/src/cells/qemu/qemuArgs.js';
 import { requireFeature } from '../../helpers/requirement.js';
 
@@ -52,6 +52,14 @@ describe('qemu cell planning (pure)', () => {
     assert.equal(parseGuestStatus('hello forge-status abc exit 0\n', 'abc'), null);
     assert.deepEqual(parseGuestStatus('forge-status abc fail cannot mount\n', 'abc'), { kind: 'fail', reason: 'cannot mount' });
     assert.equal(parseGuestStatus('', 'abc'), null);
+  });
+
+  it("an instance has started once its boot's nonce says so (or says why not); another boot's word is no word", () => {
+    assert.deepEqual(guestStartReport('forge-status abc started\n', 'abc'), { kind: 'started' });
+    assert.deepEqual(guestStartReport('forge-status abc started\nforge-status abc exit 0\n', 'abc'), { kind: 'started' });
+    assert.deepEqual(guestStartReport('forge-status abc fail cannot mount /\n', 'abc'), { kind: 'fail', reason: 'cannot mount /' });
+    assert.equal(guestStartReport('forge-status old started\n', 'abc'), null);
+    assert.equal(guestStartReport('', 'abc'), null);
   });
 
   it('a network device exists only with allow_net, and then reaches only the forwarded proxy', () => {

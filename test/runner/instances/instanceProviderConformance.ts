@@ -10,6 +10,8 @@ export interface ConformanceTarget {
   name: string;
   make: (stateDir: string) => InstanceProvider;
   spec: Partial<InstanceSpec>;
+  /** What the runtime said when it stopped, for a failure message. */
+  whyNotRunning?: (stateDir: string, instance: string, generation: number) => string;
   /** Skip (locally) or fail (CI) when the runtime is missing. */
   require?: (ctx: Context) => Promise<void>;
 }
@@ -83,8 +85,8 @@ export function describeInstanceProviderConformance(t: ConformanceTarget): void 
       await provider.create(g1);
       await provider.create(g2);
       const [a, b] = [await provider.inspect('c3', 1), await provider.inspect('c3', 2)];
-      assert.equal(a.runtime_state, 'running');
-      assert.equal(b.runtime_state, 'running');
+      assert.equal(a.runtime_state, 'running', t.whyNotRunning?.(dir, 'c3', 1));
+      assert.equal(b.runtime_state, 'running', t.whyNotRunning?.(dir, 'c3', 2));
       assert.notEqual(a.runtime_id, b.runtime_id);
       await provider.destroy(g1);
       assert.equal((await provider.inspect('c3', 2)).runtime_state, 'running');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { bakeImage } from '../../../runner/src/images/bakeImage.js';
 import { FixReportSchema, type FixReport } from '../../../runner/src/protocol/fixReport.js';
@@ -16,21 +17,49 @@ const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 const WORKER_ROOT = process.env.FORGE_SWARM_ROOT || '/var/lib/forge-swarm';
 const workerSocket = (n: number) => join(WORKER_ROOT, `node${n}`, 'docker.sock');
 
-function fix(repo: string, args: string[]): { done: Promise<{ status: number | null; stderr: string; report: FixReport | null }> } {
+/** A run killed mid-way prints no report. */
+function parseReport(stdout: string): FixReport | null {
+  try {
+    return FixReportSchema.parse(JSON.parse(stdout));
+  } catch {
+    return null;
+  }
+}
+
+interface FixRun {
+  done: Promise<{ status: number | null; stderr: string; report: FixReport | null }>;
+  finished: () => boolean;
+  /** Stops a run the test gave up on, so none of its worktrees outlive the test. */
+  abort: () => Promise<void>;
+}
+
+function fix(repo: string, args: string[]): FixRun {
   const child = spawn(process.execPath, [RUNNER, 'fix', '--repo', repo, '--json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
+  let ended = false;
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done: FixRun['done'] = new Promise((resolve) =>
+    child.on('close', (status) => {
+      ended = true;
+      resolve({ status, stderr, report: parseReport(stdout) });
+    }),
+  );
   return {
-    done: new Promise((resolve) =>
-      child.on('close', (status) => resolve({ status, stderr, report: stdout ? FixReportSchema.parse(JSON.parse(stdout)) : null })),
-    ),
+    done,
+    finished: () => ended,
+    abort: async () => {
+      if (ended) return;
+      child.kill('SIGTERM');
+      await done;
+    },
   };
 }
 
 const replay = (name: string) => `replay:${join(SAMPLES, name, 'replay.json')}`;
 const issue = (name: string) => join(SAMPLES, name, 'issue.md');
+const execFileP = promisify(execFile);
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Nothing of forge's on the manager (services, configs, secrets, containers) nor on the engines given. */
@@ -100,12 +129,20 @@ describe('forge-runner fix on a Docker Swarm (3 nodes, replay model)', function 
   it("a worker's dockerd stopped while its cells run: the run still finishes with the right winner, the lost cells ran again elsewhere, nothing is left anywhere", async () => {
     const pidFile = join(WORKER_ROOT, 'node2', 'dockerd.pid');
     const node2 = (await engines[1]!.info()) as { Swarm: { NodeID: string } };
+    // The other nodes are paused until a cell lands on node2: the scheduler's spread alone need
+    // not pick node2 before a short run ends.
+    const others = ((await docker.listNodes()) as { ID: string }[]).filter((n) => n.ID !== node2.Swarm.NodeID);
+    const setAvailability = async (availability: 'pause' | 'active') => {
+      for (const n of others) await execFileP('docker', ['node', 'update', '--availability', availability, n.ID]);
+    };
     const repo = sampleRepo('py-calc');
+    let run: FixRun | null = null;
     try {
+      await setAvailability('pause');
       const args = ['--provider', 'swarm', '--registry', TEST_SWARM_REGISTRY, '--image', image, '--attempts', '6'];
-      const run = fix(repo.dir, [...args, '--issue-file', issue('py-calc'), '--model', replay('py-calc')]);
+      run = fix(repo.dir, [...args, '--issue-file', issue('py-calc'), '--model', replay('py-calc')]);
       let stopped = false;
-      for (let i = 0; i < 600 && !stopped; i++) {
+      while (!stopped && !run.finished()) {
         const tasks = (await docker.listTasks({ filters: { 'desired-state': ['running'] } })) as {
           NodeID?: string;
           Status?: { State?: string };
@@ -115,18 +152,21 @@ describe('forge-runner fix on a Docker Swarm (3 nodes, replay model)', function 
             (t) => t.NodeID === node2.Swarm.NodeID && ['assigned', 'preparing', 'starting', 'running'].includes(t.Status?.State ?? ''),
           )
         ) {
+          await setAvailability('active');
           process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGTERM');
           stopped = true;
         } else await delay(100);
       }
-      assert.ok(stopped, 'no cell was ever placed on node2');
       const r = await run.done;
+      assert.ok(stopped, `the run ended before any cell was placed on node2 (exit ${r.status}): ${r.stderr.slice(-2000)}`);
       assert.equal(r.status, 0, r.stderr);
       assert.equal(r.report!.status, 'fixed');
       assert.ok(r.report!.winner!.attempts[0]!.endsWith('-a0'), JSON.stringify(r.report!.winner));
       const resubmitted = (r.report!.cell_nodes ?? []).filter((c) => /resubmitted after/.test(c.node));
       assert.ok(resubmitted.length >= 1, `no cell says it was resubmitted: ${JSON.stringify(r.report!.cell_nodes)}`);
     } finally {
+      await run?.abort();
+      await setAvailability('active');
       repo.cleanup();
       // The worker comes back (same data root, same node): it removes the containers of services gone meanwhile.
       const up = spawn('bash', ['scripts/swarm-cluster.sh', 'up'], { stdio: 'ignore' });

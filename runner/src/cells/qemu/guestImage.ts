@@ -171,3 +171,12 @@ export function parseGuestStatus(
 export function guestReportedReady(text: string, nonce: string): boolean {
   return text.split('\n').some((l) => l.trim() === `forge-status ${nonce} ready`);
 }
+
+/** Pure: has this boot (nonce) started its instance's command, or said why it could not? */
+export function guestStartReport(text: string, nonce: string): { kind: 'started' } | { kind: 'fail'; reason: string } | null {
+  if (text.split('\n').some((l) => l.trim() === `forge-status ${nonce} started`)) return { kind: 'started' };
+  const status = parseGuestStatus(text, nonce);
+  if (status?.kind === 'fail') return status;
+  if (status?.kind === 'exit') return { kind: 'started' };
+  return null;
+}

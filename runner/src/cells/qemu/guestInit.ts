@@ -118,6 +118,7 @@ if [ "$MODE" = instance ]; then
   # A long-lived instance: start the command, report ready once the readiness probe passes.
   as_cell /.forge/cmd </dev/null >&4 2>&4 3>&- &
   CHILD=$!
+  echo "forge-status $NONCE started" >&3
   if [ -s /newroot/.forge/ready ]; then
     until as_cell /.forge/ready </dev/null >/dev/null 2>&1 3>&- 4>&-; do
       kill -0 $CHILD 2>/dev/null || break

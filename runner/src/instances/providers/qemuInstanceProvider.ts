@@ -1,12 +1,12 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CELL_HOME, CELL_SCRATCH } from '../../cells/bubblewrapArgs.js';
 import { buildCellEnvironment } from '../../cells/cellEnvironment.js';
 import { runnerStateDir } from '../../cells/cellIdentity.js';
 import { dedicatedCellUser } from '../../cells/cellUser.js';
-import { baseInitramfs, guestReportedReady, requestArchive } from '../../cells/qemu/guestImage.js';
+import { baseInitramfs, guestReportedReady, guestStartReport, requestArchive } from '../../cells/qemu/guestImage.js';
 import { buildQemuArgs } from '../../cells/qemu/qemuArgs.js';
 import {
   chooseAccelerator,
@@ -27,6 +27,8 @@ import type { EffectOutcome, InstanceProvider, InstanceRef, ProbeOutcome } from 
 
 const DEFAULT_COMMAND = ['sleep', 'infinity'];
 const DEFAULT_MEMORY_MIB = 512;
+/** A boot under TCG on a loaded machine takes tens of seconds; KVM takes one or two. */
+const START_DEADLINE_MS = 120_000;
 
 /**
  * Long-lived micro-VMs: the same kernel, initramfs and read-only host root over virtiofs as
@@ -72,14 +74,14 @@ export class QemuInstanceProvider implements InstanceProvider {
       if (obs.runtime_state !== 'created') return { changed: false, observation: obs };
     }
     writeFileSync(join(dir, 'spec.json'), JSON.stringify({ operation_id: ref.operation_id, spec: ref.spec }));
-    await this.boot(dir, ref);
+    await this.bootUntilStarted(dir, ref);
     return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
   }
 
   async start(ref: InstanceRef): Promise<EffectOutcome> {
     const obs = await this.inspect(ref.instance_id, ref.generation);
     if (startDecision(obs, ref.instance_id) === 'already_running') return { changed: false, observation: obs };
-    await this.boot(this.incarnationDir(ref.instance_id, ref.generation), ref);
+    await this.bootUntilStarted(this.incarnationDir(ref.instance_id, ref.generation), ref);
     return { changed: true, observation: await this.inspect(ref.instance_id, ref.generation) };
   }
 
@@ -116,7 +118,31 @@ export class QemuInstanceProvider implements InstanceProvider {
     return journalLines(this.incarnationDir(instanceId, generation));
   }
 
-  private async boot(dir: string, ref: InstanceRef): Promise<void> {
+  /**
+   * Boots the VM and returns once its guest runs the instance's command, so the observation
+   * create and start return is the VM's, not a process that may be dying. A VM that exits
+   * before its guest starts (qemu or virtiofsd failing as they start) is booted once more:
+   * nothing of the instance ran in it.
+   */
+  private async bootUntilStarted(dir: string, ref: InstanceRef): Promise<void> {
+    const what = `the VM of instance ${ref.instance_id} (generation ${ref.generation})`;
+    for (let attempt = 1; ; attempt++) {
+      const { nonce, qemu } = await this.boot(dir, ref);
+      const outcome = await awaitGuestStart(join(dir, 'boot'), nonce, qemu, START_DEADLINE_MS);
+      if (outcome.kind === 'started') return;
+      this.halt(dir);
+      if (outcome.kind === 'died' && attempt < 2) continue;
+      const boot = join(dir, 'boot');
+      if (outcome.kind === 'fail') throw new Error(`${what} could not start its command: ${outcome.reason}`);
+      if (outcome.kind === 'died')
+        throw new Error(
+          `${what} exited as it booted, twice: ${lastLine(join(boot, 'qemu.log')) || lastLine(join(boot, 'virtiofsd.log')) || `see ${boot}/console.log`}`,
+        );
+      throw new Error(`${what} did not start its command within ${START_DEADLINE_MS / 1000} s; its console is in ${boot}/console.log`);
+    }
+  }
+
+  private async boot(dir: string, ref: InstanceRef): Promise<{ nonce: string; qemu: ChildProcess }> {
     const tools = (this.tools ??= findQemuTools());
     if ('missing' in tools) throw new Error(`qemu instances unavailable: ${tools.missing}`);
     const accel = await chooseAccelerator(tools, this.cacheDir);
@@ -154,11 +180,13 @@ export class QemuInstanceProvider implements InstanceProvider {
       confinedRootArgs(layout, binds).filter((a) => a !== '--die-with-parent');
     const vfsSock = join(sock, 'root.sock');
     const share = sharedRootArgs(layout, sock);
+    const vfsLog = openSync(join(boot, 'virtiofsd.log'), 'a', 0o600);
     const vfs = spawn(
       tools.bwrap,
       [...share.bwrap.filter((a) => a !== '--die-with-parent'), ...virtiofsdArgs(tools.virtiofsd, vfsSock, share.source)],
-      { detached: true, stdio: 'ignore' },
+      { detached: true, stdio: ['ignore', 'ignore', vfsLog] },
     );
+    closeSync(vfsLog);
     vfs.unref();
     writeFileSync(join(dir, 'virtiofsd.pid'), String(vfs.pid));
     if (!(await waitForFile(vfsSock, 5000, vfs))) throw new Error('virtiofsd did not start');
@@ -177,13 +205,18 @@ export class QemuInstanceProvider implements InstanceProvider {
     // The command's output port goes to a file here (a long-lived instance has no reader).
     args.push('-chardev', `file,id=output,path=${join(boot, 'output.log')}`, '-device', 'virtserialport,chardev=output,name=forge.output');
     const dev = accel.accel === 'kvm' ? ['/dev/kvm'] : [];
+    // qemu's own complaints (never the guest's output, which goes to console.log) say why a VM
+    // that was started is not running.
+    const qemuLog = openSync(join(boot, 'qemu.log'), 'a', 0o600);
     const qemu = spawn(tools.bwrap, [...detachedRoot({ rw: [boot], ro: [tools.kernel.kernel], dev }), '--', tools.qemu, ...args], {
       detached: true,
-      stdio: 'ignore',
+      stdio: ['ignore', 'ignore', qemuLog],
     });
+    closeSync(qemuLog);
     qemu.unref();
     writeFileSync(join(dir, 'qemu.pid'), String(qemu.pid));
     appendFileSync(join(dir, 'journal'), `start ${qemu.pid} ${Date.now()}\n`);
+    return { nonce, qemu };
   }
 
   /** Stops the VM and its virtiofsd; true when something was running. */
@@ -206,4 +239,26 @@ export class QemuInstanceProvider implements InstanceProvider {
     appendFileSync(join(dir, 'journal'), `stop ${pid} ${Date.now()}\n`);
     return true;
   }
+}
+
+type StartOutcome = { kind: 'started' } | { kind: 'fail'; reason: string } | { kind: 'died' } | { kind: 'timeout' };
+
+/** Waits for the guest's word on its status port, or for its VM's end. */
+async function awaitGuestStart(boot: string, nonce: string, qemu: ChildProcess, deadlineMs: number): Promise<StartOutcome> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const report = guestStartReport(readOr(join(boot, 'status')), nonce);
+    if (report) return report;
+    if (qemu.exitCode !== null || qemu.signalCode !== null) {
+      // The guest may have written its last word as the VM went down.
+      return guestStartReport(readOr(join(boot, 'status')), nonce) ?? { kind: 'died' };
+    }
+    if (Date.now() > until) return { kind: 'timeout' };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function lastLine(path: string): string {
+  const lines = readOr(path).trim().split('\n');
+  return (lines[lines.length - 1] ?? '').slice(0, 300);
 }
