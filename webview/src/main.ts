@@ -208,7 +208,18 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
       ${v.exit_code}${v.framework ? `, ${v.framework}` : ''}) · <code>${testCmd}</code>
     </p>
     ${v.failing.length ? html`<div>Failing: ${v.failing.join(', ')}</div>` : nothing}
-    ${v.regressions.length ? html`<div class="bad">Regressions: ${v.regressions.join(', ')}</div>` : nothing}`;
+    ${
+      v.regressions.length
+        ? html`<div class="bad">
+            Regressions: ${v.regressions.map((n) => ((v.new_failing ?? []).includes(n) ? `${n} (new test)` : n)).join(', ')}
+          </div>`
+        : nothing
+    }
+    ${
+      !v.regressions_known && v.regressions_unknown
+        ? html`<div data-testid="regressions-unknown">Regressions not known in full: ${v.regressions_unknown}.</div>`
+        : nothing
+    }`;
 }
 
 function renderInstance(d: InstanceDetailsData): TemplateResult {

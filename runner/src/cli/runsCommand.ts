@@ -7,6 +7,7 @@ import { type RunRow, RunStore } from '../store/runStore.js';
 import { shownAttemptStatus } from '../server/runSnapshots.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { printable } from './formatCellResult.js';
+import { storedVerdict } from '../repair/verdicts/storedVerdict.js';
 
 /** A run still marked running by a runner that is gone is interrupted (resumable), as the editor shows it. */
 function shownRunStatus(r: RunRow): string {
@@ -70,7 +71,7 @@ export function registerRunsCommand(program: Command): void {
               report: parse(run.report_json),
               attempts: attempts.map(({ verdict_json, patch, ...a }) => ({
                 ...a,
-                verdict: parse(verdict_json),
+                verdict: verdict_json ? storedVerdict(verdict_json) : null,
                 patch_bytes: patch?.length ?? 0,
               })),
               cells: s.cellCount(runId),

@@ -8,8 +8,17 @@ export const VerdictSchema = z
     failed: z.number().int(),
     skipped: z.number().int(),
     failing: z.array(z.string()),
-    regressions: z.array(z.string()),
+    failing_complete: z
+      .boolean()
+      .describe('The failing list names every test that failed: the run finished, its log is whole, every counted failure is named.'),
+    failing_incomplete: z.string().nullable().describe('Why the failing list may miss tests (null when it is whole).'),
+    regressions: z.array(z.string()).describe('Tests that fail after the attempt and did not fail in the baseline.'),
+    new_failing: z.array(z.string()).describe('Of the regressions, tests the baseline did not have (it named every test it ran).'),
     regressions_known: z.boolean(),
+    regressions_unknown: z
+      .string()
+      .nullable()
+      .describe('Why regressions could not be checked in full (null when regressions_known); the regressions listed are sure ones.'),
     hook_failures: z
       .array(z.object({ hook: z.string(), command: z.string(), reason: z.enum(['network']) }).strict())
       .describe(

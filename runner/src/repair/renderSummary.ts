@@ -53,6 +53,11 @@ export function renderSummary(r: FixReport): string {
     lines.push(
       `The winner's diff did not apply to a fresh checkout: conflicts in ${r.ground_truth.conflicts.map(markdownText).join(', ')}.`,
     );
+  for (const a of r.attempts)
+    if (a.verdict && !a.verdict.regressions_known)
+      lines.push(
+        `Attempt ${a.index}: regressions not known in full: ${markdownText(a.verdict.regressions_unknown ?? 'no reason recorded')}.`,
+      );
   for (const a of r.attempts) for (const w of a.review_warnings) lines.push(`Attempt ${a.index}: ${markdownText(w)}`);
   const hooks = new Set(
     [r.baseline, ...r.attempts.map((a) => a.verdict), r.winner?.verdict]
@@ -68,14 +73,16 @@ export function renderSummary(r: FixReport): string {
   return lines.join('\n');
 }
 
-/** The regressions an attempt caused, by name (the first three), or "?" when not known. */
+/** The regressions an attempt caused, by name (the first three); why below when not known in full. */
 function regressionsCell(v: FixReport['baseline'] | null): string {
   if (!v) return '-';
-  if (!v.regressions_known) return v.regressions.length > 0 ? `${v.regressions.length}+` : '?';
-  if (v.regressions.length === 0) return '0';
   const named = v.regressions
     .slice(0, 3)
-    .map((n) => markdownText(n))
+    .map((n) => `${markdownText(n)}${v.new_failing.includes(n) ? ' (new test)' : ''}`)
     .join(', ');
-  return `${v.regressions.length}: ${named}${v.regressions.length > 3 ? ', ...' : ''}`;
+  const more = v.regressions.length > 3 ? ', ...' : '';
+  if (!v.regressions_known)
+    return v.regressions.length > 0 ? `at least ${v.regressions.length}: ${named}${more} (see below)` : 'not known (see below)';
+  if (v.regressions.length === 0) return '0';
+  return `${v.regressions.length}: ${named}${more}`;
 }

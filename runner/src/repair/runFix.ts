@@ -49,12 +49,12 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
   try {
     depsWt = await prepareDependencies({ ...scope, cells });
     const baseline = await runBaseline({ ...scope, cells });
-    const results = await runAttempts({ ...scope, cells, baselineReport: baseline.report });
+    const results = await runAttempts({ ...scope, cells, baselineReport: baseline.judged });
     // Selection by real test results.
     const selection = selectWinner(
       results.filter((r) => r.verdict).map((r) => ({ attemptId: r.attemptId, index: r.index, verdict: r.verdict!, patch: r.patch })),
     );
-    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.report });
+    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged });
     const fixed = isFixed(selection.winner, groundTruth);
     const settled = await settleWorktrees({ ...scope, cells, results, winner: selection.winner, fixed });
     return finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });

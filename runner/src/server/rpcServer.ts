@@ -16,6 +16,7 @@ import { stashTrackedChanges } from '../workspace/stashChanges.js';
 import { checkRepository } from '../repair/fix/checkRepository.js';
 import { confirmRepositoryFiles } from '../repair/trust/repositoryTrust.js';
 import { locateRepository } from '../workspace/attemptWorktree.js';
+import { storedVerdict } from '../repair/verdicts/storedVerdict.js';
 
 // core types: the table mixes zod's chainable and functional (zod/mini) schemas.
 type MethodTable = Record<string, { params: z.core.$ZodType; result: z.core.$ZodType }>;
@@ -117,7 +118,7 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
         run: snap.run,
         ranking: snap.ranking,
         attempt,
-        verdict: row.verdict_json ? JSON.parse(row.verdict_json) : null,
+        verdict: row.verdict_json ? storedVerdict(row.verdict_json) : null,
         turns,
         cells: snap.cells.filter((cell) => cell.attempt_index === index),
       };

@@ -2,9 +2,9 @@ import { BrokenEnvironmentSchema } from '../protocol/fixReport.js';
 import type { AttemptSnapshot, CellSnapshot, RunSnapshot, RunSummary } from '../protocol/rpcFix.js';
 import { explainRanking, type RankingExplained } from '../repair/explainRanking.js';
 import { patchSize } from '../repair/selectWinner.js';
-import type { Verdict } from '../repair/verdicts/judgeTestRun.js';
 import { patchFromStore } from '../workspace/patchBytes.js';
 import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js';
+import { storedVerdict } from '../repair/verdicts/storedVerdict.js';
 
 /** Store rows -> protocol snapshots. Everything a view shows comes from here, so a restarted runner shows the same. */
 /** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted; a cancelled one says so itself. */
@@ -132,7 +132,7 @@ export function rankAttempts(attempts: AttemptRow[]): RankingExplained {
     attempts.map((a) => ({
       index: a.idx,
       attemptId: a.attempt_id,
-      verdict: a.status === 'finished' && a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
+      verdict: a.status === 'finished' && a.verdict_json ? storedVerdict(a.verdict_json) : null,
       patch: patchFromStore(a.patch),
     })),
   );

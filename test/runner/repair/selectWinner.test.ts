@@ -11,8 +11,12 @@ const verdict = (green: boolean, failed = green ? 0 : 1): Verdict => ({
   failed,
   skipped: 0,
   failing: [],
+  failing_complete: true,
+  failing_incomplete: null,
   regressions: [],
+  new_failing: [],
   regressions_known: true,
+  regressions_unknown: null,
   hook_failures: [],
   green,
 });

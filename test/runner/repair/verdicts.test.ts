@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { judgeTestRun } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+import { judgedBaseline, judgeTestRun } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+import type { Judged } from '../../../runner/src/repair/verdicts/failingSet.js';
 import { isNpmTestCommand, isRegistryOnlyHook } from '../../../runner/src/repair/verdicts/npmLifecycle.js';
 import { parseJunitXml, parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../../../runner/src/repair/verdicts/classifyBaseline.js';
@@ -53,8 +54,14 @@ describe('test output parsers (one passing, one failing, one skipped test each)'
   });
 });
 
+/** A baseline as runBaseline keeps it: its report, and whether its failing list is whole. */
+const judgedRun = (exitCode: number, output: string): Judged => {
+  const v = judgeTestRun(exitCode, output, null);
+  return judgedBaseline(parseTestOutput(output), v);
+};
+
 describe('judgeTestRun', () => {
-  const baseline = parseTestOutput(fixture('cargo-test.txt'))!;
+  const baseline = judgedRun(101, fixture('cargo-test.txt'));
 
   it('green needs exit 0 and no regressions', () => {
     const fixed =
@@ -127,12 +134,12 @@ describe('test output parsers for frameworks added with real projects (captured 
     );
   });
 
-  it('regressions are known only when the baseline named the tests it passed', () => {
-    const quiet = parseTestOutput(fixture('pytest-default.txt'));
+  it('regressions come from failing sets: pytest without -rA names no passing test, and the regression is still named', () => {
+    const quiet = judgedRun(1, fixture('pytest-default.txt'));
     const broke = 'FAILED test_calc.py::test_adds - assert 0\nFAILED test_calc.py::test_subs - assert 0\n2 failed in 0.10s\n';
     const v = judgeTestRun(1, broke, quiet);
-    assert.deepEqual([v.regressions, v.regressions_known], [[], false]);
-    const named = judgeTestRun(1, broke, parseTestOutput(fixture('pytest-qrA.txt')));
+    assert.deepEqual([v.regressions, v.regressions_known, v.new_failing], [['test_calc.py::test_adds'], true, []]);
+    const named = judgeTestRun(1, broke, judgedRun(1, fixture('pytest-qrA.txt')));
     assert.deepEqual([named.regressions, named.regressions_known], [['test_calc.py::test_adds'], true]);
   });
 });

@@ -77,7 +77,9 @@ export function hookNote(v: Verdict): string {
 }
 
 export function regressionNote(v: Verdict): string {
-  return v.regressions.length > 0 ? `; regressions: ${v.regressions.slice(0, 3).join(', ')}${v.regressions.length > 3 ? ', ...' : ''}` : '';
+  const named =
+    v.regressions.length > 0 ? `; regressions: ${v.regressions.slice(0, 3).join(', ')}${v.regressions.length > 3 ? ', ...' : ''}` : '';
+  return v.regressions_known || !v.regressions_unknown ? named : `${named}; regressions not known in full: ${v.regressions_unknown}`;
 }
 
 export function throwIfCancelled(signal: AbortSignal | undefined): void {

@@ -1,9 +1,9 @@
+import type { Judged } from '../verdicts/failingSet.js';
 import type { FixReport } from '../../protocol/fixReport.js';
 import { applyPatch } from '../../workspace/applyPatch.js';
 import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import type { CandidateGroup } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
-import type { TestReport } from '../verdicts/testReport.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
@@ -12,7 +12,7 @@ export interface GroundTruthInput extends RunScope {
   cells: RunCells;
   /** The selected winner; null when no attempt was green (then there is nothing to check). */
   winner: CandidateGroup | null;
-  baselineReport: TestReport | null;
+  baselineReport: Judged | null;
 }
 
 /**

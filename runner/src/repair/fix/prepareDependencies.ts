@@ -51,7 +51,7 @@ async function installOnce({ run, request, deps, cells }: DependenciesInput): Pr
     throwIfCancelled(deps.signal);
     if (r.exit_code !== 0) {
       const tail = testOutputOf(r)
-        .trim()
+        .text.trim()
         .split('\n')
         .slice(-3)
         .map((l) => l.trim())

@@ -1,3 +1,4 @@
+import type { Judged } from '../verdicts/failingSet.js';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,6 @@ import { EMPTY_PATCH, patchFromStore } from '../../workspace/patchBytes.js';
 import { runAgentLoop } from '../agentLoop.js';
 import { patchSize } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
-import type { TestReport } from '../verdicts/testReport.js';
 import { type AttemptResult, hookNote, regressionNote, type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
@@ -22,7 +22,7 @@ import { type RunCells, WorktreeWithheldError } from './runCells.js';
 export interface AttemptsInput extends RunScope {
   cells: RunCells;
   /** The baseline's per-test report: an attempt's regressions are judged against it. */
-  baselineReport: TestReport | null;
+  baselineReport: Judged | null;
 }
 
 export interface AttemptInput extends AttemptsInput {

@@ -4,12 +4,14 @@ import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { EMPTY_PATCH } from '../../workspace/patchBytes.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../verdicts/classifyBaseline.js';
 import { isNpmTestCommand } from '../verdicts/npmLifecycle.js';
-import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import { judgedBaseline, judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import type { Judged } from '../verdicts/failingSet.js';
+import { storedVerdict } from '../verdicts/storedVerdict.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from '../verdicts/testReport.js';
 import { writeOutputs } from './fixReport.js';
 import { hookNote, type RunScope, throwIfCancelled } from './fixRun.js';
-import type { RunCells, TestRun } from './runCells.js';
+import { type RunCells, runEnd, type TestRun } from './runCells.js';
 
 /**
  * The tests could not run on the base commit (a command or module missing, no test ran, the
@@ -32,6 +34,8 @@ export interface BaselineInput extends RunScope {
 export interface Baseline {
   verdict: Verdict;
   report: TestReport | null;
+  /** The report with whether its failing list is whole: what attempts are judged against. */
+  judged: Judged;
 }
 
 /**
@@ -63,6 +67,7 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
     const { result: baselineRun, output: baselineOutput } = baselineTest;
     const verdict = judgeTestRun(baselineRun.exit_code, baselineOutput, null, baselineTest.written, {
       npmHooks: isNpmTestCommand(run.testCmd),
+      end: runEnd(baselineTest),
     });
     const report = baselineTest.written ?? parseTestOutput(baselineOutput);
     // A baseline whose tests never ran says nothing about the code: stop before any attempt.
@@ -101,7 +106,7 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
       throw new BrokenEnvironmentError(message, fixReport);
     }
     store.setBaseline(run.runId, { verdict, tests: report ? [...report.tests] : [], framework: report?.framework ?? null });
-    baseline = { verdict, report };
+    baseline = { verdict, report, judged: judgedBaseline(report, verdict) };
   }
   const v = baseline.verdict;
   progress(`baseline: exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.framework ? ` (${v.framework})` : ''}${hookNote(v)}`);
@@ -117,6 +122,7 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
 function parseStoredBaseline(json: string | null): Baseline | null {
   if (!json) return null;
   const stored = JSON.parse(json) as { verdict: Verdict; tests: [string, TestOutcome][]; framework: string | null };
+  stored.verdict = storedVerdict(JSON.stringify(stored.verdict));
   const report = stored.framework ? countTests({ ...emptyReport(stored.framework), tests: new Map(stored.tests) }) : null;
-  return { verdict: stored.verdict, report };
+  return { verdict: stored.verdict, report, judged: judgedBaseline(report, stored.verdict) };
 }

@@ -7,7 +7,8 @@ import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports
 import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
-import { judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import { type JudgeOptions, judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import type { Judged } from '../verdicts/failingSet.js';
 import { isNpmTestCommand, isRegistryOnlyHook, splitNpmStages } from '../verdicts/npmLifecycle.js';
 import { plain } from '../verdicts/testReport.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
@@ -25,7 +26,14 @@ export class WorktreeWithheldError extends InputError {}
 export interface TestRun {
   result: CellResult;
   output: string;
+  /** The log the parsers read holds every byte the command printed. */
+  logWhole: boolean;
   written: TestReport | null;
+}
+
+/** How a test cell ended, for judging whether its failing list is whole. */
+export function runEnd(t: TestRun): NonNullable<JudgeOptions['end']> {
+  return { timedOut: t.result.timed_out, limitsHit: t.result.limits_hit, logWhole: t.logWhole };
 }
 
 /**
@@ -105,7 +113,8 @@ export class RunCells {
   async testCell(worktree: string, purpose: string, attemptIdx: number | null, env?: Record<string, string>): Promise<TestRun> {
     const before = snapshotJunitReports(worktree);
     const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx, env ? { env } : {});
-    return { result, output: testOutputOf(result), written: readJunitReports(worktree, before) };
+    const log = testOutputOf(result);
+    return { result, output: log.text, logWhole: log.whole, written: readJunitReports(worktree, before) };
   }
 
   /**
@@ -120,11 +129,11 @@ export class RunCells {
     worktree: string,
     purpose: string,
     attemptIdx: number | null,
-    baseline: TestReport | null,
+    baseline: Judged | null,
   ): Promise<{ test: TestRun; verdict: Verdict }> {
     const npmHooks = isNpmTestCommand(this.scope.run.testCmd);
     const test = await this.testCell(worktree, purpose, attemptIdx);
-    const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks });
+    const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks, end: runEnd(test) });
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
     const hook = verdict.hook_failures[0]?.hook ?? 'post';
     const why = await this.hookHeldAgainst(worktree, hook, verdict.hook_failures[0]?.command ?? '', test.output);
@@ -137,7 +146,10 @@ export class RunCells {
     this.scope.deps.progress(
       `${purpose}: the output said a ${hook} hook failed after the tests passed, but the tests alone (hooks off) exit ${alone.result.exit_code}: counted as failing`,
     );
-    return { test: alone, verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false }) };
+    return {
+      test: alone,
+      verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false, end: runEnd(alone) }),
+    };
   }
 
   private baseScripts: Promise<{ pkg: string | null; scripts: Record<string, unknown>; npmrc: string | null }> | null = null;

@@ -1,4 +1,5 @@
-import { failedNetworkHook, type HookFailure, splitNpmStages } from './npmLifecycle.js';
+import { failingListCompleteness, type Judged, regressionsFrom, type RunEnd } from './failingSet.js';
+import { failedNetworkHook, type HookFailure, lifecycleStages } from './npmLifecycle.js';
 import { parseTestOutput } from './parsers.js';
 import { plain, type TestReport } from './testReport.js';
 
@@ -10,55 +11,73 @@ export interface Verdict {
   skipped: number;
   /** Failing test names, when the output names them. */
   failing: string[];
-  /** Tests that passed in the baseline and fail now. */
+  /** The failing list names every test that failed; else why not (failing_incomplete). */
+  failing_complete: boolean;
+  failing_incomplete: string | null;
+  /** Tests that fail now and did not fail in the baseline. */
   regressions: string[];
+  /** Of the regressions, tests the baseline did not have at all (it named every test it ran). */
+  new_failing: string[];
   /** Lifecycle hooks (npm posttest...) that failed for want of the network after the tests passed. */
   hook_failures: HookFailure[];
-  /**
-   * True only when regressions were really checked: the baseline named the tests it passed
-   * and this run named the tests it failed (pytest -q, for one, names no passing test).
-   */
+  /** True when both failing lists (the baseline's and this run's) are whole; else regressions_unknown says why. */
   regressions_known: boolean;
+  regressions_unknown: string | null;
   /** Exit 0 and no regressions: the selection's first criterion. */
   green: boolean;
 }
 
-/** Pure: the report names every test of an outcome it counted (e.g. all its passing tests). */
-export function namesAll(report: TestReport, outcome: 'pass' | 'fail'): boolean {
-  const named = [...report.tests.values()].filter((o) => o === outcome).length;
-  return named >= (outcome === 'pass' ? report.passed : report.failed);
+/** What the baseline's verdict says of its failing list, for judging attempts against it. */
+export function judgedBaseline(report: TestReport | null, verdict: Pick<Verdict, 'failing_complete' | 'failing_incomplete'>): Judged {
+  return {
+    report,
+    completeness:
+      verdict.failing_complete === true
+        ? { complete: true }
+        : { complete: false, why: verdict.failing_incomplete ?? 'it was recorded by an older runner' },
+  };
 }
 
+export interface JudgeOptions {
+  npmHooks: boolean;
+  /** How the cell ended (timed out, a limit hit, the log cut); a whole run when absent. */
+  end?: Omit<RunEnd, 'exitCode' | 'hookExcused'>;
+}
+
+const WHOLE_RUN: Omit<RunEnd, 'exitCode' | 'hookExcused'> = { timedOut: false, limitsHit: [], logWhole: true };
+
 /**
- * Pure: the verdict of one test run, compared with the baseline run on the base commit.
- * A test the baseline ran and passed that fails now is a regression; whether that could be
- * checked at all is said (regressions_known). `written` is the report the test runner wrote
- * itself (JUnit XML): it names every test, so it comes before the console.
+ * Pure: the verdict of one test run, compared with the baseline run on the base commit (null:
+ * this is the baseline). A test that fails now and did not in the baseline is a regression;
+ * whether that could be checked at all is said (regressions_known), and if not, why.
+ * `written` is the report the test runner wrote itself (JUnit XML): it names every test, so
+ * it comes before the console.
  */
 export function judgeTestRun(
   exitCode: number,
   output: string,
-  baseline: TestReport | null,
+  baseline: Judged | null,
   written: TestReport | null = null,
-  opts: { npmHooks: boolean } = { npmHooks: true },
+  opts: JudgeOptions = { npmHooks: true },
 ): Verdict {
-  // npm's test run: the report is the test stage's; a hook after it that failed only for
-  // want of the network is said, not held against the tests. Only when the command is npm's:
-  // any other command printing npm's banners is just printing.
-  const stages = splitNpmStages(plain(output));
-  const testStage = stages.find((s) => s.name === 'test');
+  // npm's test run: the report is the test stage's (nested scripts included); a hook after it
+  // that failed only for want of the network is said, not held against the tests. Only when
+  // the command is npm's: any other command printing npm's banners is just printing.
+  const stages = lifecycleStages(plain(output));
+  const main = stages.find((s) => stages.every((o) => o === s || o.name === `pre${s.name}` || o.name === `post${s.name}`)) ?? null;
   const hook = !opts.npmHooks
     ? null
     : failedNetworkHook(exitCode, stages, (s) => {
         const r = parseTestOutput(s.output);
         return Boolean(r && r.failed === 0 && r.passed > 0);
       });
-  const report = written ?? (testStage ? parseTestOutput(testStage.output) : null) ?? parseTestOutput(output);
+  const report = written ?? (main ? parseTestOutput(main.output) : null) ?? parseTestOutput(output);
   const failing = report ? [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : [];
-  const known = Boolean(report && baseline && baseline.passed > 0 && namesAll(baseline, 'pass') && namesAll(report, 'fail'));
-  const regressions = known
-    ? [...baseline!.tests].filter(([name, o]) => o === 'pass' && report!.tests.get(name) === 'fail').map(([name]) => name)
-    : [];
+  const completeness = failingListCompleteness(report, { exitCode, hookExcused: hook !== null, ...(opts.end ?? WHOLE_RUN) });
+  const judged: Judged = { report, completeness };
+  const found = baseline
+    ? regressionsFrom(judged, baseline)
+    : { known: false as const, regressions: [], why: 'this is the baseline, which regressions are judged against' };
   return {
     exit_code: exitCode,
     framework: report?.framework ?? null,
@@ -66,9 +85,13 @@ export function judgeTestRun(
     failed: report?.failed ?? (exitCode === 0 ? 0 : 1),
     skipped: report?.skipped ?? 0,
     failing,
-    regressions,
-    regressions_known: known,
+    failing_complete: completeness.complete,
+    failing_incomplete: completeness.complete ? null : completeness.why,
+    regressions: found.regressions,
+    new_failing: found.known ? found.newFailing : [],
+    regressions_known: found.known,
+    regressions_unknown: found.known ? null : found.why,
     hook_failures: hook ? [hook] : [],
-    green: (exitCode === 0 || hook !== null) && regressions.length === 0,
+    green: (exitCode === 0 || hook !== null) && found.regressions.length === 0,
   };
 }

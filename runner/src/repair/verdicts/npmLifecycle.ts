@@ -13,9 +13,10 @@ export interface NpmStage {
   output: string;
 }
 
-const BANNER = /^> (\S+) (\S+)\n> (.*)\n/gm;
+// npm: "> name@1.0.0 test"; pnpm adds the package's directory: "> name@1.0.0 test /home/u/proj".
+const BANNER = /^> (\S+) (\S+)(?: [^\n]*)?\n> (.*)\n/gm;
 
-/** Pure: the stages npm announced, in order; [] when the output has no npm banner. */
+/** Pure: every script npm (or pnpm) announced, in order, nested ones too; [] when the output has no banner. */
 export function splitNpmStages(output: string): NpmStage[] {
   const marks = [...output.matchAll(BANNER)].map((m) => ({
     pkg: m[1]!,
@@ -30,6 +31,34 @@ export function splitNpmStages(output: string): NpmStage[] {
     command: m.command,
     output: output.slice(m.body, marks[i + 1]?.at ?? output.length),
   }));
+}
+
+/**
+ * Pure: the stages of the lifecycle the package manager ran for the command's script:
+ * pre<script>, <script> and post<script> of the package it announced first, split by those
+ * names only. Any other banner (a nested `npm run tests-only`, its own pre/post scripts, a
+ * workspace's scripts) is output of the stage it ran in, as the user sees it.
+ */
+export function lifecycleStages(output: string): NpmStage[] {
+  const banners = splitNpmStages(output);
+  const first = banners[0];
+  if (!first) return [];
+  const script =
+    first.name.startsWith('pre') && banners.some((b) => b.pkg === first.pkg && b.name === first.name.slice(3))
+      ? first.name.slice(3)
+      : first.name;
+  const order = [`pre${script}`, script, `post${script}`];
+  const stages: NpmStage[] = [];
+  let next = 0;
+  for (const b of banners) {
+    const at = order.indexOf(b.name);
+    const current = stages[stages.length - 1];
+    if (b.pkg === first.pkg && at >= next) {
+      stages.push({ ...b });
+      next = at + 1;
+    } else if (current) current.output += `> ${b.pkg} ${b.name}\n> ${b.command}\n${b.output}`;
+  }
+  return stages;
 }
 
 /** Output that says a network access was refused or could not resolve (a cell without network). */

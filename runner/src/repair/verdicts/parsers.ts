@@ -127,12 +127,22 @@ export function parseUnittest(out: string): TestReport | null {
   r.failed = (counts.failures ?? 0) + (counts.errors ?? 0) + (counts.unexpected_successes ?? 0);
   r.skipped = (counts.skipped ?? 0) + (counts.expected_failures ?? 0);
   r.passed = num(ran[1]) - r.failed - r.skipped;
-  const nameOf = (method: string, dotted: string | undefined) => dotted ?? method;
+  // Python 3.11+ prints "test_x (mod.Cls.test_x)", older ones "test_x (mod.Cls)", a doctest "add (mod)":
+  // the dotted path to the test either way, so two methods of one class never share a name.
+  const nameOf = (method: string, dotted: string) => (dotted === method || dotted.endsWith(`.${method}`) ? dotted : `${dotted}.${method}`);
+  const RESULT = / \.\.\. (ok|FAIL|ERROR|skipped|expected failure|unexpected success)/;
+  let pending: string | null = null;
   for (const l of out.split('\n')) {
-    const v = /^(\w+) \(([\w.]+)\)[^\n]* \.\.\. (ok|FAIL|ERROR|skipped|expected failure|unexpected success)/.exec(l);
-    if (v) r.tests.set(nameOf(v[1]!, v[2]), v[3] === 'ok' || v[3] === 'expected failure' ? 'pass' : v[3] === 'skipped' ? 'skip' : 'fail');
+    // With -v, a test with a description (a docstring's first line, "Doctest: mod.add") has it,
+    // and its result, on the line after its name.
+    const v = /^(\w+) \(([\w.]+)\)(.*)$/.exec(l);
+    const result = RESULT.exec(l);
+    const name: string | null = v ? nameOf(v[1]!, v[2]!) : pending;
+    pending = v && !result ? name : null;
+    if (name && result)
+      r.tests.set(name, result[1] === 'ok' || result[1] === 'expected failure' ? 'pass' : result[1] === 'skipped' ? 'skip' : 'fail');
     const h = /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/.exec(l);
-    if (h) r.tests.set(nameOf(h[2]!, h[3]), 'fail');
+    if (h) r.tests.set(nameOf(h[2]!, h[3]!), 'fail');
   }
   return r;
 }
@@ -185,8 +195,9 @@ export function parseVitest(out: string): TestReport | null {
   for (const l of out.split('\n')) {
     const v = /^\s+([✓×↓]) (.+?)(?: \d+ms)?$/.exec(l);
     if (v && !/\(\d+ tests?/.test(v[2]!)) r.tests.set(v[2]!, v[1] === '✓' ? 'pass' : v[1] === '×' ? 'fail' : 'skip');
+    // "FAIL  test/cli.test.ts > cli > adds": the describe chain, as the × line names it.
     const f = /^\s*FAIL\s+\S+ > (.+)$/.exec(l);
-    if (f) r.tests.set(f[1]!.split(' > ').pop()!, 'fail');
+    if (f) r.tests.set(f[1]!, 'fail');
   }
   return r;
 }

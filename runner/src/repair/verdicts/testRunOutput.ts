@@ -19,7 +19,12 @@ const MAX_PARSED_LOG = 8 * 1024 * 1024;
  * A test cell's output for the parsers: its full (capped) log, where a long test run's
  * summary and every named outcome are, not just the head and tail shown to people.
  */
-export function testOutputOf(result: Pick<CellResult, 'output' | 'full_output_path'>): string {
+export function testOutputOf(result: Pick<CellResult, 'output' | 'output_bytes' | 'output_truncated' | 'full_output_path'>): {
+  text: string;
+  /** Every byte the command printed is in the text (nothing capped, nothing cut). */
+  whole: boolean;
+} {
   const log = readRegularPath(result.full_output_path, MAX_PARSED_LOG);
-  return Buffer.isBuffer(log) ? log.toString('utf8') : result.output;
+  if (Buffer.isBuffer(log)) return { text: log.toString('utf8'), whole: log.length >= result.output_bytes };
+  return { text: result.output, whole: !result.output_truncated };
 }

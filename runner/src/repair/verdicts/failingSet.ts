@@ -1,0 +1,95 @@
+import type { TestReport } from './testReport.js';
+
+/**
+ * Regressions from failing sets: a test that fails after an attempt and did not fail on the
+ * base commit is a regression. That needs no framework to list its passing tests (vitest,
+ * pytest -q and unittest without -v do not), only two failing lists that are whole; and a
+ * list is whole or not by facts of the run, never by what one framework's console looks like.
+ */
+
+/** How a test run ended, beside what it printed. */
+export interface RunEnd {
+  exitCode: number;
+  timedOut: boolean;
+  /** Cell limits the command hit (memory, pids, output, cpu_time): it was cut short. */
+  limitsHit: readonly string[];
+  /** The log the parsers read holds every byte the command printed. */
+  logWhole: boolean;
+  /** A hook after the tests failed and is excused (npm's registry-only posttest): not a test failure. */
+  hookExcused?: boolean;
+}
+
+export type Completeness = { complete: true } | { complete: false; why: string };
+
+/** A run that exited 0 with nothing the runner reads: the exit status says nothing failed. */
+const WHOLE: Completeness = { complete: true };
+
+/** Pure: does the report name every test that failed in this run, and if not, why not (one phrase). */
+export function failingListCompleteness(report: TestReport | null, end: RunEnd): Completeness {
+  if (end.timedOut) return { complete: false, why: 'the run timed out before its tests finished' };
+  if (end.limitsHit.length > 0) return { complete: false, why: `the run was cut short by its ${end.limitsHit.join(' and ')} limit` };
+  if (!end.logWhole) return { complete: false, why: 'its log was cut, so failures past the cut are not seen' };
+  if (!report)
+    return end.exitCode === 0 ? WHOLE : { complete: false, why: `its output has no test report the runner reads (exit ${end.exitCode})` };
+  const named = [...report.tests.values()].filter((o) => o === 'fail').length;
+  if (named < report.failed)
+    return {
+      complete: false,
+      why: `${report.failed} test(s) failed but its ${report.framework} output names ${named === 0 ? 'none' : `only ${named}`}`,
+    };
+  if (end.exitCode !== 0 && report.failed === 0 && !end.hookExcused)
+    return {
+      complete: false,
+      why: `it exited ${end.exitCode} with no failing test in its ${report.framework} report, so something the runner does not read failed (a build, a lint, another test runner)`,
+    };
+  return WHOLE;
+}
+
+export interface Judged {
+  report: TestReport | null;
+  completeness: Completeness;
+}
+
+export type Regressions =
+  { known: true; regressions: string[]; newFailing: string[] } | { known: false; regressions: string[]; why: string };
+
+const failingOf = (r: TestReport | null) => new Set(r ? [...r.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : []);
+
+/**
+ * Pure: the tests that fail now and did not on the base commit. Known when both failing lists
+ * are whole; otherwise the ones that are sure anyway (a test the baseline ran and passed, or
+ * that is missing from a whole baseline list) and why the rest cannot be said. A regression is
+ * also a new failing test when the baseline named every test it ran and not this one.
+ */
+export function regressionsFrom(now: Judged, baseline: Judged): Regressions {
+  const nowFailing = [...failingOf(now.report)];
+  const base = baseline.report;
+  const baseFailing = failingOf(base);
+  const passedBefore = (n: string) => base?.tests.get(n) === 'pass';
+  if (baseline.completeness.complete) {
+    const regressions = nowFailing.filter((n) => !baseFailing.has(n));
+    if (!now.completeness.complete) return { known: false, regressions, why: now.completeness.why };
+    const baseNamesAll = base !== null && namesEveryTest(base);
+    return { known: true, regressions, newFailing: baseNamesAll ? regressions.filter((n) => !base.tests.has(n)) : [] };
+  }
+  // The baseline's failing list is not whole, but a test it ran and passed that fails now is a regression all the same.
+  const regressions = nowFailing.filter(passedBefore);
+  if (base !== null && base.passed > 0 && namesEveryTest(base) && now.completeness.complete)
+    return { known: true, regressions, newFailing: [] };
+  return {
+    known: false,
+    regressions,
+    why: `the baseline's failing list is not whole: ${baseline.completeness.why}`,
+  };
+}
+
+/** Pure: the report names each test it counted (passing, failing and skipped alike). */
+export function namesEveryTest(r: TestReport): boolean {
+  let pass = 0,
+    fail = 0;
+  for (const o of r.tests.values()) {
+    if (o === 'pass') pass++;
+    else if (o === 'fail') fail++;
+  }
+  return pass >= r.passed && fail >= r.failed;
+}

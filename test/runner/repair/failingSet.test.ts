@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type FixReport, VerdictSchema } from '../../../runner/src/protocol/fixReport.js';
+import { storedVerdict } from '../../../runner/src/repair/verdicts/storedVerdict.js';
+import { renderSummary } from '../../../runner/src/repair/renderSummary.js';
+import { failingListCompleteness, type Judged, regressionsFrom } from '../../../runner/src/repair/verdicts/failingSet.js';
+import { judgedBaseline, judgeTestRun, type Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+import { lifecycleStages } from '../../../runner/src/repair/verdicts/npmLifecycle.js';
+import { parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
+import { emptyReport, type TestOutcome, type TestReport } from '../../../runner/src/repair/verdicts/testReport.js';
+
+const fixture = (name: string) => readFileSync(join('test', 'fixtures', 'test-output', name), 'utf8');
+const WHOLE = { exitCode: 1, timedOut: false, limitsHit: [] as string[], logWhole: true };
+
+function report(framework: string, tests: [string, TestOutcome][], counts?: Partial<TestReport>): TestReport {
+  const r = { ...emptyReport(framework), tests: new Map(tests) };
+  for (const [, o] of tests) {
+    if (o === 'pass') r.passed++;
+    else if (o === 'fail') r.failed++;
+    else r.skipped++;
+  }
+  return { ...r, ...counts };
+}
+
+/** A baseline as runBaseline keeps it, from its real output. */
+const baselineOf = (exitCode: number, output: string): Judged =>
+  judgedBaseline(parseTestOutput(output), judgeTestRun(exitCode, output, null));
+
+describe('failing lists: whole or not, by the facts of the run', () => {
+  const r = report('vitest', [['a', 'fail']], { passed: 7 });
+
+  it('a run that finished with every failure named is whole, whatever the framework lists of its passing tests', () => {
+    assert.deepEqual(failingListCompleteness(r, WHOLE), { complete: true });
+    assert.deepEqual(failingListCompleteness(null, { ...WHOLE, exitCode: 0 }), { complete: true });
+  });
+
+  it('each reason a list is not whole is said in words', () => {
+    const why = (rep: TestReport | null, end: Partial<typeof WHOLE> & { limitsHit?: string[] }) => {
+      const c = failingListCompleteness(rep, { ...WHOLE, ...end });
+      assert.equal(c.complete, false);
+      return c.complete ? '' : c.why;
+    };
+    assert.match(why(r, { timedOut: true }), /timed out/);
+    assert.match(why(r, { limitsHit: ['memory'] }), /cut short by its memory limit/);
+    assert.match(why(r, { logWhole: false }), /log was cut/);
+    assert.match(why(null, {}), /no test report the runner reads \(exit 1\)/);
+    assert.match(why(report('jest', [['a', 'fail']], { failed: 3 }), {}), /3 test\(s\) failed but its jest output names only 1/);
+    assert.match(
+      why(report('mocha', [], { passed: 4 }), { exitCode: 2 }),
+      /exited 2 with no failing test .* something the runner does not read failed/,
+    );
+  });
+});
+
+describe('regressions from failing sets', () => {
+  const whole = (rep: TestReport | null): Judged => ({ report: rep, completeness: { complete: true } });
+
+  it('a test failing now that did not fail in the baseline is a regression; a test the baseline never had is a new failing test', () => {
+    const base = whole(
+      report('unittest', [
+        ['t.a', 'pass'],
+        ['t.b', 'fail'],
+      ]),
+    );
+    const now = whole(
+      report('unittest', [
+        ['t.a', 'fail'],
+        ['t.b', 'pass'],
+        ['t.c', 'fail'],
+      ]),
+    );
+    assert.deepEqual(regressionsFrom(now, base), { known: true, regressions: ['t.a', 't.c'], newFailing: ['t.c'] });
+  });
+
+  it('a baseline that names only its failures still names regressions (and cannot say which are new)', () => {
+    const base = whole(report('vitest', [['b', 'fail']], { passed: 9 }));
+    const now = whole(report('vitest', [['a', 'fail']], { passed: 9 }));
+    assert.deepEqual(regressionsFrom(now, base), { known: true, regressions: ['a'], newFailing: [] });
+  });
+
+  it('a run whose list is not whole: the sure regressions, and why the rest is unknown', () => {
+    const base = whole(report('jest', [['b', 'fail']], { passed: 3 }));
+    const now: Judged = {
+      report: report('jest', [['a', 'fail']], { failed: 4 }),
+      completeness: { complete: false, why: 'the run timed out before its tests finished' },
+    };
+    assert.deepEqual(regressionsFrom(now, base), { known: false, regressions: ['a'], why: 'the run timed out before its tests finished' });
+    const cut: Judged = { report: report('jest', [['b', 'fail']]), completeness: { complete: false, why: 'its log was cut' } };
+    const r = regressionsFrom(whole(report('jest', [['a', 'fail']])), cut);
+    assert.deepEqual(r, { known: false, regressions: [], why: "the baseline's failing list is not whole: its log was cut" });
+  });
+});
+
+describe('real outputs (issue 26)', () => {
+  it('npm test = npm run tests-only (pretest lint, tape in the nested script, posttest npx npm audit without a registry): the tests passed, the hook is said', () => {
+    const out = fixture('npm-nested-run-posttest-network.txt');
+    assert.deepEqual(
+      lifecycleStages(out).map((s) => s.name),
+      ['pretest', 'test', 'posttest'],
+    );
+    const v = judgeTestRun(1, out, baselineOf(1, fixture('npm-nested-run-failing.txt')));
+    assert.deepEqual([v.green, v.passed, v.failed, v.framework], [true, 2, 0, 'tap']);
+    assert.deepEqual(v.hook_failures, [{ hook: 'posttest', command: 'npx npm audit --production', reason: 'network' }]);
+    assert.deepEqual([v.regressions, v.regressions_known], [[], true]);
+  });
+
+  it('the same project with a test broken: red, the failing assertion named, the hook not excused', () => {
+    const v = judgeTestRun(1, fixture('npm-nested-run-failing.txt'), null);
+    assert.deepEqual([v.green, v.failing, v.hook_failures, v.failing_complete], [false, ['subs › two minus one'], [], true]);
+  });
+
+  it('vitest 3 with node:test TAP in its output: the regression is named, the TAP lines are not vitest tests', () => {
+    const base = baselineOf(1, fixture('vitest3-tap-mixed-baseline.txt'));
+    assert.deepEqual([base.report!.framework, base.completeness.complete], ['vitest', true]);
+    const v = judgeTestRun(1, fixture('vitest3-tap-mixed-broke.txt'), base);
+    assert.deepEqual([v.framework, v.passed, v.failed], ['vitest', 2, 2]);
+    assert.deepEqual([v.regressions, v.regressions_known, v.regressions_unknown], [['cli > adds'], true, null]);
+    assert.ok(!v.failing.some((n) => /inner/.test(n)), JSON.stringify(v.failing));
+  });
+
+  it('unittest -v with doctests: each doctest has its own name, and the regressions are named', () => {
+    const base = baselineOf(1, fixture('unittest-doctest-baseline.txt'));
+    assert.deepEqual(
+      [...base.report!.tests],
+      [
+        ['test_calc.TestCalc.test_add', 'pass'],
+        ['test_calc.TestCalc.test_sub', 'fail'],
+        ['calc.add', 'pass'],
+        ['calc.sub', 'fail'],
+      ],
+    );
+    const v = judgeTestRun(1, fixture('unittest-doctest-broke.txt'), base);
+    assert.deepEqual([v.regressions, v.regressions_known, v.new_failing], [['test_calc.TestCalc.test_add', 'calc.add'], true, []]);
+  });
+
+  it('unittest of Python before 3.11 ("test_x (mod.Cls)"): two methods of one class are two tests', () => {
+    const out =
+      'test_add (test_calc.TestCalc) ... ok\ntest_sub (test_calc.TestCalc) ... FAIL\n\n' +
+      '======================================================================\nFAIL: test_sub (test_calc.TestCalc)\n' +
+      '----------------------------------------------------------------------\nRan 2 tests in 0.001s\n\nFAILED (failures=1)\n';
+    assert.deepEqual(
+      [...parseTestOutput(out)!.tests],
+      [
+        ['test_calc.TestCalc.test_add', 'pass'],
+        ['test_calc.TestCalc.test_sub', 'fail'],
+      ],
+    );
+  });
+});
+
+describe('the summary never shows a bare "?"', () => {
+  const verdict = (v: Partial<Verdict>): Verdict => ({
+    ...judgeTestRun(1, 'FAIL a\n0 passed, 1 failed\n', null),
+    ...v,
+  });
+
+  it('an attempt whose regressions are not known says why, in words, below the table', () => {
+    const unknown = verdict({
+      regressions_known: false,
+      regressions: [],
+      regressions_unknown: 'the run timed out before its tests finished',
+    });
+    const some = verdict({
+      regressions_known: false,
+      regressions: ['t.a'],
+      regressions_unknown: 'its log was cut, so failures past the cut are not seen',
+    });
+    const attempt = (index: number, v: Verdict): FixReport['attempts'][number] => ({
+      index,
+      attempt_id: `a${index}`,
+      temperature: 0.2,
+      status: 'finished',
+      stop: 'finish',
+      turns: 2,
+      tokens: 0,
+      verdict: v,
+      diff_size: 1,
+      review_warnings: [],
+      omitted: [],
+      error: null,
+    });
+    const summary = renderSummary({
+      run_id: 'run-1',
+      status: 'not_fixed',
+      repo: '/r',
+      base_commit: 'a'.repeat(40),
+      test_cmd: 'npm test',
+      provider: 'host',
+      image: '',
+      model: 'replay',
+      baseline: verdict({}),
+      environment: null,
+      dependencies: [],
+      attempts: [attempt(0, unknown), attempt(1, some)],
+      winner: null,
+      best: null,
+      ground_truth: null,
+      applied_to: null,
+      cells: 3,
+      duration_ms: 1000,
+    });
+    assert.doesNotMatch(summary, /\|\s*\?\s*\|/);
+    assert.match(summary, /\| not known \(see below\) \|/);
+    assert.match(summary, /\| at least 1: t\.a \(see below\) \|/);
+    assert.match(summary, /Attempt 0: regressions not known in full: the run timed out before its tests finished\./);
+    assert.match(summary, /Attempt 1: regressions not known in full: its log was cut/);
+  });
+});
+
+describe('verdicts of runs recorded before failing lists were judged', () => {
+  it('read back from the store, they still pass the report schema, their regressions said unknown for a reason', () => {
+    const old = {
+      exit_code: 1,
+      framework: 'pytest',
+      passed: 1,
+      failed: 1,
+      skipped: 0,
+      failing: ['t::a'],
+      regressions: [],
+      regressions_known: false,
+      hook_failures: [],
+      green: false,
+    };
+    const v = VerdictSchema.parse(storedVerdict(JSON.stringify(old)));
+    assert.deepEqual([v.failing_complete, v.new_failing], [false, []]);
+    assert.match(v.regressions_unknown!, /older runner/);
+    assert.equal(VerdictSchema.parse(storedVerdict(JSON.stringify({ ...old, regressions_known: true }))).regressions_unknown, null);
+  });
+});
