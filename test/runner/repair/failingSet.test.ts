@@ -110,6 +110,24 @@ describe('real outputs (issue 26)', () => {
     assert.deepEqual([v.green, v.failing, v.hook_failures, v.failing_complete], [false, ['subs › two minus one'], [], true]);
   });
 
+  it('pnpm 10 (banners with the directory): split by lifecycle names; a posttest failing for its own reason (ENOLOCK) is not excused', () => {
+    const out = fixture('pnpm10-nested-run-posttest.txt');
+    assert.deepEqual(
+      lifecycleStages(out).map((s) => s.name),
+      ['pretest', 'test', 'posttest'],
+    );
+    const v = judgeTestRun(1, out, baselineOf(1, fixture('npm-nested-run-failing.txt')));
+    assert.deepEqual([v.green, v.passed, v.failed, v.hook_failures], [false, 2, 0, []]);
+    assert.match(v.regressions_unknown!, /exited 1 with no failing test in its tap report/);
+  });
+
+  it('yarn 1 prints no script names: the whole output is the report, the failing assertion named', () => {
+    const out = fixture('yarn1-nested-run-failing.txt');
+    assert.deepEqual(lifecycleStages(out), []);
+    const v = judgeTestRun(1, out, null);
+    assert.deepEqual([v.green, v.failing, v.failing_complete], [false, ['subs › two minus one'], true]);
+  });
+
   it('vitest 3 with node:test TAP in its output: the regression is named, the TAP lines are not vitest tests', () => {
     const base = baselineOf(1, fixture('vitest3-tap-mixed-baseline.txt'));
     assert.deepEqual([base.report!.framework, base.completeness.complete], ['vitest', true]);
