@@ -177,9 +177,28 @@ describe('npm lifecycle hooks (real npm output)', () => {
     for (const cmd of ['node test.js', 'npm run tests-only', 'npx jest', 'pnpm test', 'sh -c "npm test"', 'npm testx'])
       assert.equal(isNpmTestCommand(cmd), false, cmd);
     // Only a hook that does nothing but ask the registry can be discounted (red team rounds 4-7).
-    for (const h of ['npm audit', 'npx npm audit', 'npx -y npm audit --audit-level=high', 'npm outdated', 'npx audit-ci --moderate'])
+    for (const h of [
+      'npm audit',
+      'npx npm audit',
+      'npx -y npm audit --audit-level=high',
+      'npm outdated',
+      'npx audit-ci --moderate',
+      // qs 6.13 and other published packages pin npm itself by a version range (issue 26).
+      "npx npm@'>=10.2' audit --production",
+      'npx npm@10 audit',
+    ])
       assert.equal(isRegistryOnlyHook(h), true, h);
-    for (const h of ['node e2e.js', 'node --test e2e/', 'npm audit && node e2e.js', 'npm run e2e', 'npm audit; node x', 'npx some-e2e'])
+    for (const h of [
+      'node e2e.js',
+      'node --test e2e/',
+      'npm audit && node e2e.js',
+      'npm run e2e',
+      'npm audit; node x',
+      'npx some-e2e',
+      "npx npm@'file:./tools/npm' audit",
+      'npx npm@github:someone/npm audit',
+      "npx npm@'>=10' audit' && node x '",
+    ])
       assert.equal(isRegistryOnlyHook(h), false, h);
   });
 });

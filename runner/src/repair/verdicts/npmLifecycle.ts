@@ -112,7 +112,9 @@ export function isNpmTestCommand(cmd: string): boolean {
  * without network it fails whatever the change, and its failure says nothing about the change.
  */
 export function isRegistryOnlyHook(script: string): boolean {
-  return /^\s*(?:npx\s+(?:-y\s+|--yes\s+)?)?(?:npm\s+(?:audit|outdated|doctor|ping)|audit-ci|better-npm-audit|nsp\s+check)(?:\s+--?[\w-]+(?:[= ][\w.-]+)?)*\s*$/.test(
+  // `npx npm@'>=10.2' audit` (qs and many ljharb packages): npm itself at a version range, never
+  // another spec (npm@file:..., npm@github:...), which would run code the repository names.
+  return /^\s*(?:npx\s+(?:-y\s+|--yes\s+)?)?(?:npm(?:@(?:'[\d.<>=^~x* |-]+'|"[\d.<>=^~x* |-]+"|[\d.^~x*]+))?\s+(?:audit|outdated|doctor|ping)|audit-ci|better-npm-audit|nsp\s+check)(?:\s+--?[\w-]+(?:[= ][\w.-]+)?)*\s*$/.test(
     script,
   );
 }
