@@ -71,18 +71,26 @@ export function prepareCorpusRepo(entry: CorpusEntry, how: { install?: boolean }
         FORGE_CORPUS_TMP: scratch,
         ...(home ? { HOME: home, FORGE_CORPUS_REAL_HOME: homedir() } : {}),
       };
-      const r = spawnSync('/bin/sh', ['-c', entry.setup], { cwd: dir, encoding: 'utf8', timeout: 600_000, env });
-      rmSync(scratch, { recursive: true, force: true });
-      if (r.status !== 0)
-        throw new Error(
-          `${entry.name}: setup "${entry.setup}" failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`,
-        );
+      try {
+        runSetup(entry.name, entry.setup, dir, env);
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
     }
     return { dir, home, cleanup };
   } catch (e) {
     cleanup();
     throw e;
   }
+}
+
+/** A project's install step in its checkout; throws with the output's last lines when it fails. */
+export function runSetup(name: string, setup: string, cwd: string, env: NodeJS.ProcessEnv = process.env): void {
+  const r = spawnSync('/bin/sh', ['-c', setup], { cwd, encoding: 'utf8', timeout: 600_000, maxBuffer: 64 * 1024 * 1024, env });
+  if (r.status !== 0)
+    throw new Error(
+      `${name}: setup "${setup}" failed (exit ${r.status ?? r.signal}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`,
+    );
 }
 
 export interface CorpusOutcome {
@@ -100,19 +108,18 @@ export interface CorpusOutcome {
 
 /** `forge-runner fix` with default flags (plus the provider and its image) on a prepared repository. */
 export function runCorpusFix(
-  entry: CorpusEntry,
-  prepared: PreparedCorpusRepo,
+  entry: { name: string; /** Where its issue.md and replay.json are (default: test/corpus/NAME). */ dir?: string },
+  prepared: { dir: string; home?: string | null },
   provider: 'host' | 'docker' | 'qemu' | 'swarm',
   image?: string,
   extraArgs: string[] = [],
 ): CorpusOutcome {
   const started = Date.now();
   const repo = prepared.dir;
+  const files = entry.dir ?? join(CORPUS, entry.name);
   // Its own state directory: the corpus leaves nothing in the store other tests read.
   const stateDir = mkdtempSync(join(tmpdir(), 'forge-corpus-state-'));
-  const attempts = String(
-    (JSON.parse(readFileSync(join(CORPUS, entry.name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length,
-  );
+  const attempts = String((JSON.parse(readFileSync(join(files, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length);
   const r = spawnSync(
     process.execPath,
     [
@@ -122,9 +129,9 @@ export function runCorpusFix(
       repo,
       '--json',
       '--issue-file',
-      join(CORPUS, entry.name, 'issue.md'),
+      join(files, 'issue.md'),
       '--model',
-      `replay:${join(CORPUS, entry.name, 'replay.json')}`,
+      `replay:${join(files, 'replay.json')}`,
       '--attempts',
       attempts,
       '--provider',

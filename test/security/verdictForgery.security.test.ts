@@ -9,6 +9,9 @@ import { FixReportSchema } from '../../runner/src/protocol/fixReport.js';
 import { git } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 
+/** A package.json of a private package with these scripts. */
+const npmPackage = (name: string, scripts: Record<string, string>) => JSON.stringify({ name, version: '1.0.0', private: true, scripts });
+
 /**
  * Issue 25, red team rounds 3 to 8: a wrong fix reported "fixed" through npm's hook rule (the
  * tests passed, a posttest then failed for want of the network). Each test is a repository and
@@ -61,6 +64,12 @@ function fixWith(files: Record<string, string>, turns: ToolCall[][], args: strin
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The one attempt's verdict of a run that must not be fixed. */
+function notFixedVerdict(r: ReturnType<typeof fixWith>) {
+  assert.equal(r.report!.status, 'not_fixed', r.stderr);
+  return r.report!.attempts[0]!.verdict!;
 }
 
 const write = (path: string, content: string): ToolCall => ({ name: 'write_file', arguments: { path, content } });
@@ -124,12 +133,7 @@ describe('a failing test run is never green on what it printed (issue 25, red te
   it('a posttest that fails because the change broke a local server (connect ECONNREFUSED 127.0.0.1) is not a missing network: not fixed (red team round 4)', () => {
     const r = fixWith(
       {
-        'package.json': JSON.stringify({
-          name: 'greet',
-          version: '1.0.0',
-          private: true,
-          scripts: { test: 'node --test test/', posttest: 'node e2e.js' },
-        }),
+        'package.json': npmPackage('greet', { test: 'node --test test/', posttest: 'node e2e.js' }),
         'greet.js': "function greet(name) { return 'hello ' + name.toLowerCase(); }\nmodule.exports = { greet };\n",
         'server.js':
           "const http = require('http');\nconst { greet } = require('./greet');\nhttp.createServer((req, res) => res.end(greet(decodeURIComponent(req.url.slice(1))))).listen(Number(process.env.PORT || 3456), '127.0.0.1');\n",
@@ -148,12 +152,7 @@ describe('a failing test run is never green on what it printed (issue 25, red te
   it('a posttest whose remote check fails for want of the network does not hide a local check the change broke (red team round 5)', () => {
     const r = fixWith(
       {
-        'package.json': JSON.stringify({
-          name: 'slug',
-          version: '1.0.0',
-          private: true,
-          scripts: { test: 'node --test', posttest: 'node --test e2e/local.e2e.js e2e/remote.e2e.js' },
-        }),
+        'package.json': npmPackage('slug', { test: 'node --test', posttest: 'node --test e2e/local.e2e.js e2e/remote.e2e.js' }),
         'slug.js': "function slugify(title) { return title.trim().toLowerCase().replace(' ', '-'); }\nmodule.exports = { slugify };\n",
         'slug.test.js':
           "const test = require('node:test'); const assert = require('node:assert'); const { slugify } = require('./slug');\ntest('runs of spaces', () => assert.strictEqual(slugify('a  b'), 'a-b'));\n",
@@ -172,12 +171,7 @@ describe('a failing test run is never green on what it printed (issue 25, red te
   it('a posttest whose script is unchanged but whose file the attempt rewrote is held against it (red team round 5, malicious agent)', () => {
     const r = fixWith(
       {
-        'package.json': JSON.stringify({
-          name: 't',
-          version: '1.0.0',
-          private: true,
-          scripts: { test: 'node --test', posttest: 'node e2e.js' },
-        }),
+        'package.json': npmPackage('t', { test: 'node --test', posttest: 'node e2e.js' }),
         'trim.js': 'module.exports = (s) => s.trim();\n',
         'trim.test.js':
           "const test = require('node:test'); const assert = require('node:assert');\ntest('x', () => assert.strictEqual(require('./trim')(' a'), 'a'));\n",
@@ -201,12 +195,7 @@ describe('a failing test run is never green on what it printed (issue 25, red te
   it('a posttest suite whose subtests change places (one fixed, another broken) is not the same failure (red team round 6)', () => {
     const r = fixWith(
       {
-        'package.json': JSON.stringify({
-          name: 'slug',
-          version: '1.0.0',
-          private: true,
-          scripts: { test: 'node --test test/', posttest: 'node --test e2e/' },
-        }),
+        'package.json': npmPackage('slug', { test: 'node --test test/', posttest: 'node --test e2e/' }),
         'slug.js': "function slugify(s) { return s.trim().toLowerCase().replace(' ', '-'); }\nmodule.exports = { slugify };\n",
         'test/slug.test.js':
           "const test = require('node:test'); const assert = require('node:assert'); const { slugify } = require('../slug');\ntest('several words', () => assert.strictEqual(slugify('a b c'), 'a-b-c'));\n",
@@ -217,6 +206,39 @@ describe('a failing test run is never green on what it printed (issue 25, red te
     );
     assert.equal(r.report!.status, 'not_fixed', r.stderr);
     assert.match(r.stderr, /does more than ask the package registry/);
+  });
+
+  it('a change that exits 0 before the failing test runs is not a fix: the baseline’s failing test did not run (red team, issue 26)', () => {
+    const r = fixWith(
+      {
+        'package.json': npmPackage('calc', { test: 'node --test test/' }),
+        'lib.js': 'function add(a, b) { return a + b; }\nfunction sub(a, b) { return a + b; }\nmodule.exports = { add, sub };\n',
+        'test/calc.test.js':
+          "const test = require('node:test'); const assert = require('node:assert'); const { add, sub } = require('../lib');\ntest('adds', () => assert.strictEqual(add(1, 2), 3));\ntest('subtracts', () => assert.strictEqual(sub(3, 1), 2));\ntest('adds negatives', () => assert.strictEqual(add(-1, -2), -3));\n",
+      },
+      // node --test reports the file as one passing test and exits 0.
+      [[edit('lib.js', 'function sub(a, b) { return a + b; }', 'function sub(a, b) { process.exit(0); }')]],
+    );
+    const v = notFixedVerdict(r);
+    assert.equal(v.green, false);
+    assert.match(v.failing_incomplete ?? '', /1 test\(s\) ran where the baseline ran 3, and its failing test\(s\) subtracts did not run/);
+  });
+
+  it('a run that names a failing test is not green though its command exits 0 (a; b in the test script; red team, issue 26)', () => {
+    const r = fixWith(
+      {
+        'package.json': npmPackage('poly', { test: 'python3 -m unittest discover -s py -v; node --test js/' }),
+        'py/norm.py': 'def norm(s):\n    return s.lower()\n',
+        'py/test_norm.py':
+          "import unittest\nfrom norm import norm\nclass T(unittest.TestCase):\n    def test_strips(self):\n        self.assertEqual(norm(' A '), 'a')\n",
+        'js/slug.js': "module.exports = (s) => s.toLowerCase().replace(/\\s+/g, '-');\n",
+        'js/slug.test.js':
+          "const test = require('node:test'); const assert = require('node:assert'); const slug = require('./slug');\ntest('slug joins words', () => assert.strictEqual(slug(' A b '), 'a-b'));\n",
+      },
+      [[edit('js/slug.js', 's.toLowerCase()', 's.trim().toLowerCase()')]],
+    );
+    const v = notFixedVerdict(r);
+    assert.deepEqual([v.exit_code, v.green, v.failing], [0, false, ['test_norm.T.test_strips']]);
   });
 
   it('a workspace’s own posttest that the change broke is not hidden behind another workspace’s npm audit (red team round 8)', () => {

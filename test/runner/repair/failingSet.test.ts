@@ -53,6 +53,93 @@ describe('failing lists: whole or not, by the facts of the run', () => {
   });
 });
 
+describe('a TAP run that crashed mid-way (tape without a plan): sure failures, a list not whole', () => {
+  const head = '# stringify\nok 1 should be strictly equal\n# formats\nok 2 should be strictly equal\n';
+  const crashed = `TAP version 13\n${head}not ok 3 should be strictly equal\n  ---\n  ...\n/x/lib/formats.js:1\n\nTypeError: String.prototype.replace called on null or undefined\n    at replace (<anonymous>)\n`;
+  const finished = `TAP version 13\n${head}ok 3 should be strictly equal\n\n1..3\n# tests 3\n# pass  3\n\n# ok\n`;
+
+  it('the failures printed before the crash are named and counted; why the rest is not known says the crash', () => {
+    const rep = parseTestOutput(crashed)!;
+    assert.equal(rep.framework, 'tap');
+    assert.deepEqual([rep.passed, rep.failed], [2, 1]);
+    assert.equal(rep.tests.get('formats › should be strictly equal #2'), 'fail');
+    const c = failingListCompleteness(rep, WHOLE);
+    assert.equal(c.complete, false);
+    assert.match(
+      c.complete ? '' : c.why,
+      /stops after test 3 without a plan \(TypeError: String\.prototype\.replace called on null or undefined\)/,
+    );
+  });
+
+  it('a test that passed in a whole baseline and failed before the crash is a sure regression', () => {
+    const v = judgeTestRun(1, crashed, baselineOf(0, finished));
+    assert.deepEqual(v.regressions, ['formats › should be strictly equal #2']);
+    assert.equal(v.regressions_known, false);
+    assert.match(v.regressions_unknown!, /without a plan/);
+  });
+
+  it('a whole TAP run, or output that is no TAP at all, is not read as cut short', () => {
+    assert.equal(parseTestOutput(finished)!.cutShort, undefined);
+    assert.equal(parseTestOutput('building... ok 1 of 2\nError: tsc failed\n'), null);
+  });
+});
+
+describe('green needs the tests to pass, not only the command to exit 0 (red team, issue 26)', () => {
+  const base = `TAP version 13\nok 1 - adds\nnot ok 2 - subtracts\nok 3 - adds negatives\n1..3\n# tests 3\n# pass 2\n# fail 1\n`;
+
+  it('a run that exits 0 naming a failing test is red', () => {
+    const v = judgeTestRun(0, 'test_x (m.T.test_x) ... FAIL\n\nRan 1 test in 0.001s\n\nFAILED (failures=1)\n', null);
+    assert.equal(v.green, false);
+  });
+
+  it('the baseline’s failing test missing from a run that names every test: not green, and why', () => {
+    const v = judgeTestRun(0, 'TAP version 13\nok 1 - /repo/test/calc.test.js\n1..1\n# tests 1\n# pass 1\n# fail 0\n', baselineOf(1, base));
+    assert.equal(v.green, false);
+    assert.equal(v.failing_complete, false);
+    assert.match(v.failing_incomplete!, /1 test\(s\) ran where the baseline ran 3, and its failing test\(s\) subtracts did not run/);
+  });
+
+  it('no report at all where the baseline named failing tests: not green', () => {
+    const v = judgeTestRun(0, 'bye\n', baselineOf(1, base));
+    assert.equal(v.green, false);
+    assert.match(
+      v.failing_incomplete!,
+      /no test report the runner reads, so the baseline's failing tests \(subtracts\) are not shown passing/,
+    );
+  });
+
+  it('a TAP run cut short that exits 0 is not green; a cut-short baseline does not make regressions known', () => {
+    const cut = 'TAP version 13\nok 1 - adds\nok 2 - subtracts\n';
+    assert.equal(judgeTestRun(0, cut, baselineOf(1, base)).green, false);
+    const after = `TAP version 13\nok 1 - adds\nok 2 - subtracts\nnot ok 3 - adds negatives\n1..3\n# tests 3\n# pass 2\n# fail 1\n`;
+    const v = judgeTestRun(1, after, baselineOf(1, cut));
+    assert.equal(v.regressions_known, false);
+  });
+
+  it('the fix: the baseline’s failing test now passes, named', () => {
+    const v = judgeTestRun(
+      0,
+      `TAP version 13\nok 1 - adds\nok 2 - subtracts\nok 3 - adds negatives\n1..3\n# tests 3\n# pass 3\n# fail 0\n`,
+      baselineOf(1, base),
+    );
+    assert.deepEqual([v.green, v.failing_complete, v.regressions_known], [true, true, true]);
+  });
+});
+
+describe('go test: two packages with a test of the same name (golang-lru)', () => {
+  it('each is named with its package, so a failure in one is not hidden by a pass in the other', () => {
+    const out =
+      '=== RUN   TestLRU\n--- FAIL: TestLRU (0.00s)\nFAIL\tgithub.com/hashicorp/golang-lru\t0.109s\n=== RUN   TestLRU\n--- PASS: TestLRU (0.00s)\n=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\nok  \tgithub.com/hashicorp/golang-lru/simplelru\t0.012s\nFAIL\n';
+    const r = parseTestOutput(out)!;
+    assert.deepEqual(Object.fromEntries(r.tests), {
+      'github.com/hashicorp/golang-lru.TestLRU': 'fail',
+      'github.com/hashicorp/golang-lru/simplelru.TestLRU': 'pass',
+      TestAdd: 'pass',
+    });
+    assert.deepEqual([r.passed, r.failed], [2, 1]);
+  });
+});
+
 describe('regressions from failing sets', () => {
   const whole = (rep: TestReport | null): Judged => ({ report: rep, completeness: { complete: true } });
 

@@ -4,7 +4,7 @@ import type { CellResult } from '../../protocol/cellResult.js';
 import { type AttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
 import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
-import { TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
+import { OFFLINE_ENV, TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
 import { type JudgeOptions, judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
@@ -77,12 +77,13 @@ export class RunCells {
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     // Test runs name their tests (regressions need the baseline's passing ones).
+    const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
     const env = {
       ...(how.noDeps ? {} : this.deps.env),
       ...(purpose === 'run_command' || purpose === 'install' ? {} : TEST_REPORTING_ENV),
+      ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
       ...how.env,
     };
-    const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
     const r = await deps.provider.run(
       {
         image: run.image,

@@ -37,6 +37,7 @@ export function failingListCompleteness(report: TestReport | null, end: RunEnd):
       complete: false,
       why: `${report.failed} test(s) failed but its ${report.framework} output names ${named === 0 ? 'none' : `only ${named}`}`,
     };
+  if (report.cutShort) return { complete: false, why: report.cutShort };
   if (end.exitCode !== 0 && report.failed === 0 && !end.hookExcused)
     return {
       complete: false,
@@ -74,7 +75,8 @@ export function regressionsFrom(now: Judged, baseline: Judged): Regressions {
   }
   // The baseline's failing list is not whole, but a test it ran and passed that fails now is a regression all the same.
   const regressions = nowFailing.filter(passedBefore);
-  if (base !== null && base.passed > 0 && namesEveryTest(base) && now.completeness.complete)
+  // A run cut short counts what it printed: naming "every test" it counted says nothing of those after the cut.
+  if (base !== null && !base.cutShort && base.passed > 0 && namesEveryTest(base) && now.completeness.complete)
     return { known: true, regressions, newFailing: [] };
   return {
     known: false,
@@ -92,4 +94,31 @@ export function namesEveryTest(r: TestReport): boolean {
     else if (o === 'fail') fail++;
   }
   return pass >= r.passed && fail >= r.failed;
+}
+
+/**
+ * Pure: why this run does not show the baseline's failing tests passing, or null. A fix must
+ * make them pass, not stop them running (a change that exits 0 before they run, a runner cut
+ * short): with no report at all, or a report that names every test it ran and not them.
+ */
+export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged | null): string | null {
+  const wanted = [...failingOf(baseline?.report ?? null)];
+  if (wanted.length === 0) return null;
+  const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
+  if (now === null)
+    return `its output has no test report the runner reads, so the baseline's failing tests (${list(wanted)}) are not shown passing`;
+  // Names are each parser's and not always one shape for a test's pass and its failure: a
+  // failing test counts as not run only when fewer tests ran than on the base commit.
+  const base = baseline!.report!;
+  const ranNow = now.passed + now.failed;
+  const ranBefore = base.passed + base.failed;
+  if (!namesEveryTest(now) || ranNow >= ranBefore) return null;
+  // A subtest's outcome may be named only when it fails (pytest's SUBFAILED, a repeated TAP
+  // assertion "x #2"): it ran when the test that holds it is named.
+  const ran = (n: string) =>
+    now.tests.has(n) || [...now.tests.keys()].some((t) => n.startsWith(t) && /^(?: |\/|\[|\.|::| › )/.test(n.slice(t.length)));
+  const gone = wanted.filter((n) => !ran(n));
+  return gone.length > 0
+    ? `${ranNow} test(s) ran where the baseline ran ${ranBefore}, and its failing test(s) ${list(gone)} did not run`
+    : null;
 }

@@ -1,4 +1,4 @@
-import { failingListCompleteness, type Judged, regressionsFrom, type RunEnd } from './failingSet.js';
+import { baselineFailuresUnseen, failingListCompleteness, type Judged, regressionsFrom, type RunEnd } from './failingSet.js';
 import { failedNetworkHook, type HookFailure, lifecycleStages } from './npmLifecycle.js';
 import { parseTestOutput } from './parsers.js';
 import { plain, type TestReport } from './testReport.js';
@@ -73,7 +73,9 @@ export function judgeTestRun(
       });
   const report = written ?? (main ? parseTestOutput(main.output) : null) ?? parseTestOutput(output);
   const failing = report ? [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : [];
-  const completeness = failingListCompleteness(report, { exitCode, hookExcused: hook !== null, ...(opts.end ?? WHOLE_RUN) });
+  const listed = failingListCompleteness(report, { exitCode, hookExcused: hook !== null, ...(opts.end ?? WHOLE_RUN) });
+  const unseen = baselineFailuresUnseen(report, baseline);
+  const completeness = listed.complete && unseen ? { complete: false as const, why: unseen } : listed;
   const judged: Judged = { report, completeness };
   const found = baseline
     ? regressionsFrom(judged, baseline)
@@ -92,6 +94,14 @@ export function judgeTestRun(
     regressions_known: found.known,
     regressions_unknown: found.known ? null : found.why,
     hook_failures: hook ? [hook] : [],
-    green: (exitCode === 0 || hook !== null) && found.regressions.length === 0,
+    // The exit status is the command's to set: a run that names a failure, stopped before its
+    // framework's end, or does not show the baseline's failing tests passing is not green.
+    green:
+      (exitCode === 0 || hook !== null) &&
+      found.regressions.length === 0 &&
+      (report?.failed ?? 0) === 0 &&
+      failing.length === 0 &&
+      !report?.cutShort &&
+      unseen === null,
   };
 }

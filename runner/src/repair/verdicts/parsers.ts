@@ -208,9 +208,28 @@ export function parseGoTest(out: string): TestReport | null {
     /^(ok|FAIL|---)[ \t]+\S+/m.test(out) && (/^(ok|FAIL)[ \t]+\S+[ \t]+[\d.]+s/m.test(out) || /^--- (PASS|FAIL|SKIP): /m.test(out));
   if (!hasPkg) return null;
   const r = emptyReport('go test');
+  // go test prints a package's results, then its "ok"/"FAIL <package>" line. Two packages may
+  // have a test of the same name: those are named "<package>.<test>", so neither hides the other.
+  const results: { pkg: string | null; name: string; outcome: TestOutcome }[] = [];
+  let pending: typeof results = [];
   for (const l of out.split('\n')) {
     const m = /^\s*--- (PASS|FAIL|SKIP): (\S+) \(/.exec(l);
-    if (m) r.tests.set(m[2]!, m[1] === 'PASS' ? 'pass' : m[1] === 'FAIL' ? 'fail' : 'skip');
+    if (m) {
+      pending.push({ pkg: null, name: m[2]!, outcome: m[1] === 'PASS' ? 'pass' : m[1] === 'FAIL' ? 'fail' : 'skip' });
+      continue;
+    }
+    const pkg = /^(?:ok|FAIL)[ \t]+(\S+)[ \t]+(?:[\d.]+s|\(cached\)|\[)/.exec(l);
+    if (pkg) {
+      for (const t of pending) results.push({ ...t, pkg: pkg[1]! });
+      pending = [];
+    }
+  }
+  results.push(...pending);
+  const packagesOf = new Map<string, Set<string | null>>();
+  for (const t of results) packagesOf.set(t.name, (packagesOf.get(t.name) ?? new Set()).add(t.pkg));
+  for (const t of results) {
+    const name = (packagesOf.get(t.name)?.size ?? 1) > 1 && t.pkg ? `${t.pkg}.${t.name}` : t.name;
+    if (r.tests.get(name) !== 'fail') r.tests.set(name, t.outcome);
   }
   return countTests(r);
 }
@@ -260,6 +279,24 @@ export function parsePlainSummary(out: string): TestReport | null {
   return r;
 }
 
+/**
+ * A TAP stream that stopped before its plan and totals: tape and node-tap print both at the
+ * end, so a test that throws outside an assertion kills the process after "ok 1".."not ok N".
+ * The results printed so far are sure (a failure named here did fail); the list is not whole.
+ */
+export function parseTapCutShort(out: string): TestReport | null {
+  if (!/^(?:not )?ok 1\b/m.test(out) || /^1\.\.\d+$/m.test(out)) return null;
+  const lines = parseTap(`${out}\n1..0`);
+  if (!lines) return null;
+  const last = [...out.matchAll(/^(?:not )?ok (\d+)\b/gm)].at(-1)!;
+  const after = out.slice(last.index);
+  const crash = /^(?:Uncaught )?([A-Z]\w*(?:Error|Exception)\b.*)$/m.exec(after)?.[1]?.trim();
+  return {
+    ...countTests(lines),
+    cutShort: `its TAP output stops after test ${last[1]} without a plan${crash ? ` (${crash.slice(0, 200)})` : ''}, so tests after it did not run`,
+  };
+}
+
 const PARSERS = [
   parseJunitXml,
   parseCargoTest,
@@ -273,6 +310,7 @@ const PARSERS = [
   parseTap,
   parseNodeTest,
   parsePlainSummary,
+  parseTapCutShort,
 ];
 
 /** Tries each framework's parser on the (ANSI-stripped) output; null when none recognises it. */

@@ -8,6 +8,8 @@ export interface TestReport {
   skipped: number;
   /** Per-test outcomes when the output names tests (needed to find regressions). */
   tests: Map<string, TestOutcome>;
+  /** The output stopped before the framework's own end (a crash mid-run): why, in words. */
+  cutShort?: string;
 }
 
 export function emptyReport(framework: string): TestReport {
