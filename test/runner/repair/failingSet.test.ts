@@ -126,6 +126,40 @@ describe('green needs the tests to pass, not only the command to exit 0 (red tea
   });
 });
 
+describe('shapes found on published packages (issue 26 corpus)', () => {
+  it('two tape streams in one test script (object-inspect: npm run tests-only && npm run test:corejs): their totals add up', () => {
+    const stream = (n: number) =>
+      `TAP version 13\n# inspect\nok 1 should be equal\nok 2 should be equal\n\n1..2\n# tests 2\n# pass  2\n\n# ok\n`.repeat(n);
+    const r = parseTestOutput(stream(2))!;
+    assert.deepEqual([r.passed, r.failed, r.tests.size], [4, 0, 4]);
+  });
+
+  it('AVA 6 (eleventy-navigation): ✔ and ✘ [fail]: lines named, no passed total when a test fails', () => {
+    const fail =
+      "\n  ✔ empty\n  ✘ [fail]: url override\n  ✔ breadcrumbs\n  ─\n\n  url override\n\n  Difference (- actual, + expected):\n\n  - 'a'\n  + 'b'\n\n  ─\n\n  1 test failed\n";
+    const pass = '\n  ✔ empty\n  ✔ url override\n  ✔ breadcrumbs\n  ─\n\n  3 tests passed\n';
+    const r = parseTestOutput(fail)!;
+    assert.deepEqual([r.framework, r.passed, r.failed, r.tests.get('url override')], ['ava', 2, 1, 'fail']);
+    const v = judgeTestRun(
+      1,
+      fail.replace('✔ breadcrumbs', '✘ [fail]: breadcrumbs').replace('1 test failed', '2 tests failed'),
+      baselineOf(1, fail),
+    );
+    assert.deepEqual(v.regressions, ['breadcrumbs']);
+    assert.equal(judgeTestRun(0, pass, baselineOf(1, fail)).green, true);
+    assert.equal(parseTestOutput('  ✔ a\n  1 uncaught exception\n  1 test passed\n')!.failed, 1);
+  });
+
+  it('mocha 2 ends a passing title with a space its failing one lacks (jsonpath): one name either way', () => {
+    const pass = '\n  slice\n\r    ✓ negative slices \n\r    ✓ explicit params \n\n\n  2 passing (5ms)\n';
+    const fail = '\n  slice\n\r    1) negative slices\n\r    ✓ explicit params \n\n\n  1 passing (5ms)\n  1 failing\n';
+    assert.deepEqual([...parseTestOutput(pass)!.tests.keys()], ['negative slices', 'explicit params']);
+    assert.deepEqual(Object.fromEntries(parseTestOutput(fail)!.tests), { 'negative slices': 'fail', 'explicit params': 'pass' });
+    const v = judgeTestRun(0, pass, baselineOf(1, fail));
+    assert.equal(v.green, true, v.failing_incomplete ?? '');
+  });
+});
+
 describe('go test: two packages with a test of the same name (golang-lru)', () => {
   it('each is named with its package, so a failure in one is not hidden by a pass in the other', () => {
     const out =

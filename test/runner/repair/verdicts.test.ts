@@ -186,6 +186,9 @@ describe('npm lifecycle hooks (real npm output)', () => {
       // qs 6.13 and other published packages pin npm itself by a version range (issue 26).
       "npx npm@'>=10.2' audit --production",
       'npx npm@10 audit',
+      // safe-regex-test 1.0.0 and other ljharb packages: aud, npm audit with its exit codes.
+      'aud --production',
+      'npx aud --production',
     ])
       assert.equal(isRegistryOnlyHook(h), true, h);
     for (const h of [
@@ -197,6 +200,8 @@ describe('npm lifecycle hooks (real npm output)', () => {
       'npx some-e2e',
       "npx npm@'file:./tools/npm' audit",
       'npx npm@github:someone/npm audit',
+      'aud-local --production',
+      'aud --production && node x',
       "npx npm@'>=10' audit' && node x '",
     ])
       assert.equal(isRegistryOnlyHook(h), false, h);

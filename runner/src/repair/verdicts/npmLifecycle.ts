@@ -114,7 +114,8 @@ export function isNpmTestCommand(cmd: string): boolean {
 export function isRegistryOnlyHook(script: string): boolean {
   // `npx npm@'>=10.2' audit` (qs and many ljharb packages): npm itself at a version range, never
   // another spec (npm@file:..., npm@github:...), which would run code the repository names.
-  return /^\s*(?:npx\s+(?:-y\s+|--yes\s+)?)?(?:npm(?:@(?:'[\d.<>=^~x* |-]+'|"[\d.<>=^~x* |-]+"|[\d.^~x*]+))?\s+(?:audit|outdated|doctor|ping)|audit-ci|better-npm-audit|nsp\s+check)(?:\s+--?[\w-]+(?:[= ][\w.-]+)?)*\s*$/.test(
+  // `aud` (ljharb's packages: `aud --production`) is npm audit with its exit codes.
+  return /^\s*(?:npx\s+(?:-y\s+|--yes\s+)?)?(?:npm(?:@(?:'[\d.<>=^~x* |-]+'|"[\d.<>=^~x* |-]+"|[\d.^~x*]+))?\s+(?:audit|outdated|doctor|ping)|aud|audit-ci|better-npm-audit|nsp\s+check)(?:\s+--?[\w-]+(?:[= ][\w.-]+)?)*\s*$/.test(
     script,
   );
 }

@@ -64,7 +64,11 @@ export function parseNodeTest(out: string): TestReport | null {
  * are "test › assertion" and a repeated one gets " #2".
  */
 export function parseTap(out: string): TestReport | null {
-  const total = (k: string) => new RegExp(`^# ${k}[ \\t]+(\\d+)[ \\t]*$`, 'm').exec(out)?.[1];
+  // A script may run several TAP streams (npm run a && npm run b): each prints its totals; they add up.
+  const total = (k: string) => {
+    const all = [...out.matchAll(new RegExp(`^# ${k}[ \\t]+(\\d+)[ \\t]*$`, 'gm'))];
+    return all.length === 0 ? undefined : String(all.reduce((sum, m) => sum + Number(m[1]), 0));
+  };
   const plan = /^1\.\.\d+$/m.test(out);
   // Plain TAP (a plan and ok / not ok lines, no totals, as C and Perl producers print) is counted from its lines.
   const bare = total('pass') === undefined && plan && /^(?:not )?ok \d+/m.test(out);
@@ -159,10 +163,39 @@ export function parseMocha(out: string): TestReport | null {
   for (const l of out.slice(0, listEnd).split('\n')) {
     const ok = /^\s+[✔✓] (.+?)(?: \(\d+ms\))?$/.exec(l);
     const bad = /^\s+\d+\) (.+)$/.exec(l);
-    if (ok) r.tests.set(ok[1]!, 'pass');
-    else if (bad) r.tests.set(bad[1]!, 'fail');
+    // mocha 2 ends a passing line with a space its failing lines lack; one title twice fails if either did.
+    if (ok && r.tests.get(ok[1]!.trim()) !== 'fail') r.tests.set(ok[1]!.trim(), 'pass');
+    else if (bad) r.tests.set(bad[1]!.trim(), 'fail');
   }
   return r;
+}
+
+/**
+ * AVA: "✔ name" / "✘ [fail]: name" per test ("file › name" with several files), "- name" for
+ * a skipped one, and closing totals ("25 tests passed", "1 test failed", "2 tests skipped",
+ * "1 uncaught exception"); when a test fails AVA prints no passed total.
+ */
+export function parseAva(out: string): TestReport | null {
+  const totals = [
+    ...out.matchAll(
+      /^[ \t]+(\d+) (tests? passed|tests? failed|known failures?|tests? skipped|tests? todo|uncaught exceptions?|unhandled rejections?)$/gm,
+    ),
+  ];
+  if (totals.length === 0 || !/^[ \t]+(?:✔|✘ \[fail\]:) /m.test(out)) return null;
+  const r = emptyReport('ava');
+  for (const l of out.split('\n')) {
+    const pass = /^[ \t]+✔ (?:\[expected fail\] )?(.+?)(?: \(\d+(?:\.\d+)?m?s\))?$/.exec(l);
+    const fail = /^[ \t]+✘ \[fail\]: (.+?)(?: \(\d+(?:\.\d+)?m?s\))?$/.exec(l);
+    const skip = /^[ \t]+- (?:\[skip\] )?(.+)$/.exec(l);
+    if (pass) r.tests.set(pass[1]!, 'pass');
+    else if (fail) r.tests.set(fail[1]!, 'fail');
+    else if (skip && !/^[ \t]+- ['"]/.test(l)) r.tests.set(skip[1]!, 'skip');
+  }
+  const counted = countTests(r);
+  const total = (word: RegExp) => totals.filter((m) => word.test(m[2]!)).reduce((n, m) => n + Number(m[1]), 0);
+  // Uncaught exceptions and unhandled rejections fail the run without a test's name.
+  const failed = Math.max(total(/failed/), counted.failed) + total(/uncaught|unhandled/);
+  return { ...counted, failed, skipped: Math.max(total(/skipped|todo/), counted.skipped) };
 }
 
 /** jest: "Tests:       1 failed, 2 passed, 3 total"; names from --verbose ✓/✕ and "● a › b". */
@@ -307,6 +340,7 @@ const PARSERS = [
   parseVitest,
   parseJest,
   parseMocha,
+  parseAva,
   parseTap,
   parseNodeTest,
   parsePlainSummary,
