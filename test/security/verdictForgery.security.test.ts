@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
-import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
-import { FixReportSchema } from '../../runner/src/protocol/fixReport.js';
-import { git } from '../helpers/gitRepo.js';
+import { edit, fixWith, npmPackage, write } from '../helpers/fixCli.js';
 import { requireFeature } from '../helpers/requirement.js';
-
-/** A package.json of a private package with these scripts. */
-const npmPackage = (name: string, scripts: Record<string, string>) => JSON.stringify({ name, version: '1.0.0', private: true, scripts });
 
 /**
  * Issue 25, red team rounds 3 to 8: a wrong fix reported "fixed" through npm's hook rule (the
@@ -18,65 +9,12 @@ const npmPackage = (name: string, scripts: Record<string, string>) => JSON.strin
  * an agent's change, honest but wrong unless said, run through the real CLI on host cells; each
  * must end not fixed.
  */
-const RUNNER = join(process.cwd(), 'dist', 'runner.js');
-
-type ToolCall = { name: string; arguments: Record<string, unknown> };
-
-/** `fix` on a new repository of `files` with one attempt whose turns make these tool calls. */
-function fixWith(files: Record<string, string>, turns: ToolCall[][], args: string[] = []) {
-  const dir = mkdtempSync(join(tmpdir(), 'forge-verdict-'));
-  const repo = join(dir, 'repo');
-  try {
-    for (const [rel, content] of Object.entries(files)) {
-      mkdirSync(join(repo, rel, '..'), { recursive: true });
-      writeFileSync(join(repo, rel), content);
-    }
-    git(repo, 'init', '-q', '-b', 'main');
-    git(repo, 'add', '-A');
-    git(repo, 'commit', '-q', '-m', 'base');
-    handOverToCellUser(repo);
-    const replay = join(dir, 'replay.json');
-    writeFileSync(
-      replay,
-      JSON.stringify({ version: 1, attempts: [[...turns.map((tool_calls) => ({ tool_calls })), { content: 'done' }]] }),
-    );
-    const r = spawnSync(
-      process.execPath,
-      [
-        RUNNER,
-        'fix',
-        '--repo',
-        repo,
-        '--issue-text',
-        'fix the bug',
-        '--attempts',
-        '1',
-        '--provider',
-        'host',
-        '--model',
-        `replay:${replay}`,
-        '--json',
-        ...args,
-      ],
-      { encoding: 'utf8', timeout: 240_000 },
-    );
-    return { status: r.status, stderr: r.stderr, report: r.stdout ? FixReportSchema.parse(JSON.parse(r.stdout)) : null };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 /** The one attempt's verdict of a run that must not be fixed. */
 function notFixedVerdict(r: ReturnType<typeof fixWith>) {
   assert.equal(r.report!.status, 'not_fixed', r.stderr);
   return r.report!.attempts[0]!.verdict!;
 }
-
-const write = (path: string, content: string): ToolCall => ({ name: 'write_file', arguments: { path, content } });
-const edit = (path: string, old_string: string, new_string: string): ToolCall => ({
-  name: 'edit_file',
-  arguments: { path, old_string, new_string },
-});
 
 /** What npm prints when a test stage passed and a posttest failed for want of the network. */
 const FAKE_HOOK =
@@ -239,6 +177,44 @@ describe('a failing test run is never green on what it printed (issue 25, red te
     );
     const v = notFixedVerdict(r);
     assert.deepEqual([v.exit_code, v.green, v.failing], [0, false, ['test_norm.T.test_strips']]);
+  });
+
+  it('a TAP run that fails before a passing unittest run is read too: the regression is named though the command exits 0 (red team 3, issue 26)', () => {
+    const r = fixWith(
+      {
+        'package.json': npmPackage('poly', { test: 'node --test js/; python3 -m unittest discover -s py -v' }),
+        'py/norm.py': 'def norm(s):\n    return s.lower()\n',
+        'py/test_norm.py':
+          "import unittest\nfrom norm import norm\nclass T(unittest.TestCase):\n    def test_strips(self):\n        self.assertEqual(norm(' A '), 'a')\n",
+        'js/slug.js': "module.exports = (s) => s.toLowerCase().replace(/\\s+/g, '-');\n",
+        'js/slug.test.js':
+          "const test = require('node:test'); const assert = require('node:assert'); const slug = require('./slug');\ntest('slug joins words', () => assert.strictEqual(slug('A b'), 'a-b'));\n",
+      },
+      // The Python fix is right; the same change breaks the JavaScript test, whose run comes first.
+      [[edit('py/norm.py', 's.lower()', 's.strip().lower()'), edit('js/slug.js', "'-'", "'_'")]],
+    );
+    const v = notFixedVerdict(r);
+    assert.deepEqual([v.exit_code, v.green, v.regressions, v.regressions_known], [0, false, ['slug joins words'], true]);
+  });
+
+  it('a registry-only posttest whose program is the repository’s own (a committed node_modules/.bin/aud that runs a test silently) is held against the change (red team 4, issue 26)', () => {
+    const r = fixWith(
+      {
+        'package.json': npmPackage('calc', { test: 'node --test test/', posttest: 'aud --production' }),
+        'lib.js': 'exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n',
+        'test/add.test.js':
+          "const test = require('node:test'); const assert = require('node:assert'); const { add } = require('../lib');\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\n",
+        'checks/mul.js': "const assert = require('node:assert'); assert.strictEqual(require('../lib').mul(2, 3), 6);\n",
+        // Prints only what npm audit prints without the network, whether the check passed or not.
+        'node_modules/.bin/aud':
+          "#!/bin/sh\nnode checks/mul.js >/dev/null 2>&1\necho 'npm error code EAI_AGAIN'\necho 'npm error request to https://registry.npmjs.org/-/npm/v1/security/advisories/bulk failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org'\nexit 1\n",
+      },
+      [[write('lib.js', 'exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b;\n')]],
+      ['--test-cmd', 'npm test'],
+      ['node_modules/.bin/aud'],
+    );
+    notFixedVerdict(r);
+    assert.match(r.stderr, /the repository commits node_modules\/, so the program its posttest starts may be its own/);
   });
 
   it('a workspace’s own posttest that the change broke is not hidden behind another workspace’s npm audit (red team round 8)', () => {

@@ -75,3 +75,12 @@ export function includedFileRules(paths: readonly string[]): string {
     .map((p) => `/${escapeGlob(p).replace(/ $/, '\\ ')}\n`)
     .join('');
 }
+
+/**
+ * The directory at the top of a worktree where test runners write the reports the runner asks
+ * for (repair/verdicts/cellReports): the runner's, never the attempt's change.
+ */
+export const CELL_REPORTS_DIR = '.forge-cell-reports';
+
+/** The exclude line that keeps CELL_REPORTS_DIR out of every captured diff. */
+export const CELL_REPORTS_RULE = `/${CELL_REPORTS_DIR}/\n`;

@@ -1,7 +1,7 @@
 import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorktreeDiff } from '../protocol/cellResult.js';
-import { includedFileRules, translateIgnoreRules } from './baseIgnoreRules.js';
+import { CELL_REPORTS_RULE, includedFileRules, translateIgnoreRules } from './baseIgnoreRules.js';
 import { INCLUDED_FILES_NAME } from './copyIncludedFiles.js';
 import { readRegularPath } from './readRegularFile.js';
 import { displayText, isUtf8Text } from './displayText.js';
@@ -358,7 +358,7 @@ async function baseIgnoreRulesFor(src: WorktreeSource, deadline: number): Promis
     const listed = readRegularPath(join(src.location.gitDir, INCLUDED_FILES_NAME), 4 * 1024 * 1024);
     if (Buffer.isBuffer(listed)) included = includedFileRules(nulRecords(listed.toString('utf8')));
   }
-  const rules = translateIgnoreRules(files, infoExclude) + included;
+  const rules = translateIgnoreRules(files, infoExclude) + included + CELL_REPORTS_RULE;
   if (ignoreRulesCache.size > 64) ignoreRulesCache.delete(ignoreRulesCache.keys().next().value!);
   ignoreRulesCache.set(key, rules);
   return rules;

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { judgedBaseline, judgeTestRun } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+import { hookProgramNotTheTool } from '../../../runner/src/repair/verdicts/hookProgram.js';
+import { judgedBaseline, judgeTestRun, runReport } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
 import type { Judged } from '../../../runner/src/repair/verdicts/failingSet.js';
 import { isNpmTestCommand, isRegistryOnlyHook } from '../../../runner/src/repair/verdicts/npmLifecycle.js';
 import { parseJunitXml, parseTestOutput } from '../../../runner/src/repair/verdicts/parsers.js';
+import { parsePytestJunitXml } from '../../../runner/src/repair/verdicts/junitXml.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../../../runner/src/repair/verdicts/classifyBaseline.js';
 
 const fixture = (name: string) => readFileSync(join('test', 'fixtures', 'test-output', name), 'utf8');
@@ -273,5 +276,156 @@ describe('plain TAP without totals (a C test program)', () => {
         ['later', 'skip'],
       ],
     );
+  });
+});
+
+describe('one command running several frameworks in a row (red team, issue 26)', () => {
+  it('reads a node:test TAP run before a passing unittest run: its failure counts, though the command exits 0', () => {
+    const r = parseTestOutput(fixture('node-test-tap-then-unittest.txt'))!;
+    assert.equal(r.framework, 'node:test + unittest');
+    assert.deepEqual([r.passed, r.failed], [2, 1]);
+    assert.equal(r.tests.get('slug joins words'), 'fail');
+    assert.equal(r.tests.get('slug lowers'), 'pass');
+    assert.equal(r.tests.get('test_norm.T.test_strips'), 'pass');
+    const v = judgeTestRun(0, fixture('node-test-tap-then-unittest.txt'), null);
+    assert.deepEqual([v.green, v.failing], [false, ['slug joins words']]);
+  });
+
+  it('reads a TAP run after a unittest run in either order, and names the regression against a baseline', () => {
+    const r = parseTestOutput(fixture('unittest-then-node-test-tap.txt'))!;
+    assert.equal(r.framework, 'unittest + node:test');
+    assert.deepEqual([r.passed, r.failed], [2, 1]);
+    const base = judgedRun(
+      0,
+      fixture('unittest-then-node-test-tap.txt')
+        .replace('not ok 1 - slug joins words', 'ok 1 - slug joins words')
+        .replace('# pass 1\n# fail 1', '# pass 2\n# fail 0'),
+    );
+    assert.deepEqual(base.completeness, { complete: true });
+    const v = judgeTestRun(0, fixture('unittest-then-node-test-tap.txt'), base);
+    assert.deepEqual([v.green, v.regressions, v.regressions_known], [false, ['slug joins words'], true]);
+  });
+
+  it('keeps TAP that a vitest test’s subprocess prints inside vitest’s run (its `not ok` is expected): one vitest run', () => {
+    for (const file of ['vitest3-tap-mixed-baseline.txt', 'vitest3-tap-mixed-broke.txt']) {
+      const r = parseTestOutput(fixture(file))!;
+      assert.equal(r.framework, 'vitest', file);
+      assert.equal(r.tests.has('inner fails'), false, file);
+    }
+    // The same TAP printed before vitest's first result line is still inside its run.
+    const early = fixture('vitest3-tap-mixed-baseline.txt').replace(
+      /^ RUN {2}v3\.2\.4 \/tmp\/sample\n/m,
+      (m) => `${m}TAP version 13\nnot ok 1 - inner fails\n1..1\n# tests 1\n# pass 0\n# fail 1\n`,
+    );
+    assert.notEqual(early, fixture('vitest3-tap-mixed-baseline.txt'));
+    assert.equal(parseTestOutput(early)!.framework, 'vitest');
+  });
+
+  it('does not read a program’s own closing "N passed, N failed" line after its TAP as a second run', () => {
+    const r = parseTestOutput('1..2\nok 1 - a\nnot ok 2 - b\n1 passed, 1 failed\n')!;
+    assert.deepEqual([r.framework, r.passed, r.failed], ['tap', 1, 1]);
+  });
+
+  it('reads a pytest run and a go test run in one output as two runs', () => {
+    const out =
+      '=== test session starts ===\ncollected 2 items\n\ntest_a.py .F\n\nFAILED test_a.py::test_b - assert 1 == 2\n=== 1 failed, 1 passed in 0.05s ===\n=== RUN   TestX\n--- PASS: TestX (0.00s)\n=== RUN   TestY\n--- FAIL: TestY (0.00s)\nFAIL\nFAIL\texample.com/m\t0.01s\n';
+    const r = parseTestOutput(out)!;
+    assert.match(r.framework, /go test/);
+    assert.match(r.framework, /pytest/);
+    assert.deepEqual([r.tests.get('test_a.py::test_b'), r.tests.get('TestY'), r.tests.get('TestX')], ['fail', 'fail', 'pass']);
+  });
+});
+
+describe('reports from files the test runner writes on request (issue 26, part 3)', () => {
+  it('names pytest’s JUnit XML (xunit1) testcases by node id, as its console does', () => {
+    const file = parsePytestJunitXml(fixture('pytest9-junit-xunit1.xml'))!;
+    const console = parseTestOutput(fixture('pytest9-junit-xunit1-console.txt'))!;
+    assert.equal(file.framework, 'pytest');
+    for (const [name, outcome] of console.tests) {
+      // Subtests are the console's only: the file has their test, failed.
+      if (/ \[.*\]/.test(name) || / \(.*\)$/.test(name)) continue;
+      assert.equal(file.tests.get(name), outcome, `${name}: ${JSON.stringify([...file.tests])}`);
+    }
+    assert.equal(file.tests.get('tests/test_calc.py::TestK::TestInner::test_n'), 'fail');
+    assert.equal(file.tests.get('tests/test_calc.py::test_param[1]'), 'pass');
+    assert.equal(file.tests.get('tests/test_calc.py::tests.test_calc.helper'), 'fail');
+    // The console names a skipped test by its line only; the file by its id.
+    assert.equal(file.tests.get('tests/test_calc.py::test_later'), 'skip');
+  });
+
+  it('one run read from its file and its console names tests alike: the console adds subtests, counts are the console’s when whole', () => {
+    const file = parsePytestJunitXml(fixture('pytest9-junit-xunit1.xml'))!;
+    const console = parseTestOutput(fixture('pytest9-junit-xunit1-console.txt'))!;
+    const both = runReport(file, console, true)!;
+    assert.deepEqual([both.passed, both.failed, both.skipped], [console.passed, console.failed, console.skipped]);
+    assert.equal(both.tests.get('tests/test_calc.py::test_sub [loop] (i=1)'), 'fail');
+    assert.equal(both.tests.get('tests/test_calc.py::test_later'), 'skip');
+    // A console cut short: the file's names, counted.
+    const cut = runReport(file, null, false)!;
+    assert.deepEqual([cut.passed, cut.failed, cut.skipped], [3, 5, 1]);
+    // A file of another kind (Maven's JUnit) comes first, as before.
+    const maven = parseJunitXml(fixture('junit.sample.xml'))!;
+    assert.equal(runReport(maven, console, true), maven);
+  });
+
+  it('reads a pytest run whose console names nothing (-q -rN) from its file: failing list whole, regression named', () => {
+    const xml = (subs: string) =>
+      `<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="2"><testcase classname="test_m" name="test_a" file="test_m.py" line="1"/><testcase classname="test_m" name="test_b" file="test_m.py" line="3">${subs}</testcase></testsuite></testsuites>`;
+    const console = (failed: number) => `${'.'.repeat(2 - failed)}${'F'.repeat(failed)}\n${failed} failed, ${2 - failed} passed in 0.01s\n`;
+    const baseline = judgeTestRun(0, console(0), null, parsePytestJunitXml(xml('')));
+    assert.equal(baseline.failing_complete, true);
+    const base = judgedBaseline(runReport(parsePytestJunitXml(xml('')), parseTestOutput(console(0)), true), baseline);
+    const v = judgeTestRun(1, console(1), base, parsePytestJunitXml(xml('<failure message="x"/>')));
+    assert.deepEqual([v.regressions, v.regressions_known, v.green], [['test_m.py::test_b'], true, false]);
+    // Without the file, the console alone cannot name it.
+    assert.equal(judgeTestRun(1, console(1), base).regressions_known, false);
+  });
+});
+
+describe('a registry-only hook’s program is the tool its script names (red team 4, issue 26)', () => {
+  const tree = (make: (nm: string) => void) => {
+    const nm = join(mkdtempSync(join(tmpdir(), 'forge-hookprog-')), 'node_modules');
+    mkdirSync(join(nm, '.bin'), { recursive: true });
+    make(nm);
+    return nm;
+  };
+  it('accepts what an install makes: .bin/aud a link into node_modules/aud, no .bin/npm, npx fetching npm', () => {
+    const nm = tree((nm) => {
+      mkdirSync(join(nm, 'aud', 'bin'), { recursive: true });
+      writeFileSync(join(nm, 'aud', 'package.json'), '{"name":"aud","version":"2.0.4"}');
+      symlinkSync('../aud/bin/aud.js', join(nm, '.bin', 'aud'));
+    });
+    assert.equal(hookProgramNotTheTool(nm, 'aud --production'), null);
+    assert.equal(hookProgramNotTheTool(nm, "npx npm@'>=10.2' audit --production"), null);
+    assert.equal(hookProgramNotTheTool(nm, 'npm audit'), null);
+    assert.equal(hookProgramNotTheTool(join(nm, 'absent'), 'aud --production'), null);
+  });
+  it('refuses a .bin entry that is a file, a link elsewhere, a package of another name, a .bin/npm, a local npm for npx', () => {
+    const file = tree((nm) => writeFileSync(join(nm, '.bin', 'aud'), '#!/bin/sh\nexit 1\n'));
+    assert.match(hookProgramNotTheTool(file, 'aud --production') ?? '', /is a file of the tree/);
+    const elsewhere = tree((nm) => symlinkSync('../../test/run.sh', join(nm, '.bin', 'aud')));
+    assert.match(hookProgramNotTheTool(elsewhere, 'aud') ?? '', /links to .*not into node_modules\/aud\//);
+    const renamed = tree((nm) => {
+      mkdirSync(join(nm, 'aud'));
+      writeFileSync(join(nm, 'aud', 'package.json'), '{"name":"not-aud"}');
+      symlinkSync('../aud/x.js', join(nm, '.bin', 'aud'));
+    });
+    assert.match(hookProgramNotTheTool(renamed, 'aud') ?? '', /does not name the package aud/);
+    const npm = tree((nm) => writeFileSync(join(nm, '.bin', 'npm'), ''));
+    assert.match(hookProgramNotTheTool(npm, 'npm audit --omit=dev') ?? '', /node_modules\/\.bin\/npm is in the tree/);
+    const localNpm = tree((nm) => mkdirSync(join(nm, 'npm')));
+    assert.match(hookProgramNotTheTool(localNpm, "npx npm@'>=10.2' audit") ?? '', /node_modules\/npm is in the tree/);
+  });
+});
+
+describe('TAP streams one after another (red team 4, issue 26)', () => {
+  it('a stream that stops without its plan is cut short, though a later stream finished', () => {
+    const out =
+      'TAP version 13\n# parse\nok 1 parses one\n/tmp/x/parse.js:3\nTypeError: boom\nTAP version 13\n# format\nok 1 formats\n\n1..1\n# tests 1\n# pass  1\n\n# ok\n';
+    const r = parseTestOutput(out)!;
+    assert.match(r.cutShort ?? '', /its TAP stream 1 of 2 stops after test 1 without a plan/);
+    assert.equal(judgeTestRun(0, out, null).green, false);
+    const whole = out.replace('TypeError: boom\n', '\n1..1\n# tests 1\n# pass  1\n');
+    assert.equal(parseTestOutput(whole)!.cutShort, undefined);
   });
 });

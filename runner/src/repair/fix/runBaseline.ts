@@ -4,7 +4,7 @@ import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { EMPTY_PATCH } from '../../workspace/patchBytes.js';
 import { classifyBaseline, describeBrokenEnvironment } from '../verdicts/classifyBaseline.js';
 import { isNpmTestCommand } from '../verdicts/npmLifecycle.js';
-import { judgedBaseline, judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
+import { judgedBaseline, judgeTestRun, runReport, type Verdict } from '../verdicts/judgeTestRun.js';
 import type { Judged } from '../verdicts/failingSet.js';
 import { storedVerdict } from '../verdicts/storedVerdict.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
@@ -69,7 +69,7 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
       npmHooks: isNpmTestCommand(run.testCmd),
       end: runEnd(baselineTest),
     });
-    const report = baselineTest.written ?? parseTestOutput(baselineOutput);
+    const report = runReport(baselineTest.written, parseTestOutput(baselineOutput), baselineTest.logWhole);
     // A baseline whose tests never ran says nothing about the code: stop before any attempt.
     const broken = classifyBaseline({
       exitCode: baselineRun.exit_code,

@@ -5,15 +5,19 @@ import { type AttemptWorktree, destroyAttemptWorktree, locateRepository } from '
 import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
 import { OFFLINE_ENV, TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
+import { readCellReport, reportRequestEnv, snapshotCellReports } from '../verdicts/cellReports.js';
 import type { TestReport } from '../verdicts/testReport.js';
 import type { RunScope } from './fixRun.js';
 import { type JudgeOptions, judgeTestRun, type Verdict } from '../verdicts/judgeTestRun.js';
 import type { Judged } from '../verdicts/failingSet.js';
 import { isNpmTestCommand, isRegistryOnlyHook, splitNpmStages } from '../verdicts/npmLifecycle.js';
 import { plain } from '../verdicts/testReport.js';
+import { parseTestOutput } from '../verdicts/parsers.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
 import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../workspace/openBeneath.js';
+import { hookProgramNotTheTool } from '../verdicts/hookProgram.js';
+import { join } from 'node:path';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -80,7 +84,7 @@ export class RunCells {
     const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
     const env = {
       ...(how.noDeps ? {} : this.deps.env),
-      ...(purpose === 'run_command' || purpose === 'install' ? {} : TEST_REPORTING_ENV),
+      ...(purpose === 'run_command' || purpose === 'install' ? {} : { ...TEST_REPORTING_ENV, ...reportRequestEnv(run.repo) }),
       ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
       ...how.env,
     };
@@ -109,13 +113,16 @@ export class RunCells {
 
   /**
    * The test command in a cell, and what it said: the console, and the report its build tool
-   * wrote (Maven, Gradle: JUnit XML in the worktree), read before the worktree goes.
+   * wrote (Maven, Gradle: JUnit XML in the worktree) or its test runner wrote when asked
+   * through the environment (pytest: cellReports), read before the worktree goes.
    */
   async testCell(worktree: string, purpose: string, attemptIdx: number | null, env?: Record<string, string>): Promise<TestRun> {
     const before = snapshotJunitReports(worktree);
+    const requested = snapshotCellReports(worktree);
     const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx, env ? { env } : {});
     const log = testOutputOf(result);
-    return { result, output: log.text, logWhole: log.whole, written: readJunitReports(worktree, before) };
+    const written = readJunitReports(worktree, before) ?? readCellReport(worktree, requested);
+    return { result, output: log.text, logWhole: log.whole, written };
   }
 
   /**
@@ -153,7 +160,12 @@ export class RunCells {
     };
   }
 
-  private baseScripts: Promise<{ pkg: string | null; scripts: Record<string, unknown>; npmrc: string | null }> | null = null;
+  private baseScripts: Promise<{
+    pkg: string | null;
+    scripts: Record<string, unknown>;
+    npmrc: string | null;
+    tracksNodeModules: boolean;
+  }> | null = null;
 
   /**
    * Why a failed npm hook of `worktree` is held against it, or null when it is not. Output
@@ -178,7 +190,12 @@ export class RunCells {
         manifest = {};
       }
       const pkg = typeof manifest.name === 'string' && typeof manifest.version === 'string' ? `${manifest.name}@${manifest.version}` : null;
-      return { pkg, scripts: manifest.scripts ?? {}, npmrc: await show('.npmrc') };
+      const tracked = await runGit(repoTarget(loc), ['ls-tree', '--name-only', this.scope.run.base, '--', 'node_modules'], {
+        okExitCodes: [128],
+      }).catch(() => null);
+      // Unknown counts as tracked: the hook is then held against the attempt.
+      const tracksNodeModules = tracked === null || tracked.exitCode !== 0 || tracked.text.trim() !== '';
+      return { pkg, scripts: manifest.scripts ?? {}, npmrc: await show('.npmrc'), tracksNodeModules };
     })();
     const base = await this.baseScripts;
     // Only the root package's own lifecycle: a workspace's (or a nested package's) hooks also
@@ -196,6 +213,18 @@ export class RunCells {
     if ((npmrc.kind === 'ok' ? npmrc.bytes.toString('utf8') : null) !== base.npmrc) return 'the attempt changed .npmrc';
     if (!isRegistryOnlyHook(script))
       return `its ${hook} (${script.slice(0, 80)}) does more than ask the package registry, so its failure may be the change's`;
+    // A registry tool prints no test results: a hook whose output shows one ran more than the tool.
+    const printed =
+      splitNpmStages(plain(output))
+        .filter((st) => st.name === hook)
+        .at(-1)?.output ?? '';
+    if (parseTestOutput(printed) !== null || /^\s*(?:not ok \d|[✘✖×] )|^\s*\d+ failing$|AssertionError/m.test(printed))
+      return `its ${hook}'s output shows test results, which the registry tool its script names does not print`;
+    // The script's words are the registry tool's; the program they start must be that tool too.
+    if (base.tracksNodeModules) return `the repository commits node_modules/, so the program its ${hook} starts may be its own`;
+    const shared = this.deps.deps.find((d) => d.kind === 'node_modules' && d.target === join(this.scope.run.repo, 'node_modules'));
+    const notTheTool = hookProgramNotTheTool(shared?.source ?? join(worktree, 'node_modules'), script);
+    if (notTheTool) return notTheTool;
     return null;
   }
 

@@ -1,7 +1,7 @@
 import { baselineFailuresUnseen, failingListCompleteness, type Judged, regressionsFrom, type RunEnd } from './failingSet.js';
 import { failedNetworkHook, type HookFailure, lifecycleStages } from './npmLifecycle.js';
 import { parseTestOutput } from './parsers.js';
-import { plain, type TestReport } from './testReport.js';
+import { countTests, plain, type TestReport } from './testReport.js';
 
 export interface Verdict {
   exit_code: number;
@@ -25,6 +25,27 @@ export interface Verdict {
   regressions_unknown: string | null;
   /** Exit 0 and no regressions: the selection's first criterion. */
   green: boolean;
+}
+
+/**
+ * Pure: one run's report from what its runner wrote (a file) and what its console showed. A
+ * file of the console's own framework (pytest's JUnit XML) names every test, the console adds
+ * what the file leaves out (pytest's subtests), so a run read from either names tests alike;
+ * counts are the console's when it is whole. A file of another kind (Maven's) comes first.
+ */
+export function runReport(written: TestReport | null, console: TestReport | null, consoleWhole: boolean): TestReport | null {
+  if (!written || !console || written.framework !== console.framework) return written ?? console;
+  const tests = new Map(written.tests);
+  for (const [name, outcome] of console.tests) if (tests.get(name) !== 'fail') tests.set(name, outcome);
+  const counts = consoleWhole ? console : countTests({ ...written, tests });
+  return {
+    ...written,
+    passed: counts.passed,
+    failed: counts.failed,
+    skipped: counts.skipped,
+    tests,
+    ...(console.cutShort ? { cutShort: console.cutShort } : {}),
+  };
 }
 
 /** What the baseline's verdict says of its failing list, for judging attempts against it. */
@@ -71,7 +92,11 @@ export function judgeTestRun(
         const r = parseTestOutput(s.output);
         return Boolean(r && r.failed === 0 && r.passed > 0);
       });
-  const report = written ?? (main ? parseTestOutput(main.output) : null) ?? parseTestOutput(output);
+  const report = runReport(
+    written,
+    (main ? parseTestOutput(main.output) : null) ?? parseTestOutput(output),
+    (opts.end ?? WHOLE_RUN).logWhole,
+  );
   const failing = report ? [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : [];
   const listed = failingListCompleteness(report, { exitCode, hookExcused: hook !== null, ...(opts.end ?? WHOLE_RUN) });
   const unseen = baselineFailuresUnseen(report, baseline);

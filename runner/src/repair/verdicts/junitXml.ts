@@ -22,8 +22,35 @@ function attribute(tag: string, name: string): string | undefined {
  * expanded (no entities beyond the five predefined, no DTD), and it never throws.
  */
 export function parseJunitXml(xml: string): TestReport | null {
+  return readTestcases(xml, 'junit', (tag) => [attribute(tag, 'classname'), attribute(tag, 'name')].filter(Boolean).join('.'));
+}
+
+/**
+ * Pure: the JUnit XML pytest writes with `-o junit_family=xunit1` (each testcase has its
+ * `file`), named as pytest's console names it, by node id: `tests/test_x.py::TestK::test_m[1]`
+ * from file="tests/test_x.py" classname="tests.test_x.TestK" name="test_m[1]". A testcase
+ * without a file, or whose class is not under its file's module, keeps JUnit's dotted name.
+ */
+export function parsePytestJunitXml(xml: string): TestReport | null {
+  const report = readTestcases(xml, 'pytest', (tag) => {
+    const file = attribute(tag, 'file');
+    const classname = attribute(tag, 'classname') ?? '';
+    const name = attribute(tag, 'name') ?? '';
+    const module = file?.replace(/\.py$/, '').replaceAll('/', '.');
+    if (!file || !name || !module || (classname !== module && !classname.startsWith(`${module}.`)))
+      return [classname, name].filter(Boolean).join('.');
+    const classes = classname
+      .slice(module.length + 1)
+      .split('.')
+      .filter(Boolean);
+    return [file, ...classes, name].join('::');
+  });
+  return report && report.tests.size > 0 ? report : null;
+}
+
+function readTestcases(xml: string, framework: string, nameOf: (tag: string) => string): TestReport | null {
   if (!/<testsuites?\b/.test(xml)) return null;
-  const r = emptyReport('junit');
+  const r = emptyReport(framework);
   let at = 0;
   while (at < xml.length) {
     const open = xml.indexOf('<testcase', at);
@@ -47,7 +74,7 @@ export function parseJunitXml(xml: string): TestReport | null {
       outcome = /<(?:failure|error)[\s/>]/.test(body) ? 'fail' : /<skipped[\s/>]/.test(body) ? 'skip' : 'pass';
       at = close < 0 ? xml.length : close + 11;
     }
-    const name = [attribute(tag, 'classname'), attribute(tag, 'name')].filter(Boolean).join('.');
+    const name = nameOf(tag);
     if (!name) continue;
     // The same name twice (dynamic tests sharing a display name, a rerun): failed if either failed.
     if (r.tests.get(name) !== 'fail') r.tests.set(name, outcome);

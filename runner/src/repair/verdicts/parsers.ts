@@ -1,4 +1,5 @@
 import { parseJunitXml } from './junitXml.js';
+import { parseRuns } from './mixedOutput.js';
 import { countTests, emptyReport, plain, type TestOutcome, type TestReport } from './testReport.js';
 
 export { parseJunitXml };
@@ -106,6 +107,14 @@ export function parseTap(out: string): TestReport | null {
       else if (t[1] === 'ok') r.passed++;
       else r.failed++;
     }
+  }
+  // Each stream ends with its plan: one that stops without it was cut short, whatever a later
+  // stream printed (`tape a.js; tape b.js` after a.js threw; red team).
+  const streams = out.split(/^TAP version \d+$/m).slice(1);
+  const cut = streams.findIndex((st) => /^(?:not )?ok \d+\b/m.test(st) && !/^1\.\.\d+$/m.test(st));
+  if (streams.length > 1 && cut >= 0) {
+    const last = [...streams[cut]!.matchAll(/^(?:not )?ok (\d+)\b/gm)].at(-1)!;
+    r.cutShort = `its TAP stream ${cut + 1} of ${streams.length} stops after test ${last[1]} without a plan, so tests after it did not run`;
   }
   return r;
 }
@@ -347,12 +356,7 @@ const PARSERS = [
   parseTapCutShort,
 ];
 
-/** Tries each framework's parser on the (ANSI-stripped) output; null when none recognises it. */
+/** Tries each framework's parser on the (ANSI-stripped) output, run by run when a command runs several (mixedOutput); null when none recognises it. */
 export function parseTestOutput(output: string): TestReport | null {
-  const text = plain(output);
-  for (const parse of PARSERS) {
-    const r = parse(text);
-    if (r) return r;
-  }
-  return null;
+  return parseRuns(plain(output), PARSERS);
 }

@@ -8,6 +8,7 @@ import { readRegularPath } from '../../workspace/readRegularFile.js';
  * runners name their tests by default, or are read from their totals. Inert for everything else.
  */
 export const TEST_REPORTING_ENV: Readonly<Record<string, string>> = {
+  // With a file report asked for too in cells (cellReports.reportRequestEnv).
   PYTEST_ADDOPTS: '-rA',
   GOFLAGS: '-v',
 };

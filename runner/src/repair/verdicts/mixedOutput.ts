@@ -1,0 +1,127 @@
+import type { TestOutcome, TestReport } from './testReport.js';
+
+export type Parser = (text: string) => TestReport | null;
+
+/**
+ * Lines that open a framework's run, where it prints one: the lines from there to the first
+ * one its parser needs are still that run's (a vitest test's subprocess may print TAP of its
+ * own, failures it expects included, between " RUN  v3" and the first file's results).
+ */
+const RUN_OPENS: Readonly<Record<string, RegExp>> = {
+  vitest: /^ RUN {2}v\d/,
+  pytest: /^=+ test session starts =+$/,
+  cargo: /^running \d+ tests?$/,
+};
+
+/** How deep output is split: a command rarely runs more than three frameworks in a row. */
+const MAX_RUNS = 4;
+
+/**
+ * Pure: the report of a command's output that may hold several frameworks' runs one after
+ * the other (`node --test; python3 -m unittest`, whose exit status is the last one's). The
+ * first parser that knows the output reads it; the lines before and after the stretch that
+ * parser needs for its report are read again for another framework's run, and what they
+ * show is added. A run inside another's stretch (TAP a vitest test's subprocess prints, and
+ * expects to fail) stays that run's output, not a second run.
+ */
+export function parseRuns(text: string, parsers: readonly Parser[]): TestReport | null {
+  return readRuns(text.split('\n'), parsers, MAX_RUNS);
+}
+
+function readRuns(lines: readonly string[], parsers: readonly Parser[], budget: number): TestReport | null {
+  const text = lines.join('\n');
+  for (const parse of parsers) {
+    const report = parse(text);
+    if (!report) continue;
+    // Looking for the stretch costs a few dozen reads: only when another framework shows at all.
+    if (budget <= 1 || !parsers.some((other) => other !== parse && isRun(other(text), report))) return report;
+    const { start, end } = stretch(lines, parse, report);
+    const around = (part: readonly string[]) => {
+      const r = part.some((l) => l.trim() !== '') ? readRuns(part, parsers, budget - 1) : null;
+      return isRun(r, report) ? [r] : [];
+    };
+    const runs = [...around(lines.slice(0, start)), report, ...around(lines.slice(end))];
+    return runs.length === 1 ? report : combine(runs);
+  }
+  return null;
+}
+
+/**
+ * The lines [start, end) the parser needs to read the same report: the shortest prefix and
+ * the shortest suffix that still give it, found by bisection (a parser reads a prefix of its
+ * run as less than its run, and lines of another's as nothing of its own).
+ */
+function stretch(lines: readonly string[], parse: Parser, report: TestReport): { start: number; end: number } {
+  const same = (part: readonly string[]) => sameReport(parse(part.join('\n')), report);
+  let lo = 0;
+  let hi = lines.length;
+  // Invariant: lines[0, hi) reads the same; lines[0, lo) does not (or lo is 0).
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (same(lines.slice(0, mid))) hi = mid;
+    else lo = mid + 1;
+  }
+  const end = hi;
+  lo = 0;
+  hi = end;
+  // Largest start with lines[start, end) still the same report.
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (same(lines.slice(mid, end))) lo = mid;
+    else hi = mid - 1;
+  }
+  let start = lo;
+  const opens = RUN_OPENS[report.framework];
+  if (opens) {
+    for (let i = start; i >= 0; i--) {
+      if (opens.test(lines[i] ?? '')) {
+        start = i;
+        break;
+      }
+    }
+  }
+  return { start, end };
+}
+
+/**
+ * Whether `r` is another framework's run beside `of`. A bare "N passed, N failed" line is the
+ * summary any program prints of its own run (a C program after its TAP), not a second run; a
+ * run that names and counts nothing adds nothing.
+ */
+function isRun(r: TestReport | null, of: TestReport): r is TestReport {
+  return (
+    r !== null &&
+    !sharesFramework(r, of) &&
+    !r.framework.split(' + ').includes('plain') &&
+    r.passed + r.failed + r.skipped + r.tests.size > 0
+  );
+}
+
+function sameReport(a: TestReport | null, b: TestReport): boolean {
+  if (!a || a.framework !== b.framework || a.passed !== b.passed || a.failed !== b.failed || a.skipped !== b.skipped) return false;
+  if (a.cutShort !== b.cutShort || a.tests.size !== b.tests.size) return false;
+  for (const [name, outcome] of a.tests) if (b.tests.get(name) !== outcome) return false;
+  return true;
+}
+
+/** Two reports of one framework are one run read twice (tape's streams add up in its parser). */
+function sharesFramework(a: TestReport, b: TestReport): boolean {
+  const parts = (r: TestReport) => new Set(r.framework.split(' + '));
+  const pb = parts(b);
+  return [...parts(a)].some((f) => pb.has(f));
+}
+
+/** Pure: the runs' reports as one; a test two runs name fails if either says it failed. */
+function combine(reports: readonly TestReport[]): TestReport {
+  const tests = new Map<string, TestOutcome>();
+  for (const r of reports) for (const [name, outcome] of r.tests) if (tests.get(name) !== 'fail') tests.set(name, outcome);
+  const cut = reports.map((r) => r.cutShort).filter((c): c is string => Boolean(c));
+  return {
+    framework: reports.map((r) => r.framework).join(' + '),
+    passed: reports.reduce((n, r) => n + r.passed, 0),
+    failed: reports.reduce((n, r) => n + r.failed, 0),
+    skipped: reports.reduce((n, r) => n + r.skipped, 0),
+    tests,
+    ...(cut.length > 0 ? { cutShort: cut.join('; ') } : {}),
+  };
+}
