@@ -16,20 +16,25 @@ const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 const CAP = HAZARD_SCAN_LIMITS.maxEntries;
 
 function cli(args: string[]) {
-  return spawnSync(process.execPath, [RUNNER, ...args], { encoding: 'utf8', timeout: 280_000, maxBuffer: 64 * 1024 * 1024 });
+  return spawnSync(process.execPath, [RUNNER, ...args], { encoding: 'utf8', timeout: 560_000, maxBuffer: 64 * 1024 * 1024 });
 }
 
 /**
  * What a hostile repository's command does in its cell: opens its worktree to everyone, makes
- * more empty files than the walk checks in `junk/` (the walk visits a directory in the order
- * the kernel lists it), then a setuid shell and a FIFO in a directory listed after them.
+ * more entries than the walk checks in `junk/` (the walk counts names, so hard links to a few
+ * empty files do: a fraction of the disk work of a million inodes on a busy test machine, and
+ * ext4 allows 65,000 links per file; the walk visits a directory in the order the kernel lists it), then a setuid shell and a FIFO in a directory listed after them.
  */
 const ATTACK = `/usr/bin/python3 -c "
 import os, shutil
 os.chmod('.', 0o755)
 os.makedirs('junk/big')
 for i in range(${CAP + 50_000}):
-    os.close(os.open('junk/big/%d' % i, os.O_CREAT | os.O_WRONLY, 0o644))
+    if i % 60000 == 0:
+        first = 'junk/big/%d' % i
+        os.close(os.open(first, os.O_CREAT | os.O_WRONLY, 0o644))
+    else:
+        os.link(first, 'junk/big/%d' % i)
 i, h = 0, None
 while h is None and i < 1000:
     os.mkdir('junk/h%d' % i)
