@@ -160,6 +160,41 @@ describe('shapes found on published packages (issue 26 corpus)', () => {
   });
 });
 
+describe('tests inside suites: a failing suite does not hide a regression in another of its tests (red team 4, issue 26)', () => {
+  // The suite `squash` fails on the base commit (one of its tests does); the attempt breaks another.
+  for (const reporter of ['tap', 'spec']) {
+    it(`node:test ${reporter}: tests are named with their suites, so the new failure is a regression`, () => {
+      const base = baselineOf(1, fixture(`node-test-${reporter}-suite-baseline.txt`));
+      assert.equal(base.completeness.complete, true);
+      assert.equal(base.report!.tests.get('squash › keeps tabs'), 'fail');
+      assert.equal(base.report!.tests.get('squash › ends › trims'), 'pass');
+      const v = judgeTestRun(1, fixture(`node-test-${reporter}-suite-broke.txt`), base);
+      assert.equal(v.regressions_known, true);
+      assert.ok(v.regressions.includes('squash › joins runs of spaces'), JSON.stringify(v.regressions));
+      assert.ok(!v.regressions.includes('squash'), 'the suite failed before too');
+    });
+  }
+
+  it('mocha: the same title in two suites is two tests; a failure is named with its suites from the failure account', () => {
+    const base = baselineOf(1, fixture('mocha-same-title-baseline.txt'));
+    assert.equal(base.report!.tests.get('parse › reads an empty string'), 'fail');
+    // `format` fails now where `parse` did before: same title, another test.
+    const v = judgeTestRun(1, fixture('mocha-same-title-broke.txt'), base);
+    assert.equal(v.green, false);
+    assert.equal(v.regressions_known, true);
+    assert.deepEqual(v.regressions, ['format › reads an empty string']);
+  });
+
+  it('mocha: a line a test prints like a failure ("  1) pads") is no failure unless the failure account after the totals names it', () => {
+    const base = parseTestOutput(fixture('mocha-same-title-baseline.txt'))!;
+    assert.equal(base.tests.get('pads'), 'pass');
+    assert.equal([...base.tests.values()].filter((o) => o === 'fail').length, 2, JSON.stringify([...base.tests]));
+    // Without an account (a cut log), a number past the failing count is no failure either.
+    const noAccount = '\n  a\n    ✔ x\n  2) y\n    1) z\n\n\n  1 passing (3ms)\n  1 failing\n';
+    assert.deepEqual(Object.fromEntries(parseTestOutput(noAccount)!.tests), { x: 'pass', z: 'fail' });
+  });
+});
+
 describe('go test: two packages with a test of the same name (golang-lru)', () => {
   it('each is named with its package, so a failure in one is not hidden by a pass in the other', () => {
     const out =

@@ -115,8 +115,11 @@ export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged 
   if (!namesEveryTest(now) || ranNow >= ranBefore) return null;
   // A subtest's outcome may be named only when it fails (pytest's SUBFAILED, a repeated TAP
   // assertion "x #2"): it ran when the test that holds it is named.
+  // mocha names a failing test with its suites as well, a passing one by its title alone.
   const ran = (n: string) =>
-    now.tests.has(n) || [...now.tests.keys()].some((t) => n.startsWith(t) && /^(?: |\/|\[|\.|::| › )/.test(n.slice(t.length)));
+    now.tests.has(n) ||
+    [...now.tests.keys()].some((t) => n.startsWith(t) && /^(?: |\/|\[|\.|::| › )/.test(n.slice(t.length))) ||
+    (now.framework === 'mocha' && now.tests.has(n.split(' › ').at(-1)!));
   const gone = wanted.filter((n) => !ran(n));
   return gone.length > 0
     ? `${ranNow} test(s) ran where the baseline ran ${ranBefore}, and its failing test(s) ${list(gone)} did not run`

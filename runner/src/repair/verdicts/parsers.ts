@@ -51,9 +51,23 @@ export function parseNodeTest(out: string): TestReport | null {
   r.passed = get('pass');
   r.failed = get('fail') + get('cancelled');
   r.skipped = get('skipped') + get('todo');
+  // A suite ("▶ name") indents its tests two spaces deeper: those are named with the suites that
+  // hold them ("squash › keeps order"), so one failing test of a failing suite is seen.
+  const chain: string[] = [];
   for (const l of out.split('\n')) {
-    const t = /^([✔✖﹣]) (.+?) \([\d.]+m?s\)/.exec(l);
-    if (t) r.tests.set(t[2]!, t[1] === '✔' ? 'pass' : t[1] === '✖' ? 'fail' : 'skip');
+    const suite = /^((?: {2})*)▶ (.+)$/.exec(l);
+    if (suite) {
+      chain.length = suite[1]!.length / 2;
+      chain.push(suite[2]!.trim());
+      continue;
+    }
+    const t = /^((?: {2})*)([✔✖﹣]) (.+?) \([\d.]+m?s\)/.exec(l);
+    if (!t) continue;
+    const depth = t[1]!.length / 2;
+    const outcome = t[2] === '✔' ? 'pass' : t[2] === '✖' ? 'fail' : 'skip';
+    if (depth === 0) r.tests.set(t[3]!, outcome);
+    else if (chain.length >= depth && chain.slice(0, depth).every((c) => c !== undefined))
+      r.tests.set([...chain.slice(0, depth), t[3]!].join(' › '), outcome);
   }
   return r;
 }
@@ -61,8 +75,8 @@ export function parseNodeTest(out: string): TestReport | null {
 /**
  * TAP (node --test piped, tape, node-tap...): "ok 1 - name", "not ok 2 - name # SKIP", and
  * the totals producers print ("# pass  169", "# fail 2": any spacing). node:test names its
- * tests on top-level lines; tape names assertions under "# test name" comments, so names
- * are "test › assertion" and a repeated one gets " #2".
+ * top-level tests, and each test inside a suite as "suite › test"; tape names assertions under
+ * "# test name" comments, so names are "test › assertion"; a repeated name gets " #2".
  */
 export function parseTap(out: string): TestReport | null {
   // A script may run several TAP streams (npm run a && npm run b): each prints its totals; they add up.
@@ -81,7 +95,32 @@ export function parseTap(out: string): TestReport | null {
   r.skipped = num(total('skipped')) + num(total('todo')) + num(total('skip'));
   let group = '';
   const seen = new Map<string, number>();
+  const named = (base: string) => {
+    const n = (seen.get(base) ?? 0) + 1;
+    seen.set(base, n);
+    return n === 1 ? base : `${base} #${n}`;
+  };
+  // node:test (and node-tap) nest a suite's tests four spaces deeper, each after "# Subtest: name".
+  const chain: string[] = [];
   for (const l of out.split('\n')) {
+    if (nodeTest) {
+      const sub = /^((?: {4})*)# Subtest: (.*)$/.exec(l);
+      if (sub) {
+        chain.length = sub[1]!.length / 4;
+        chain.push(sub[2]!.trim());
+        continue;
+      }
+      // A test inside a suite is named with the suites that hold it ("squash › keeps order"),
+      // besides the top-level result: a regression in one of a failing suite's tests is not
+      // hidden by the suite failing before and after (red team 4).
+      const nested = /^((?: {4})+)(not ok|ok) \d+(?: -)? ?(.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(l);
+      if (nested) {
+        const depth = nested[1]!.length / 4;
+        if (chain.length >= depth && chain.slice(0, depth).every((c) => c !== undefined))
+          r.tests.set(named([...chain.slice(0, depth), nested[3]!].join(' › ')), nested[4] ? 'skip' : nested[2] === 'ok' ? 'pass' : 'fail');
+        continue;
+      }
+    }
     // tape announces a skipped test as a comment: "# SKIP name".
     const skipped = !nodeTest ? /^# SKIP (.+)$/.exec(l) : null;
     if (skipped) {
@@ -94,13 +133,9 @@ export function parseTap(out: string): TestReport | null {
       group = comment[1]!.trim();
       continue;
     }
-    // Top-level results only: subtests are indented.
     const t = /^(not ok|ok) \d+(?: -)? ?(.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(l);
     if (!t) continue;
-    const base = nodeTest || !group ? t[2]! : `${group} › ${t[2]!}`;
-    const n = (seen.get(base) ?? 0) + 1;
-    seen.set(base, n);
-    const name = n === 1 ? base : `${base} #${n}`;
+    const name = named(nodeTest || !group ? t[2]! : `${group} › ${t[2]!}`);
     r.tests.set(name, t[3] ? 'skip' : t[1] === 'ok' ? 'pass' : 'fail');
     if (bare) {
       if (t[3]) r.skipped++;
@@ -169,14 +204,49 @@ export function parseMocha(out: string): TestReport | null {
   r.failed = num(/^[ \t]*(\d+) failing$/m.exec(out)?.[1]);
   r.skipped = num(/^[ \t]*(\d+) pending$/m.exec(out)?.[1]);
   const listEnd = out.search(/^[ \t]*\d+ passing \(/m);
+  const details = mochaFailureDetails(out.slice(listEnd));
   for (const l of out.slice(0, listEnd).split('\n')) {
     const ok = /^\s+[✔✓] (.+?)(?: \(\d+ms\))?$/.exec(l);
-    const bad = /^\s+\d+\) (.+)$/.exec(l);
+    const bad = /^\s+(\d+)\) (.+)$/.exec(l);
     // mocha 2 ends a passing line with a space its failing lines lack; one title twice fails if either did.
     if (ok && r.tests.get(ok[1]!.trim()) !== 'fail') r.tests.set(ok[1]!.trim(), 'pass');
-    else if (bad) r.tests.set(bad[1]!.trim(), 'fail');
+    else if (bad) {
+      const title = bad[2]!.trim();
+      const chain = details.get(Number(bad[1]));
+      // A test's own console can print "  1) title": a failure counts when mocha's account of
+      // failure N after the totals names it too (or, with no account, N is within the count).
+      if (details.size > 0 ? !chain?.join(' ').endsWith(title) : Number(bad[1]) > r.failed) continue;
+      r.tests.set(title, 'fail');
+      // Its suites too ("squash › keeps order"): the same title in two suites is two tests.
+      if (chain && chain.length > 1) r.tests.set(chain.join(' › '), 'fail');
+    }
   }
   return r;
+}
+
+/**
+ * Pure: mocha's account of each failure after its totals, by number: "  1) squash", its nested
+ * suites one per line, indented deeper, and the test's title ending in ":" ("       keeps
+ * order:"); mocha 2 prints the whole chain on one line.
+ */
+function mochaFailureDetails(tail: string): Map<number, string[]> {
+  const byNumber = new Map<number, string[]>();
+  const lines = tail.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const head = /^[ \t]+(\d+)\) (.+)$/.exec(lines[i]!);
+    if (!head) continue;
+    const chain = [head[2]!.trim()];
+    let indent = /^[ \t]*/.exec(lines[i]!)![0].length;
+    for (let j = i + 1; !chain.at(-1)!.endsWith(':') && j < lines.length && j <= i + 32; j++) {
+      const next = lines[j]!;
+      const deeper = /^[ \t]*/.exec(next)![0].length;
+      if (next.trim() === '' || deeper <= indent) break;
+      chain.push(next.trim());
+      indent = deeper;
+    }
+    if (chain.at(-1)!.endsWith(':')) byNumber.set(Number(head[1]), [...chain.slice(0, -1), chain.at(-1)!.slice(0, -1)]);
+  }
+  return byNumber;
 }
 
 /**
