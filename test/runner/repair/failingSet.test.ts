@@ -150,6 +150,16 @@ describe('shapes found on published packages (issue 26 corpus)', () => {
     assert.equal(parseTestOutput('  ✔ a\n  1 uncaught exception\n  1 test passed\n')!.failed, 1);
   });
 
+  it('AVA 6: a failing line carries the error message after the title; the title comes from the account after the rule, and a diff line is no skipped test', () => {
+    const r = parseTestOutput(fixture('ava6-fail-messages.txt'))!;
+    assert.deepEqual(Object.fromEntries(r.tests), { asserts: 'fail', throws: 'fail', 'with message': 'fail', passes: 'pass' });
+    assert.deepEqual([r.passed, r.failed, r.skipped], [1, 3, 0]);
+    // Only `throws` fixed, and it now fails by an assertion (no message): the same test, no regression.
+    const now = fixture('ava6-fail-messages.txt').replace('✘ [fail]: throws Error thrown in test', '✘ [fail]: throws');
+    const v = judgeTestRun(1, now, baselineOf(1, fixture('ava6-fail-messages.txt')));
+    assert.deepEqual([v.regressions, v.regressions_known], [[], true]);
+  });
+
   it('mocha 2 ends a passing title with a space its failing one lacks (jsonpath): one name either way', () => {
     const pass = '\n  slice\n\r    ✓ negative slices \n\r    ✓ explicit params \n\n\n  2 passing (5ms)\n';
     const fail = '\n  slice\n\r    1) negative slices\n\r    ✓ explicit params \n\n\n  1 passing (5ms)\n  1 failing\n';
@@ -183,6 +193,13 @@ describe('tests inside suites: a failing suite does not hide a regression in ano
     assert.equal(v.green, false);
     assert.equal(v.regressions_known, true);
     assert.deepEqual(v.regressions, ['format › reads an empty string']);
+  });
+
+  it('jest: a failure is named with its suites from its "●" header too, so the same title in two suites is two tests', () => {
+    const run = (failing: string, passing: string) =>
+      `FAIL src/x.test.js\n  ${passing}\n    ✓ empty (1 ms)\n  ${failing}\n    ✕ empty (2 ms)\n\n  ● ${failing} › empty\n\n    expect(received).toBe(expected)\n\nTest Suites: 1 failed, 1 total\nTests:       1 failed, 1 passed, 2 total\n`;
+    const v = judgeTestRun(1, run('format', 'parse'), baselineOf(1, run('parse', 'format')));
+    assert.deepEqual([v.regressions_known, v.regressions], [true, ['format › empty']]);
   });
 
   it('mocha: a line a test prints like a failure ("  1) pads") is no failure unless the failure account after the totals names it', () => {
@@ -282,6 +299,16 @@ describe('real outputs (issue 26)', () => {
     assert.deepEqual(lifecycleStages(out), []);
     const v = judgeTestRun(1, out, null);
     assert.deepEqual([v.green, v.failing, v.failing_complete], [false, ['subs › two minus one'], true]);
+  });
+
+  it('yarn 4 (berry) runs no pre/post scripts and prints no banners for a nested `yarn run`: the whole output is the report', () => {
+    const fail = fixture('yarn4-nested-run-fail.txt');
+    const pass = fixture('yarn4-nested-run-pass.txt');
+    assert.deepEqual([lifecycleStages(fail), /PRETEST|POSTTEST/.test(fail + pass)], [[], false]);
+    const v = judgeTestRun(1, fail, null);
+    assert.deepEqual([v.green, v.failing, v.failing_complete], [false, ['subs'], true]);
+    const fixed = judgeTestRun(0, pass, baselineOf(1, fail));
+    assert.deepEqual([fixed.green, fixed.passed, fixed.regressions_known], [true, 2, true]);
   });
 
   it('vitest 3 with node:test TAP in its output: the regression is named, the TAP lines are not vitest tests', () => {

@@ -262,13 +262,21 @@ export function parseAva(out: string): TestReport | null {
   ];
   if (totals.length === 0 || !/^[ \t]+(?:✔|✘ \[fail\]:) /m.test(out)) return null;
   const r = emptyReport('ava');
-  for (const l of out.split('\n')) {
+  const lines = out.split('\n');
+  const titles = avaFailureTitles(lines);
+  // The list ends at the rule; after it a diff's "  - 1" is no skipped test.
+  const rule = lines.findIndex((l) => /^[ \t]+─$/.test(l));
+  for (const l of rule < 0 ? lines : lines.slice(0, rule)) {
     const pass = /^[ \t]+✔ (?:\[expected fail\] )?(.+?)(?: \(\d+(?:\.\d+)?m?s\))?$/.exec(l);
     const fail = /^[ \t]+✘ \[fail\]: (.+?)(?: \(\d+(?:\.\d+)?m?s\))?$/.exec(l);
     const skip = /^[ \t]+- (?:\[skip\] )?(.+)$/.exec(l);
     if (pass) r.tests.set(pass[1]!, 'pass');
-    else if (fail) r.tests.set(fail[1]!, 'fail');
-    else if (skip && !/^[ \t]+- ['"]/.test(l)) r.tests.set(skip[1]!, 'skip');
+    else if (fail) {
+      // The line carries the error's message after the title ("throws Error thrown in test"):
+      // the title is the longest one of the account after the rule that starts it.
+      const title = titles.filter((t) => fail[1] === t || fail[1]!.startsWith(`${t} `)).sort((a, b) => b.length - a.length)[0];
+      r.tests.set(title ?? fail[1]!, 'fail');
+    } else if (skip && !/^[ \t]+- ['"]/.test(l)) r.tests.set(skip[1]!, 'skip');
   }
   const counted = countTests(r);
   const total = (word: RegExp) => totals.filter((m) => word.test(m[2]!)).reduce((n, m) => n + Number(m[1]), 0);
@@ -277,7 +285,18 @@ export function parseAva(out: string): TestReport | null {
   return { ...counted, failed, skipped: Math.max(total(/skipped|todo/), counted.skipped) };
 }
 
-/** jest: "Tests:       1 failed, 2 passed, 3 total"; names from --verbose ✓/✕ and "● a › b". */
+/** Pure: the lines of AVA's account of its failures (after its "─" rule) that may be a title: alone between blank lines. */
+function avaFailureTitles(lines: readonly string[]): string[] {
+  const rule = lines.findIndex((l) => /^[ \t]+─$/.test(l));
+  if (rule < 0) return [];
+  const titles: string[] = [];
+  for (let i = rule + 2; i < lines.length - 1; i++) {
+    if (lines[i - 1]!.trim() === '' && lines[i + 1]!.trim() === '' && /^ {2}\S/.test(lines[i]!)) titles.push(lines[i]!.trim());
+  }
+  return titles;
+}
+
+/** jest: "Tests:       1 failed, 2 passed, 3 total"; names from --verbose ✓/✕ and "● a › b" (both "b" and "a › b"). */
 export function parseJest(out: string): TestReport | null {
   const line = /^Tests:[ \t]+(.+ total)$/m.exec(out)?.[1];
   if (!line) return null;
@@ -289,8 +308,13 @@ export function parseJest(out: string): TestReport | null {
   for (const l of out.split('\n')) {
     const v = /^\s+([✓✕○]) (.+?)(?: \(\d+ ms\))?$/.exec(l);
     if (v) r.tests.set(v[2]!, v[1] === '✓' ? 'pass' : v[1] === '✕' ? 'fail' : 'skip');
+    // "● calc › subs" names the failure with its suites: both its title (as ✕ names it) and
+    // the whole chain, so the same title in two suites is two tests.
     const f = /^\s+● (.+ › .+)$/.exec(l);
-    if (f) r.tests.set(f[1]!.split(' › ').pop()!, 'fail');
+    if (f) {
+      r.tests.set(f[1]!.split(' › ').pop()!, 'fail');
+      r.tests.set(f[1]!, 'fail');
+    }
   }
   return r;
 }
