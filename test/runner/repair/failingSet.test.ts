@@ -212,6 +212,62 @@ describe('tests inside suites: a failing suite does not hide a regression in ano
   });
 });
 
+describe('red team 5 (issue 26): real node:test and mocha outputs that were misjudged', () => {
+  it('H1: a change that makes the code under test exit 0 is no fix though the counts match: node:test reports the file as a passing test', () => {
+    const v = judgeTestRun(0, fixture('node-test-exit0-attempt.txt'), baselineOf(1, fixture('node-test-exit0-baseline.txt')));
+    assert.equal(v.green, false);
+    assert.match(
+      v.failing_incomplete ?? '',
+      /its failing test\(s\) cli › exits cleanly.* did not run: this run names every test it ran, and not them/,
+    );
+  });
+
+  it('H2: a test whose name starts with the name of one that ran ("parses strict" after "parses") did not run for it', () => {
+    const v = judgeTestRun(
+      0,
+      fixture('node-test-exit0-midfile-attempt.txt'),
+      baselineOf(1, fixture('node-test-exit0-midfile-baseline.txt')),
+    );
+    assert.equal(v.green, false);
+    assert.match(
+      v.failing_incomplete ?? '',
+      /1 test\(s\) ran where the baseline ran 3, and its failing test\(s\) parses strict did not run/,
+    );
+  });
+
+  it('M1: the spec reporter’s recap after its totals ("✖ failing tests:") does not name a passing top-level test of the same title as failing', () => {
+    const base = baselineOf(1, fixture('node-test-spec-recap-baseline.txt'));
+    assert.equal(base.report!.tests.get('handles empty input'), 'pass');
+    const v = judgeTestRun(1, fixture('node-test-spec-recap-attempt.txt'), base);
+    assert.deepEqual([v.regressions, v.regressions_known], [['handles empty input'], true]);
+  });
+
+  it('M5: a todo test that fails is no failure (spec: "✖ x (2ms) # reason")', () => {
+    const r = parseTestOutput(fixture('node-test-spec-todo.txt'))!;
+    assert.deepEqual(Object.fromEntries(r.tests), { x: 'skip', y: 'skip', z: 'skip', ok: 'pass' });
+    assert.equal(judgeTestRun(0, fixture('node-test-spec-todo.txt'), null).failing.length, 0);
+  });
+
+  it('M6: mocha’s totals are the last ones: a test that prints another mocha run’s report does not stand for the run', () => {
+    const base = baselineOf(1, fixture('mocha-inner-report-baseline.txt'));
+    assert.deepEqual([base.report!.passed, base.report!.failed, base.report!.tests.get('cli › parses args')], [1, 1, 'fail']);
+    assert.ok(!base.report!.tests.has('expected to fail'), 'the inner run’s failure is not this run’s');
+    assert.equal(judgeTestRun(0, fixture('mocha-inner-report-fixed.txt'), base).green, true);
+  });
+
+  it('M3: a mocha suite titled with a colon ("config:") keeps its failure named; a failure named twice counts once', () => {
+    const base = baselineOf(1, fixture('mocha-colon-suite-baseline.txt'));
+    assert.equal(base.report!.tests.get('config: › loads'), 'fail');
+    assert.equal(base.completeness.complete, true);
+    const v = judgeTestRun(1, fixture('mocha-colon-suite-attempt.txt'), base);
+    assert.equal(v.regressions_known, true);
+    // Two failures, four names: the list is whole only with both failures named.
+    const r = parseTestOutput(fixture('mocha-colon-suite-baseline.txt'))!;
+    r.tests.delete('loads');
+    assert.match(failingListCompleteness(r, WHOLE).complete ? '' : 'not whole', /not whole/);
+  });
+});
+
 describe('go test: two packages with a test of the same name (golang-lru)', () => {
   it('each is named with its package, so a failure in one is not hidden by a pass in the other', () => {
     const out =

@@ -31,7 +31,8 @@ export function failingListCompleteness(report: TestReport | null, end: RunEnd):
   if (!end.logWhole) return { complete: false, why: 'its log was cut, so failures past the cut are not seen' };
   if (!report)
     return end.exitCode === 0 ? WHOLE : { complete: false, why: `its output has no test report the runner reads (exit ${end.exitCode})` };
-  const named = [...report.tests.values()].filter((o) => o === 'fail').length;
+  // Tests, not names: a failure named twice (its title and its suites) is one.
+  const named = [...report.tests].filter(([n, o]) => o === 'fail' && !report.aliases?.has(n)).length;
   if (named < report.failed)
     return {
       complete: false,
@@ -89,7 +90,8 @@ export function regressionsFrom(now: Judged, baseline: Judged): Regressions {
 export function namesEveryTest(r: TestReport): boolean {
   let pass = 0,
     fail = 0;
-  for (const o of r.tests.values()) {
+  for (const [n, o] of r.tests) {
+    if (r.aliases?.has(n)) continue;
     if (o === 'pass') pass++;
     else if (o === 'fail') fail++;
   }
@@ -107,21 +109,38 @@ export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged 
   const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
   if (now === null)
     return `its output has no test report the runner reads, so the baseline's failing tests (${list(wanted)}) are not shown passing`;
-  // Names are each parser's and not always one shape for a test's pass and its failure: a
-  // failing test counts as not run only when fewer tests ran than on the base commit.
+  // Names are each parser's and not always one shape for a test's pass and its failure
+  // (pytest's SUBFAILED, a repeated TAP assertion "x #2"): there a failing test counts as not
+  // run only when fewer tests ran than on the base commit. Frameworks that name a test the same
+  // whether it passes or fails are held to the name: a run that names every test and not the
+  // baseline's failing one did not run it, whatever the counts (a change that exits 0 before
+  // it, which node:test reports as its file passing; red team 5).
   const base = baseline!.report!;
   const ranNow = now.passed + now.failed;
   const ranBefore = base.passed + base.failed;
-  if (!namesEveryTest(now) || ranNow >= ranBefore) return null;
-  // A subtest's outcome may be named only when it fails (pytest's SUBFAILED, a repeated TAP
-  // assertion "x #2"): it ran when the test that holds it is named.
-  // mocha names a failing test with its suites as well, a passing one by its title alone.
-  const ran = (n: string) =>
-    now.tests.has(n) ||
-    [...now.tests.keys()].some((t) => n.startsWith(t) && /^(?: |\/|\[|\.|::| › )/.test(n.slice(t.length))) ||
-    (now.framework === 'mocha' && now.tests.has(n.split(' › ').at(-1)!));
+  const exact = now.framework.split(' + ').every((f) => EXACT_NAMES.has(f));
+  if (!namesEveryTest(now) || (!exact && ranNow >= ranBefore)) return null;
+  const ran = (n: string) => now.tests.has(n) || (exact ? failureAliasRan(now, n) : subtestRan(now, n));
   const gone = wanted.filter((n) => !ran(n));
-  return gone.length > 0
+  if (gone.length === 0) return null;
+  return ranNow < ranBefore
     ? `${ranNow} test(s) ran where the baseline ran ${ranBefore}, and its failing test(s) ${list(gone)} did not run`
-    : null;
+    : `its failing test(s) ${list(gone)} did not run: this run names every test it ran, and not them`;
+}
+
+/** Frameworks whose console names a test the same way whether it passes or fails. */
+const EXACT_NAMES = new Set(['node:test', 'mocha', 'jest', 'vitest', 'ava']);
+
+/**
+ * A failure some frameworks also name with its suites (mocha's account, jest's "●", vitest's
+ * FAIL line), where a pass has its title alone: the chain ran when its title is named.
+ */
+function failureAliasRan(now: TestReport, n: string): boolean {
+  const sep = now.framework === 'vitest' ? ' > ' : now.framework === 'mocha' || now.framework === 'jest' ? ' › ' : null;
+  return sep !== null && n.includes(sep) && now.tests.has(n.split(sep).at(-1)!);
+}
+
+/** A subtest's outcome may be named only when it fails: it ran when the test that holds it is named. */
+function subtestRan(now: TestReport, n: string): boolean {
+  return [...now.tests.keys()].some((t) => n.startsWith(t) && /^(?: |\/|\[|\.|::| › )/.test(n.slice(t.length)));
 }

@@ -116,6 +116,7 @@ function combine(reports: readonly TestReport[]): TestReport {
   const tests = new Map<string, TestOutcome>();
   for (const r of reports) for (const [name, outcome] of r.tests) if (tests.get(name) !== 'fail') tests.set(name, outcome);
   const cut = reports.map((r) => r.cutShort).filter((c): c is string => Boolean(c));
+  const aliases = new Set(reports.flatMap((r) => [...(r.aliases ?? [])]));
   return {
     framework: reports.map((r) => r.framework).join(' + '),
     passed: reports.reduce((n, r) => n + r.passed, 0),
@@ -123,5 +124,6 @@ function combine(reports: readonly TestReport[]): TestReport {
     skipped: reports.reduce((n, r) => n + r.skipped, 0),
     tests,
     ...(cut.length > 0 ? { cutShort: cut.join('; ') } : {}),
+    ...(aliases.size > 0 ? { aliases } : {}),
   };
 }

@@ -54,17 +54,21 @@ export function parseNodeTest(out: string): TestReport | null {
   // A suite ("▶ name") indents its tests two spaces deeper: those are named with the suites that
   // hold them ("squash › keeps order"), so one failing test of a failing suite is seen.
   const chain: string[] = [];
-  for (const l of out.split('\n')) {
+  // After its totals the reporter recalls each failure by its title alone ("✖ failing tests:"):
+  // read there, a failing suite test would name a passing top-level test of the same title.
+  const recap = out.search(/^✖ failing tests:$/m);
+  for (const l of (recap < 0 ? out : out.slice(0, recap)).split('\n')) {
     const suite = /^((?: {2})*)▶ (.+)$/.exec(l);
     if (suite) {
       chain.length = suite[1]!.length / 2;
       chain.push(suite[2]!.trim());
       continue;
     }
-    const t = /^((?: {2})*)([✔✖﹣]) (.+?) \([\d.]+m?s\)/.exec(l);
+    const t = /^((?: {2})*)([✔✖﹣]) (.+?) \([\d.]+m?s\)(.*)$/.exec(l);
     if (!t) continue;
     const depth = t[1]!.length / 2;
-    const outcome = t[2] === '✔' ? 'pass' : t[2] === '✖' ? 'fail' : 'skip';
+    // Text after the duration is a directive: "# SKIP", "# TODO" or a todo's reason; a todo that fails is no failure.
+    const outcome = t[4]!.trim().startsWith('#') ? 'skip' : t[2] === '✔' ? 'pass' : t[2] === '✖' ? 'fail' : 'skip';
     if (depth === 0) r.tests.set(t[3]!, outcome);
     else if (chain.length >= depth && chain.slice(0, depth).every((c) => c !== undefined))
       r.tests.set([...chain.slice(0, depth), t[3]!].join(' › '), outcome);
@@ -197,14 +201,18 @@ export function parseUnittest(out: string): TestReport | null {
 
 /** mocha (spec reporter): "  3 passing (12ms)", "  1 failing", "  2 pending". */
 export function parseMocha(out: string): TestReport | null {
-  const passing = /^[ \t]*(\d+) passing \(\d+(?:ms|s|m)\)$/m.exec(out);
+  // The last totals are the run's: a test may print another mocha run's report before them
+  // (a plugin testing itself on a fixture).
+  const passing = [...out.matchAll(/^[ \t]*(\d+) passing \(\d+(?:ms|s|m)\)$/gm)].at(-1);
   if (!passing) return null;
   const r = emptyReport('mocha');
+  const listEnd = passing.index;
+  const tail = out.slice(listEnd);
   r.passed = num(passing[1]);
-  r.failed = num(/^[ \t]*(\d+) failing$/m.exec(out)?.[1]);
-  r.skipped = num(/^[ \t]*(\d+) pending$/m.exec(out)?.[1]);
-  const listEnd = out.search(/^[ \t]*\d+ passing \(/m);
-  const details = mochaFailureDetails(out.slice(listEnd));
+  r.failed = num(/^[ \t]*(\d+) failing$/m.exec(tail)?.[1]);
+  r.skipped = num(/^[ \t]*(\d+) pending$/m.exec(tail)?.[1]);
+  const details = mochaFailureDetails(tail);
+  const aliases = new Set<string>();
   for (const l of out.slice(0, listEnd).split('\n')) {
     const ok = /^\s+[✔✓] (.+?)(?: \(\d+ms\))?$/.exec(l);
     const bad = /^\s+(\d+)\) (.+)$/.exec(l);
@@ -218,10 +226,13 @@ export function parseMocha(out: string): TestReport | null {
       if (details.size > 0 ? !chain?.join(' ').endsWith(title) : Number(bad[1]) > r.failed) continue;
       r.tests.set(title, 'fail');
       // Its suites too ("squash › keeps order"): the same title in two suites is two tests.
-      if (chain && chain.length > 1) r.tests.set(chain.join(' › '), 'fail');
+      if (chain && chain.length > 1) {
+        r.tests.set(chain.join(' › '), 'fail');
+        aliases.add(chain.join(' › '));
+      }
     }
   }
-  return r;
+  return { ...r, aliases };
 }
 
 /**
@@ -235,9 +246,11 @@ function mochaFailureDetails(tail: string): Map<number, string[]> {
   for (let i = 0; i < lines.length; i++) {
     const head = /^[ \t]+(\d+)\) (.+)$/.exec(lines[i]!);
     if (!head) continue;
+    // Every line deeper than the one before is the chain's, to the blank line before the error:
+    // a suite's own title may end in ":" too ("config:").
     const chain = [head[2]!.trim()];
     let indent = /^[ \t]*/.exec(lines[i]!)![0].length;
-    for (let j = i + 1; !chain.at(-1)!.endsWith(':') && j < lines.length && j <= i + 32; j++) {
+    for (let j = i + 1; j < lines.length && j <= i + 32; j++) {
       const next = lines[j]!;
       const deeper = /^[ \t]*/.exec(next)![0].length;
       if (next.trim() === '' || deeper <= indent) break;
@@ -302,6 +315,7 @@ export function parseJest(out: string): TestReport | null {
   if (!line) return null;
   const count = (w: string) => num(new RegExp(`(\\d+) ${w}`).exec(line)?.[1]);
   const r = emptyReport('jest');
+  const aliases = new Set<string>();
   r.passed = count('passed');
   r.failed = count('failed');
   r.skipped = count('skipped') + count('todo');
@@ -314,9 +328,10 @@ export function parseJest(out: string): TestReport | null {
     if (f) {
       r.tests.set(f[1]!.split(' › ').pop()!, 'fail');
       r.tests.set(f[1]!, 'fail');
+      aliases.add(f[1]!);
     }
   }
-  return r;
+  return { ...r, aliases };
 }
 
 /** vitest: "      Tests  1 failed | 3 passed (4)". */

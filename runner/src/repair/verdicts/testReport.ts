@@ -10,6 +10,8 @@ export interface TestReport {
   tests: Map<string, TestOutcome>;
   /** The output stopped before the framework's own end (a crash mid-run): why, in words. */
   cutShort?: string;
+  /** Second names of tests already named (a failure's suite chain beside its title): not more tests. */
+  aliases?: ReadonlySet<string>;
 }
 
 export function emptyReport(framework: string): TestReport {
