@@ -255,6 +255,12 @@ describe('red team 5 (issue 26): real node:test and mocha outputs that were misj
     assert.equal(judgeTestRun(0, fixture('mocha-inner-report-fixed.txt'), base).green, true);
   });
 
+  it('mocha 2 (jsonpath) prints the whole chain on the failure’s first line and its error right under it: both failures named', () => {
+    const r = parseTestOutput(fixture('mocha2-tdd-failing.txt'))!;
+    assert.deepEqual(Object.fromEntries(r.tests), { 'throws for bad input': 'fail', 'ok one': 'pass', 'fails too': 'fail' });
+    assert.deepEqual(failingListCompleteness(r, WHOLE), { complete: true });
+  });
+
   it('M3: a mocha suite titled with a colon ("config:") keeps its failure named; a failure named twice counts once', () => {
     const base = baselineOf(1, fixture('mocha-colon-suite-baseline.txt'));
     assert.equal(base.report!.tests.get('config: › loads'), 'fail');

@@ -246,16 +246,16 @@ function mochaFailureDetails(tail: string): Map<number, string[]> {
   for (let i = 0; i < lines.length; i++) {
     const head = /^[ \t]+(\d+)\) (.+)$/.exec(lines[i]!);
     if (!head) continue;
-    // Every line deeper than the one before is the chain's, to the blank line before the error:
-    // a suite's own title may end in ":" too ("config:").
+    // mocha puts the k-th title of the chain on its own line, 5 + 2k spaces in, whatever the
+    // number's width: a suite's own title may end in ":" too ("config:"). mocha 2 prints the
+    // whole chain on the first line and its error 5 spaces in: there the chain is that line.
     const chain = [head[2]!.trim()];
-    let indent = /^[ \t]*/.exec(lines[i]!)![0].length;
+    let indent = 5;
     for (let j = i + 1; j < lines.length && j <= i + 32; j++) {
       const next = lines[j]!;
-      const deeper = /^[ \t]*/.exec(next)![0].length;
-      if (next.trim() === '' || deeper <= indent) break;
+      if (next.trim() === '' || /^[ \t]*/.exec(next)![0].length !== indent + 2) break;
       chain.push(next.trim());
-      indent = deeper;
+      indent += 2;
     }
     if (chain.at(-1)!.endsWith(':')) byNumber.set(Number(head[1]), [...chain.slice(0, -1), chain.at(-1)!.slice(0, -1)]);
   }
