@@ -132,12 +132,15 @@ export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged 
 const EXACT_NAMES = new Set(['node:test', 'mocha', 'jest', 'vitest', 'ava']);
 
 /**
- * A failure some frameworks also name with its suites (mocha's account, jest's "●", vitest's
- * FAIL line), where a pass has its title alone: the chain ran when its title is named.
+ * A failure some frameworks name with another part of its chain than a pass: mocha's account
+ * and jest's "●" with its suites where a pass has its title alone, vitest's FAIL line without
+ * the file its ✓ line starts with. The test ran when a name of this run is its title, or ends
+ * with its chain.
  */
 function failureAliasRan(now: TestReport, n: string): boolean {
   const sep = now.framework === 'vitest' ? ' > ' : now.framework === 'mocha' || now.framework === 'jest' ? ' › ' : null;
-  return sep !== null && n.includes(sep) && now.tests.has(n.split(sep).at(-1)!);
+  if (sep === null || !n.includes(sep)) return false;
+  return now.tests.has(n.split(sep).at(-1)!) || [...now.tests.keys()].some((t) => t.endsWith(`${sep}${n}`));
 }
 
 /** A subtest's outcome may be named only when it fails: it ran when the test that holds it is named. */
