@@ -55,7 +55,7 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         assert.ok(report.winner!.attempts[0]!.endsWith('-a0'));
         assert.ok(
           report.attempts.some((a) => a.verdict && !a.verdict.green),
-          'the wrong candidate should be red',
+          `the wrong candidate should be red:\n${r.stderr}`,
         );
         assert.equal(report.ground_truth?.verdict?.green, true);
         for (const f of ['winner.diff', 'report.json', 'summary.md']) assert.ok(existsSync(join(out, f)), f);

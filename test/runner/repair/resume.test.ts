@@ -41,7 +41,7 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
             { tool_calls: [{ name: 'finish', arguments: { summary: 'fixed' } }] },
           ],
           [
-            // Long enough to be killed in; the resumed run gives cells 3 s.
+            // Long enough to be killed in; the resumed run gives cells 10 s (pytest's ground truth fits in it on a loaded machine).
             { tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 30' } }] },
             { tool_calls: [{ name: 'finish', arguments: { summary: 'nothing' } }] },
           ],
@@ -105,7 +105,7 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       assert.equal(shown.status, 0, shown.stderr);
       assert.match(shown.stdout, new RegExp(`^${runId}: interrupted$`, 'm'));
       assert.match(shown.stdout, /attempt 1 \(t=[\d.]+\): interrupted/);
-      const resumed = spawnSync(process.execPath, [RUNNER, 'fix', '--resume', runId, '--json', '--cell-timeout', '3'], {
+      const resumed = spawnSync(process.execPath, [RUNNER, 'fix', '--resume', runId, '--json', '--cell-timeout', '10'], {
         encoding: 'utf8',
       });
       assert.equal(resumed.status, 0, resumed.stderr);
@@ -121,7 +121,7 @@ describe('fix --resume after the runner is killed (kill -9)', function () {
       ).n;
       const settingsAfter = after.prepare('SELECT settings_json FROM runs WHERE id = ?').get(runId) as { settings_json: string };
       after.close();
-      assert.equal(JSON.parse(settingsAfter.settings_json).cell_timeout_s, 3, 'a budget given to the resume is what the run goes on with');
+      assert.equal(JSON.parse(settingsAfter.settings_json).cell_timeout_s, 10, 'a budget given to the resume is what the run goes on with');
       assert.equal(a0After.finished_at, a0Before.finished_at, 'attempt 0 was redone');
       assert.equal(cellsA0After, cellsA0Before, 'attempt 0 ran new cells');
       assert.equal(git(repo, 'branch', '--list', 'forge/*').trim(), `forge/attempt/${runId}-a0`);

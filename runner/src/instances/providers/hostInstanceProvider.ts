@@ -18,11 +18,12 @@ import { isTombstoned, journalLines, livePid, observeIncarnation, startDecision,
 const SUPERVISOR = `
 set -u
 dir=$1; shift
-echo "start $$ $(date +%s%N)" >> "$dir/journal"
-echo "$$" > "$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
 child=
 on_term() { echo "stop $$ $(date +%s%N)" >> "$dir/journal"; [ -n "$child" ] && kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 0; }
+# The trap is set before the pid is published: a stop sent the moment create returns is recorded.
 trap on_term TERM INT
+echo "start $$ $(date +%s%N)" >> "$dir/journal"
+echo "$$" > "$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
 "$@" &
 child=$!
 wait "$child"

@@ -65,9 +65,19 @@ export function finishReport(input: ReportInput): FixOutcome {
   deps.progress(
     fixed
       ? `fixed: winner ${report.winner!.attempts.join(', ')} (${report.winner!.diff_size} changed lines) on ${settled.winnerBranch}`
-      : 'not fixed: no attempt passed the tests',
+      : winner
+        ? `not fixed: ${winner.attempts[0]} passed in its worktree but ${groundTruthFailure(groundTruth)}`
+        : 'not fixed: no attempt passed the tests',
   );
   return { report, exitCode: fixed ? 0 : 1 };
+}
+
+/** Why the winner's diff did not hold on a fresh checkout, in words. */
+function groundTruthFailure(gt: FixReport['ground_truth']): string {
+  if (!gt || !gt.applied) return `its diff did not apply to a fresh checkout${gt?.conflicts.length ? ` (${gt.conflicts.join(', ')})` : ''}`;
+  const v = gt.verdict;
+  if (!v) return 'its tests on a fresh checkout gave no verdict';
+  return `its tests failed on a fresh checkout (exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.failing.length ? `: ${v.failing.slice(0, 3).join(', ')}` : ''})`;
 }
 
 function attemptReport(r: AttemptResult): AttemptReport {
