@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, createServer as createUnixServer, type Socket } from 'node:net';
+import { cachingLookup } from './egressLookup.js';
 import { hostAllowed, parseConnectTarget, parseProxyAuthorization } from './egressPolicy.js';
 
 interface Grant {
@@ -23,6 +24,7 @@ export class EgressProxy {
   private readonly sockets = new Set<Socket>();
   /** Connections that came in on a cell's own socket: only that cell's credentials count on them. */
   private readonly socketCell = new WeakMap<Socket, string>();
+  private readonly lookup = cachingLookup();
 
   constructor(private readonly listenHost: string) {}
 
@@ -118,7 +120,7 @@ export class EgressProxy {
       grant.denied.add(target.host);
       return void client.end(refusal(403, deniedMessage(target.host, grant.allowlist)));
     }
-    const upstream = connect(target.port, target.host, () => {
+    const upstream = connect({ port: target.port, host: target.host, lookup: this.lookup }, () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);
@@ -146,10 +148,13 @@ export class EgressProxy {
     const headers = { ...req.headers };
     delete headers['proxy-authorization'];
     delete headers['proxy-connection'];
-    const upstream = httpRequest({ host, port: url.port || 80, method: req.method, path: url.pathname + url.search, headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = httpRequest(
+      { host, port: url.port || 80, method: req.method, path: url.pathname + url.search, headers, lookup: this.lookup },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', (e) => reply(res, 502, `forge egress proxy: cannot reach ${host} (${e.message})\n`));
     req.pipe(upstream);
   }

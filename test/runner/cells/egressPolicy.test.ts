@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cachingLookup } from '../../../runner/src/cells/egressLookup.js';
 import { hostAllowed, parseConnectTarget, parseProxyAuthorization } from '../../../runner/src/cells/egressPolicy.js';
 import { EgressProxy } from '../../../runner/src/cells/egressProxy.js';
 
@@ -69,5 +70,35 @@ describe('egress proxy: a cell socket speaks for its own cell only', () => {
       await proxy.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the egress proxy’s name lookups (a burst of tunnels to one registry)', () => {
+  const lookupOnce = (fn: ReturnType<typeof cachingLookup>, host: string, family = 0) =>
+    new Promise<{ err: NodeJS.ErrnoException | null; address: string }>((resolve) =>
+      fn(host, { family }, (err, address) => resolve({ err, address: address as string })),
+    );
+
+  it('asks the resolver once for a burst of the same name, and again after a minute or a failure', async () => {
+    let clock = 0;
+    const asked: string[] = [];
+    let fail = false;
+    const resolver = ((host: string, _o: unknown, cb: (e: Error | null, a: { address: string; family: number }[]) => void) => {
+      asked.push(host);
+      setImmediate(() =>
+        fail ? cb(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' }), []) : cb(null, [{ address: '203.0.113.7', family: 4 }]),
+      );
+    }) as unknown as typeof import('node:dns').lookup;
+    const fn = cachingLookup(resolver, () => clock);
+    const burst = await Promise.all(Array.from({ length: 40 }, () => lookupOnce(fn, 'registry.npmjs.org')));
+    assert.deepEqual(new Set(burst.map((b) => b.address)), new Set(['203.0.113.7']));
+    assert.equal(asked.length, 1);
+    assert.equal((await lookupOnce(fn, 'registry.npmjs.org', 6)).err?.code, 'ENOTFOUND', 'no IPv6 address: not found for family 6');
+    clock = 61_000;
+    fail = true;
+    assert.equal((await lookupOnce(fn, 'registry.npmjs.org')).err?.code, 'EAI_AGAIN');
+    fail = false;
+    assert.equal((await lookupOnce(fn, 'registry.npmjs.org')).address, '203.0.113.7');
+    assert.equal(asked.length, 3, 'an expired name and a failed lookup are asked again');
   });
 });
