@@ -19,11 +19,11 @@ describe('test output parsers (one passing, one failing, one skipped test each)'
     ['pytest-qrA.txt', 'pytest', 'test_calc.py::test_adds', 'test_calc.py::test_subs', ''],
     ['node-test-tap.txt', 'node:test', 'adds', 'subs', 'later'],
     ['node-test-spec.txt', 'node:test', 'adds', 'subs', 'later'],
-    ['mocha-spec.txt', 'mocha', 'adds', 'subs', ''],
+    ['mocha-spec.txt', 'mocha', 'calc › adds', 'calc › subs', 'calc › later'],
     ['cargo-test.txt', 'cargo test', 'tests::adds', 'tests::subs', 'tests::later'],
     ['ctest.txt', 'ctest', 'adds', 'subs', ''],
-    ['jest-verbose.sample.txt', 'jest', 'adds', 'subs', 'skipped later'],
-    ['vitest.sample.txt', 'vitest', 'adds', 'subs', 'later'],
+    ['jest-verbose.sample.txt', 'jest', 'calc › adds', 'calc › subs', 'calc › later'],
+    ['vitest.sample.txt', 'vitest', 'src/calc.test.ts > calc > adds', 'src/calc.test.ts > calc > subs', 'src/calc.test.ts > calc > later'],
     ['go-test-v.sample.txt', 'go test', 'TestAdds', 'TestSubs', 'TestLater'],
     ['junit.sample.xml', 'junit', 'calc.CalcTest.adds', 'calc.CalcTest.subs', 'calc.CalcTest.later'],
   ];
@@ -360,12 +360,14 @@ describe('reports from files the test runner writes on request (issue 26, part 3
     assert.deepEqual([both.passed, both.failed, both.skipped], [console.passed, console.failed, console.skipped]);
     assert.equal(both.tests.get('tests/test_calc.py::test_sub [loop] (i=1)'), 'fail');
     assert.equal(both.tests.get('tests/test_calc.py::test_later'), 'skip');
-    // A console cut short: the file's names, counted.
-    const cut = runReport(file, null, false)!;
-    assert.deepEqual([cut.passed, cut.failed, cut.skipped], [3, 5, 1]);
-    // A file of another kind (Maven's JUnit) comes first, as before.
+    // A console without pytest's totals (cut, or a change that wrote the file and exited 0): the file is nobody's word.
+    assert.equal(runReport(file, null, false), null);
+    // A file of another kind (Maven's JUnit) is one more run beside the console's: a failure either names stands.
     const maven = parseJunitXml(fixture('junit.sample.xml'))!;
-    assert.equal(runReport(maven, console, true), maven);
+    const both2 = runReport(maven, console, true)!;
+    assert.equal(both2.framework, 'junit + pytest');
+    assert.equal(both2.tests.get('calc.CalcTest.subs'), 'fail');
+    assert.equal(both2.failed, maven.failed + console.failed);
   });
 
   it('reads a pytest run whose console names nothing (-q -rN) from its file: failing list whole, regression named', () => {

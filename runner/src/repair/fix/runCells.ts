@@ -16,7 +16,7 @@ import { parseTestOutput } from '../verdicts/parsers.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
 import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../workspace/openBeneath.js';
-import { hookProgramNotTheTool } from '../verdicts/hookProgram.js';
+import { hookProgramNotTheTool, npmrcActiveKey } from '../verdicts/hookProgram.js';
 import { join } from 'node:path';
 
 /**
@@ -211,6 +211,8 @@ export class RunCells {
       return `the ${hook} that failed ran "${failedCommand.slice(0, 80)}", not the base commit's script`;
     const npmrc = readFileBeneath(worktree, '.npmrc', 1024 * 1024);
     if ((npmrc.kind === 'ok' ? npmrc.bytes.toString('utf8') : null) !== base.npmrc) return 'the attempt changed .npmrc';
+    const active = npmrcActiveKey(base.npmrc);
+    if (active !== null) return `the repository's .npmrc sets ${active}, which can run its own code in the ${hook}`;
     if (!isRegistryOnlyHook(script))
       return `its ${hook} (${script.slice(0, 80)}) does more than ask the package registry, so its failure may be the change's`;
     // A registry tool prints no test results: a hook whose output shows one ran more than the tool.

@@ -31,8 +31,7 @@ export function failingListCompleteness(report: TestReport | null, end: RunEnd):
   if (!end.logWhole) return { complete: false, why: 'its log was cut, so failures past the cut are not seen' };
   if (!report)
     return end.exitCode === 0 ? WHOLE : { complete: false, why: `its output has no test report the runner reads (exit ${end.exitCode})` };
-  // Tests, not names: a failure named twice (its title and its suites) is one.
-  const named = [...report.tests].filter(([n, o]) => o === 'fail' && !report.aliases?.has(n)).length;
+  const named = [...report.tests.values()].filter((o) => o === 'fail').length;
   if (named < report.failed)
     return {
       complete: false,
@@ -90,8 +89,7 @@ export function regressionsFrom(now: Judged, baseline: Judged): Regressions {
 export function namesEveryTest(r: TestReport): boolean {
   let pass = 0,
     fail = 0;
-  for (const [n, o] of r.tests) {
-    if (r.aliases?.has(n)) continue;
+  for (const o of r.tests.values()) {
     if (o === 'pass') pass++;
     else if (o === 'fail') fail++;
   }
@@ -100,8 +98,10 @@ export function namesEveryTest(r: TestReport): boolean {
 
 /**
  * Pure: why this run does not show the baseline's failing tests passing, or null. A fix must
- * make them pass, not stop them running (a change that exits 0 before they run, a runner cut
- * short): with no report at all, or a report that names every test it ran and not them.
+ * make them pass, not stop them running or skip them (a change that exits 0 before they run, a
+ * runner cut short, a feature check that turns the test into a skip): with no report at all, a
+ * report that names them skipped, more skipped tests than on the base commit while they are not
+ * named passing, or a report that names every test it ran and not them.
  */
 export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged | null): string | null {
   const wanted = [...failingOf(baseline?.report ?? null)];
@@ -109,18 +109,23 @@ export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged 
   const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
   if (now === null)
     return `its output has no test report the runner reads, so the baseline's failing tests (${list(wanted)}) are not shown passing`;
+  const base = baseline!.report!;
+  const skipped = wanted.filter((n) => now.tests.get(n) === 'skip');
+  if (skipped.length > 0) return `its failing test(s) ${list(skipped)} were skipped, not passed`;
+  const notPassing = wanted.filter((n) => now.tests.get(n) !== 'pass');
+  if (now.skipped > base.skipped && notPassing.length > 0)
+    return `it skipped ${now.skipped - base.skipped} more test(s) than the baseline, and its failing test(s) ${list(notPassing)} are not shown passing`;
   // Names are each parser's and not always one shape for a test's pass and its failure
   // (pytest's SUBFAILED, a repeated TAP assertion "x #2"): there a failing test counts as not
   // run only when fewer tests ran than on the base commit. Frameworks that name a test the same
   // whether it passes or fails are held to the name: a run that names every test and not the
   // baseline's failing one did not run it, whatever the counts (a change that exits 0 before
   // it, which node:test reports as its file passing; red team 5).
-  const base = baseline!.report!;
   const ranNow = now.passed + now.failed;
   const ranBefore = base.passed + base.failed;
   const exact = now.framework.split(' + ').every((f) => EXACT_NAMES.has(f));
   if (!namesEveryTest(now) || (!exact && ranNow >= ranBefore)) return null;
-  const ran = (n: string) => now.tests.has(n) || (exact ? failureAliasRan(now, n) : subtestRan(now, n));
+  const ran = (n: string) => now.tests.has(n) || (exact ? fileFailureCleared(now, n, ranNow >= ranBefore) : subtestRan(now, n));
   const gone = wanted.filter((n) => !ran(n));
   if (gone.length === 0) return null;
   return ranNow < ranBefore
@@ -132,15 +137,13 @@ export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged 
 const EXACT_NAMES = new Set(['node:test', 'mocha', 'jest', 'vitest', 'ava']);
 
 /**
- * A failure some frameworks name with another part of its chain than a pass: mocha's account
- * and jest's "●" with its suites where a pass has its title alone, vitest's FAIL line without
- * the file its ✓ line starts with. The test ran when a name of this run is its title, or ends
- * with its chain.
+ * node:test reports a test file that fails before its tests run (a missing export, a syntax
+ * error) as one failing test named by the file's path; once it loads, its tests are named by
+ * their titles. That failure is gone when this run does not name the file and ran at least as
+ * many tests as the baseline (the file's own tests among them).
  */
-function failureAliasRan(now: TestReport, n: string): boolean {
-  const sep = now.framework === 'vitest' ? ' > ' : now.framework === 'mocha' || now.framework === 'jest' ? ' › ' : null;
-  if (sep === null || !n.includes(sep)) return false;
-  return now.tests.has(n.split(sep).at(-1)!) || [...now.tests.keys()].some((t) => t.endsWith(`${sep}${n}`));
+function fileFailureCleared(now: TestReport, n: string, asMany: boolean): boolean {
+  return now.framework.split(' + ').includes('node:test') && /^\/\S+\.[cm]?[jt]sx?$/.test(n) && asMany;
 }
 
 /** A subtest's outcome may be named only when it fails: it ran when the test that holds it is named. */

@@ -56,3 +56,23 @@ function lstatOrNull(path: string) {
     return null;
   }
 }
+
+/**
+ * npm project config keys that only say where packages come from and how npm saves them: a
+ * project .npmrc with any other key may run a program of the tree in the hook (node-options
+ * --require, script-shell, onload-script, git, node-gyp...; red team), so the hook's failure
+ * may be its own code's.
+ */
+const INERT_NPMRC_KEY =
+  /^(?:(?:@[\w.-]+:)?registry|\/\/[^\s=]+:(?:_authToken|_auth|username|_password|always-auth|email)|always-auth|audit|audit-level|fund|loglevel|progress|update-notifier|save|save-exact|save-prefix|package-lock|package-lock-only|lockfile-version|engine-strict|legacy-peer-deps|strict-peer-deps|auto-install-peers|prefer-offline|prefer-online|fetch-retries|fetch-timeout|git-tag-version|sign-git-tag|tag-version-prefix|message|access|provenance|omit|include|workspaces-update)$/;
+
+/** Pure: the first key of a project .npmrc that is not inert (null: none, or no .npmrc). */
+export function npmrcActiveKey(npmrc: string | null): string | null {
+  for (const raw of (npmrc ?? '').split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const key = (line.split('=')[0] ?? '').trim().replace(/\[\]$/, '');
+    if (!INERT_NPMRC_KEY.test(key)) return key.slice(0, 60);
+  }
+  return null;
+}

@@ -1,7 +1,7 @@
 import { baselineFailuresUnseen, failingListCompleteness, type Judged, regressionsFrom, type RunEnd } from './failingSet.js';
 import { failedNetworkHook, type HookFailure, lifecycleStages } from './npmLifecycle.js';
 import { parseTestOutput } from './parsers.js';
-import { countTests, plain, type TestReport } from './testReport.js';
+import { combineReports, countTests, plain, type TestReport } from './testReport.js';
 
 export interface Verdict {
   exit_code: number;
@@ -31,22 +31,31 @@ export interface Verdict {
  * Pure: one run's report from what its runner wrote (a file) and what its console showed. A
  * file of the console's own framework (pytest's JUnit XML) names every test, the console adds
  * what the file leaves out (pytest's subtests), so a run read from either names tests alike;
- * counts are the console's when it is whole. A file of another kind (Maven's) comes first.
+ * counts are the console's when it is whole. A file of another kind (Maven's) is one more run
+ * beside whatever the console shows. A file asked for through the environment is the account
+ * of a run that finished, so it counts only when the console shows that run's end (pytest's
+ * totals): code under test can write the file itself and exit 0 before any total (red team).
  */
 export function runReport(written: TestReport | null, console: TestReport | null, consoleWhole: boolean): TestReport | null {
-  if (!written || !console || written.framework !== console.framework) return written ?? console;
+  const consoleParts = console ? console.framework.split(' + ') : [];
+  if (written && REQUESTED_REPORTS.has(written.framework) && !consoleParts.includes(written.framework)) return console;
+  if (!written || !console) return written ?? console;
+  // A failure either names stands: the console's (another framework's run in the same command) never gives way to the file.
+  if (!consoleParts.includes(written.framework)) return combineReports([written, console]);
   const tests = new Map(written.tests);
   for (const [name, outcome] of console.tests) if (tests.get(name) !== 'fail') tests.set(name, outcome);
   const counts = consoleWhole ? console : countTests({ ...written, tests });
   return {
-    ...written,
+    ...console,
     passed: counts.passed,
     failed: counts.failed,
     skipped: counts.skipped,
     tests,
-    ...(console.cutShort ? { cutShort: console.cutShort } : {}),
   };
 }
+
+/** Frameworks whose report file the runner asks for through the environment (cellReports.ts). */
+const REQUESTED_REPORTS = new Set(['pytest']);
 
 /** What the baseline's verdict says of its failing list, for judging attempts against it. */
 export function judgedBaseline(report: TestReport | null, verdict: Pick<Verdict, 'failing_complete' | 'failing_incomplete'>): Judged {

@@ -1,4 +1,4 @@
-import type { TestOutcome, TestReport } from './testReport.js';
+import { combineReports, type TestReport } from './testReport.js';
 
 export type Parser = (text: string) => TestReport | null;
 
@@ -33,17 +33,60 @@ function readRuns(lines: readonly string[], parsers: readonly Parser[], budget: 
   for (const parse of parsers) {
     const report = parse(text);
     if (!report) continue;
+    const others = parsers.filter((p) => p !== parse).map((p) => ({ parse: p, report: p(text) }));
+    let runs = [report];
     // Looking for the stretch costs a few dozen reads: only when another framework shows at all.
-    if (budget <= 1 || !parsers.some((other) => other !== parse && isRun(other(text), report))) return report;
-    const { start, end } = stretch(lines, parse, report);
-    const around = (part: readonly string[]) => {
-      const r = part.some((l) => l.trim() !== '') ? readRuns(part, parsers, budget - 1) : null;
-      return isRun(r, report) ? [r] : [];
-    };
-    const runs = [...around(lines.slice(0, start)), report, ...around(lines.slice(end))];
-    return runs.length === 1 ? report : combine(runs);
+    if (budget > 1 && others.some((o) => isRun(o.report, report))) {
+      const { start, end } = stretch(lines, parse, report);
+      const around = (part: readonly string[]) => {
+        const r = part.some((l) => l.trim() !== '') ? readRuns(part, parsers, budget - 1) : null;
+        return isRun(r, report) ? [r] : [];
+      };
+      runs = [...around(lines.slice(0, start)), report, ...around(lines.slice(end))];
+    }
+    return withMissedFailures(runs, others, lines, parse, report);
   }
   return null;
+}
+
+/**
+ * Failures add up: nothing a command prints can take one away. Another framework whose own
+ * totals show a failure anywhere in the output is a run too, even where the first parser's
+ * stretch took in its lines (mocha reads AVA's "✔" lines as its own: `ava; mocha`); a program's
+ * plain "N passed, N failed" line counts its failures, and names those it names (`node cli.js;
+ * node --test`: the exit status is the last one's). Only a run inside a framework's own run
+ * (the TAP a vitest test's subprocess prints, failures it expects included) is that run's output.
+ */
+function withMissedFailures(
+  runs: TestReport[],
+  others: readonly { parse: Parser; report: TestReport | null }[],
+  lines: readonly string[],
+  parse: Parser,
+  first: TestReport,
+): TestReport {
+  const all = [...runs];
+  const plainFailures: TestReport[] = [];
+  let region: { start: number; end: number } | null | undefined;
+  for (const o of others) {
+    const r = o.report;
+    if (!r || !(r.failed > 0 || [...r.tests.values()].includes('fail'))) continue;
+    if (all.some((run) => sharesFramework(run, r))) continue;
+    if (r.framework === 'plain') {
+      plainFailures.push(r);
+      continue;
+    }
+    if (RUN_OPENS[first.framework]) {
+      region ??= stretch(lines, parse, first);
+      const inner = stretch(lines, o.parse, r);
+      if (inner.start >= region.start && inner.end <= region.end) continue;
+    }
+    all.push(r);
+  }
+  const combined = all.length === 1 ? all[0]! : combineReports(all);
+  if (plainFailures.length === 0) return combined;
+  const tests = new Map(combined.tests);
+  for (const p of plainFailures) for (const [name, outcome] of p.tests) if (outcome === 'fail') tests.set(name, 'fail');
+  return { ...combined, tests, failed: Math.max(combined.failed, ...plainFailures.map((p) => p.failed)) };
 }
 
 /**
@@ -109,21 +152,4 @@ function sharesFramework(a: TestReport, b: TestReport): boolean {
   const parts = (r: TestReport) => new Set(r.framework.split(' + '));
   const pb = parts(b);
   return [...parts(a)].some((f) => pb.has(f));
-}
-
-/** Pure: the runs' reports as one; a test two runs name fails if either says it failed. */
-function combine(reports: readonly TestReport[]): TestReport {
-  const tests = new Map<string, TestOutcome>();
-  for (const r of reports) for (const [name, outcome] of r.tests) if (tests.get(name) !== 'fail') tests.set(name, outcome);
-  const cut = reports.map((r) => r.cutShort).filter((c): c is string => Boolean(c));
-  const aliases = new Set(reports.flatMap((r) => [...(r.aliases ?? [])]));
-  return {
-    framework: reports.map((r) => r.framework).join(' + '),
-    passed: reports.reduce((n, r) => n + r.passed, 0),
-    failed: reports.reduce((n, r) => n + r.failed, 0),
-    skipped: reports.reduce((n, r) => n + r.skipped, 0),
-    tests,
-    ...(cut.length > 0 ? { cutShort: cut.join('; ') } : {}),
-    ...(aliases.size > 0 ? { aliases } : {}),
-  };
 }

@@ -14,11 +14,13 @@ const num = (s: string | undefined) => (s === undefined ? 0 : Number(s));
 /** pytest: "=== 2 failed, 3 passed, 1 skipped in 0.12s ===" (or -q without the rules). */
 export function parsePytest(out: string): TestReport | null {
   const lines = out.split('\n');
-  const summary = [...lines]
-    .reverse()
-    .find(
-      (l) => /\b\d+ (passed|failed|error|errors|skipped|xfailed|xpassed)\b.* in [\d.]+s/.test(l) || /\bno tests ran in [\d.]+s/.test(l),
-    );
+  const summary = [...lines].reverse().find(
+    // Its whole line: counts joined by ", ", then the time ("1 failed, 2 passed in 0.12s", in
+    // rules or not); another tool's "1 passed; 1 failed; ... finished in 0.1s" is not pytest's.
+    (l) =>
+      /^=*\s*\d+ [a-z ]+(?:, \d+ [a-z ]+)* in [\d.]+s(?: \([\d:]+\))?\s*=*\s*$/.test(l.trim()) ||
+      /^=*\s*no tests ran in [\d.]+s(?: \([\d:]+\))?\s*=*\s*$/.test(l.trim()),
+  );
   if (!summary) return null;
   const count = (word: string) => num(new RegExp(`(\\d+) ${word}\\b`).exec(summary)?.[1]);
   const r = emptyReport('pytest');
@@ -106,7 +108,11 @@ export function parseTap(out: string): TestReport | null {
   };
   // node:test (and node-tap) nest a suite's tests four spaces deeper, each after "# Subtest: name".
   const chain: string[] = [];
+  let results = 0;
   for (const l of out.split('\n')) {
+    // A new stream (`tape a.js; sh cli.sh`): tape's "# group" of the last one names nothing here.
+    if (/^TAP version \d+$/.test(l) || (results > 0 && /^(?:not )?ok 1\b/.test(l))) group = '';
+    if (/^(?:not )?ok \d+\b/.test(l)) results++;
     if (nodeTest) {
       const sub = /^((?: {4})*)# Subtest: (.*)$/.exec(l);
       if (sub) {
@@ -147,15 +153,62 @@ export function parseTap(out: string): TestReport | null {
       else r.failed++;
     }
   }
-  // Each stream ends with its plan: one that stops without it was cut short, whatever a later
-  // stream printed (`tape a.js; tape b.js` after a.js threw; red team).
-  const streams = out.split(/^TAP version \d+$/m).slice(1);
-  const cut = streams.findIndex((st) => /^(?:not )?ok \d+\b/m.test(st) && !/^1\.\.\d+$/m.test(st));
-  if (streams.length > 1 && cut >= 0) {
-    const last = [...streams[cut]!.matchAll(/^(?:not )?ok (\d+)\b/gm)].at(-1)!;
-    r.cutShort = `its TAP stream ${cut + 1} of ${streams.length} stops after test ${last[1]} without a plan, so tests after it did not run`;
+  const cut = tapStreamCutShort(out);
+  if (cut) r.cutShort = cut;
+  // A stream without totals beside one with them (`tape a.js; sh cli.sh`): its results count
+  // too. (node:test's totals count top-level tests, its names the tests inside suites as well.)
+  if (!nodeTest) {
+    const listed = countTests(r);
+    r.passed = Math.max(r.passed, listed.passed);
+    r.failed = Math.max(r.failed, listed.failed);
   }
   return r;
+}
+
+/**
+ * Pure: why a TAP output with several streams holds one that stopped before its end, or null.
+ * A stream starts at "TAP version N" or at a top-level "ok 1" after other results (producers
+ * without a version line: bats, Perl, a shell script), and ends with its plan, before or after
+ * its results: one that stops without it was cut short, whatever a later stream printed
+ * (`tape a.js; sh cli.sh` after a.js threw; red team). A plan between two streams is the
+ * earlier one's only when it counts that one's results.
+ */
+function tapStreamCutShort(out: string): string | null {
+  interface Stream {
+    results: number;
+    last: number;
+    planned: boolean;
+  }
+  const streams: Stream[] = [];
+  let leadingPlan = false;
+  const open = (): Stream => {
+    const st = { results: 0, last: 0, planned: leadingPlan };
+    leadingPlan = false;
+    streams.push(st);
+    return st;
+  };
+  for (const l of out.split('\n')) {
+    const current = streams.at(-1);
+    if (/^TAP version \d+$/.test(l)) {
+      open();
+      continue;
+    }
+    const plan = /^1\.\.(\d+)\b/.exec(l);
+    if (plan) {
+      if (current && !current.planned && (current.results === 0 || Number(plan[1]) === current.last)) current.planned = true;
+      else leadingPlan = true;
+      continue;
+    }
+    const t = /^(?:not )?ok (\d+)\b/.exec(l);
+    if (!t) continue;
+    const st = !current || (Number(t[1]) === 1 && current.results > 0) ? open() : current;
+    st.results++;
+    st.last = Number(t[1]);
+  }
+  const counted = streams.filter((st) => st.results > 0);
+  const cut = counted.findIndex((st) => !st.planned);
+  if (counted.length < 2 || cut < 0) return null;
+  return `its TAP stream ${cut + 1} of ${counted.length} stops after test ${counted[cut]!.last} without a plan, so tests after it did not run`;
 }
 
 /**
@@ -199,42 +252,94 @@ export function parseUnittest(out: string): TestReport | null {
   return r;
 }
 
-/** mocha (spec reporter): "  3 passing (12ms)", "  1 failing", "  2 pending". */
+/**
+ * mocha (spec reporter): each run's list, then "  3 passing (12ms)", "  1 failing", "  2
+ * pending" and its numbered account of each failure. A command may run mocha more than once
+ * (`mocha test/unit; mocha test/integration`) and a test may print another run's report: every
+ * run's totals and failures add up, since nothing printed can take a failure away (red team:
+ * the last totals alone hid a first run's failure).
+ */
 export function parseMocha(out: string): TestReport | null {
-  // The last totals are the run's: a test may print another mocha run's report before them
-  // (a plugin testing itself on a fixture).
-  const passing = [...out.matchAll(/^[ \t]*(\d+) passing \(\d+(?:ms|s|m)\)$/gm)].at(-1);
-  if (!passing) return null;
+  const totals = [...out.matchAll(/^[ \t]*(\d+) passing \(\d+(?:ms|s|m)\)$/gm)];
+  if (totals.length === 0) return null;
   const r = emptyReport('mocha');
-  const listEnd = passing.index;
-  const tail = out.slice(listEnd);
-  r.passed = num(passing[1]);
-  r.failed = num(/^[ \t]*(\d+) failing$/m.exec(tail)?.[1]);
-  r.skipped = num(/^[ \t]*(\d+) pending$/m.exec(tail)?.[1]);
-  const details = mochaFailureDetails(tail);
-  const aliases = new Set<string>();
-  for (const l of out.slice(0, listEnd).split('\n')) {
-    const ok = /^\s+[✔✓] (.+?)(?: \(\d+ms\))?$/.exec(l);
-    const bad = /^\s+(\d+)\) (.+)$/.exec(l);
-    // mocha 2 ends a passing line with a space its failing lines lack; one title twice fails if either did.
-    if (ok && r.tests.get(ok[1]!.trim()) !== 'fail') r.tests.set(ok[1]!.trim(), 'pass');
-    else if (bad) {
-      const title = bad[2]!.trim();
-      const chain = details.get(Number(bad[1]));
-      // A test's own console can print "  1) title": a failure counts when mocha's account of
-      // failure N after the totals names it too (or, with no account, N is within the count).
-      if (details.size > 0 ? !chain?.join(' ').endsWith(title) : Number(bad[1]) > r.failed) continue;
-      r.tests.set(title, 'fail');
-      // Its suites too ("squash › keeps order"): the same title in two suites is two tests.
-      if (chain && chain.length > 1) {
-        r.tests.set(chain.join(' › '), 'fail');
-        aliases.add(chain.join(' › '));
-      }
-    }
-  }
-  return { ...r, aliases };
+  let from = 0;
+  totals.forEach((passing, k) => {
+    // A run's account of its failures runs from its totals to the next run's totals (whose
+    // list comes first); "N failing" is right under its own "N passing".
+    const tail = out.slice(passing.index, totals[k + 1]?.index ?? out.length);
+    const failed = num(/^[ \t]*(\d+) failing$/m.exec(tail)?.[1]);
+    r.passed += num(passing[1]);
+    r.failed += failed;
+    r.skipped += num(/^[ \t]*(\d+) pending$/m.exec(tail)?.[1]);
+    readIndentedList(out.slice(from, passing.index), r.tests, {
+      pass: /^[✔✓] (.+?)(?: \(\d+ms\))?$/,
+      skip: /^- (.+)$/,
+      fail: mochaFailures(mochaFailureDetails(tail), failed),
+      // A failing line mocha's account does not name is a test's own console: no suite either.
+      failMark: /^\d+\) /,
+      totals: /^\d+ (?:passing|failing|pending)\b/,
+    });
+    from = passing.index;
+  });
+  return r;
 }
 
+/**
+ * A failing line of mocha's list, "  1) title", is one only when the account of failure 1
+ * after the totals names it (a test's own console can print that shape), or, with no account,
+ * when 1 is within the count. A hook's failure ('"before each" hook for "starts empty"') is
+ * the failure of the test it ran for: a fix makes that test pass under its own name.
+ */
+function mochaFailures(details: Map<number, string[]>, failed: number) {
+  return (line: string): string | null => {
+    const m = /^(\d+)\) (.+)$/.exec(line);
+    if (!m) return null;
+    const n = Number(m[1]);
+    const title = m[2]!.trim();
+    if (details.size > 0 ? !details.get(n)?.join(' ').endsWith(title) : n > failed) return null;
+    return /^"(?:before|after) (?:each|all)" hook for "(.+)"$/.exec(title)?.[1] ?? title;
+  };
+}
+
+/**
+ * Pure: a reporter's list of tests under the suites that hold them, each suite on its own line
+ * with its tests two or more spaces deeper (mocha's spec reporter, jest --verbose): every test
+ * is named with its suites ("parse › handles empty input"), passing or failing alike, so the
+ * same title in two suites (or at the top) is two tests. Lines at the left margin are the
+ * tests' own console, not the reporter's, and hold no suite.
+ */
+function readIndentedList(
+  text: string,
+  tests: Map<string, TestOutcome>,
+  shapes: { pass: RegExp; skip: RegExp; fail: (line: string) => string | null; failMark?: RegExp; totals?: RegExp },
+): void {
+  const suites: { indent: number; title: string }[] = [];
+  const set = (title: string, outcome: TestOutcome) => {
+    const name = [...suites.map((s) => s.title), title].join(' › ');
+    if (tests.get(name) !== 'fail') tests.set(name, outcome);
+  };
+  for (const line of text.split('\n')) {
+    const body = line.trim();
+    const indent = line.length - line.trimStart().length;
+    if (body === '' || indent < 2) continue;
+    // Another run's totals (a report a test printed) close every suite.
+    if (shapes.totals?.test(body)) {
+      suites.length = 0;
+      continue;
+    }
+    const pass = shapes.pass.exec(body);
+    const failed = shapes.fail(body);
+    const skip = shapes.skip.exec(body);
+    // A failing line the reporter's account does not confirm is the test's console: no test, no suite, nothing closed.
+    if (!pass && failed === null && !skip && shapes.failMark?.test(body)) continue;
+    while (suites.length > 0 && suites.at(-1)!.indent >= indent) suites.pop();
+    if (pass) set(pass[1]!.trim(), 'pass');
+    else if (failed !== null) set(failed, 'fail');
+    else if (skip) set(skip[1]!.trim(), 'skip');
+    else suites.push({ indent, title: body });
+  }
+}
 /**
  * Pure: mocha's account of each failure after its totals, by number: "  1) squash", its nested
  * suites one per line, indented deeper, and the test's title ending in ":" ("       keeps
@@ -309,32 +414,42 @@ function avaFailureTitles(lines: readonly string[]): string[] {
   return titles;
 }
 
-/** jest: "Tests:       1 failed, 2 passed, 3 total"; names from --verbose ✓/✕ and "● a › b" (both "b" and "a › b"). */
+/**
+ * jest: "Tests:       1 failed, 2 passed, 3 total"; names from --verbose's list (✓ / ✕ / ○
+ * under indented describe titles) and from each failure's "● a › b" account, both with the
+ * suites that hold the test, so the same title in two suites is two tests.
+ */
 export function parseJest(out: string): TestReport | null {
   const line = /^Tests:[ \t]+(.+ total)$/m.exec(out)?.[1];
   if (!line) return null;
   const count = (w: string) => num(new RegExp(`(\\d+) ${w}`).exec(line)?.[1]);
   const r = emptyReport('jest');
-  const aliases = new Set<string>();
   r.passed = count('passed');
   r.failed = count('failed');
   r.skipped = count('skipped') + count('todo');
-  for (const l of out.split('\n')) {
-    const v = /^\s+([✓✕○]) (.+?)(?: \(\d+ ms\))?$/.exec(l);
-    if (v) r.tests.set(v[2]!, v[1] === '✓' ? 'pass' : v[1] === '✕' ? 'fail' : 'skip');
-    // "● calc › subs" names the failure with its suites: both its title (as ✕ names it) and
-    // the whole chain, so the same title in two suites is two tests.
-    const f = /^\s+● (.+ › .+)$/.exec(l);
-    if (f) {
-      r.tests.set(f[1]!.split(' › ').pop()!, 'fail');
-      r.tests.set(f[1]!, 'fail');
-      aliases.add(f[1]!);
-    }
+  // Each file's list follows its "PASS  file" / "FAIL  file" line; its failures' accounts come after it.
+  for (const file of out.split(/^ ?(?:PASS|FAIL) {1,2}\S.*$/m)) {
+    const account = file.search(/^\s+● /m);
+    readIndentedList(account < 0 ? file : file.slice(0, account), r.tests, {
+      pass: /^✓ (.+?)(?: \(\d+(?:\.\d+)? m?s\))?$/,
+      skip: /^[○✎] (?:skipped |todo )?(.+?)$/,
+      fail: (l) => /^✕ (.+?)(?: \(\d+(?:\.\d+)? m?s\))?$/.exec(l)?.[1] ?? null,
+    });
   }
-  return { ...r, aliases };
+  for (const m of out.matchAll(/^\s+● (.+)$/gm)) {
+    const name = m[1]!.trim();
+    if (name !== 'Console' && name !== 'Test suite failed to run') r.tests.set(name, 'fail');
+  }
+  return r;
 }
 
-/** vitest: "      Tests  1 failed | 3 passed (4)". */
+/**
+ * vitest: "      Tests  1 failed | 3 passed (4)". A test is named with its file and describe
+ * chain ("test/a.test.ts > parse > splits rows"), as its FAIL line names it: the default
+ * reporter lists a file's tests under its " ❯ file (N tests | 1 failed)" line without the file,
+ * the verbose one with it. Two files with the same chain are two tests (red team: one file's
+ * failure fixed and another's broken read as the same test failing before and after).
+ */
 export function parseVitest(out: string): TestReport | null {
   const line = /^[ \t]*Tests[ \t]+(.+\(\d+\))[ \t]*$/m.exec(out)?.[1];
   if (!line || !/\bTest Files\b/.test(out)) return null;
@@ -343,12 +458,24 @@ export function parseVitest(out: string): TestReport | null {
   r.passed = count('passed');
   r.failed = count('failed');
   r.skipped = count('skipped') + count('todo');
+  const set = (name: string, outcome: TestOutcome) => {
+    if (r.tests.get(name) !== 'fail') r.tests.set(name, outcome);
+  };
+  let file: string | null = null;
   for (const l of out.split('\n')) {
+    const header = /^ [✓❯×↓] ((?:\|[^|]+\| )?\S+) \(\d+ tests?\b/.exec(l);
+    if (header) {
+      file = header[1]!;
+      continue;
+    }
     const v = /^\s+([✓×↓]) (.+?)(?: \d+ms)?$/.exec(l);
-    if (v && !/\(\d+ tests?/.test(v[2]!)) r.tests.set(v[2]!, v[1] === '✓' ? 'pass' : v[1] === '×' ? 'fail' : 'skip');
-    // "FAIL  test/cli.test.ts > cli > adds": the describe chain, as the × line names it.
-    const f = /^\s*FAIL\s+\S+ > (.+)$/.exec(l);
-    if (f) r.tests.set(f[1]!, 'fail');
+    if (v && !/\(\d+ tests?/.test(v[2]!)) {
+      const outcome = v[1] === '✓' ? 'pass' : v[1] === '×' ? 'fail' : 'skip';
+      const named = /^(?:\|[^|]+\| )?\S+\.\w+ > /.test(v[2]!);
+      set(named || file === null ? v[2]! : `${file} > ${v[2]!}`, outcome);
+    }
+    const f = /^\s*FAIL\s+((?:\|[^|]+\| )?\S+ > .+)$/.exec(l);
+    if (f) set(f[1]!.trim(), 'fail');
   }
   return r;
 }

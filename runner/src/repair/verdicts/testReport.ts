@@ -10,8 +10,6 @@ export interface TestReport {
   tests: Map<string, TestOutcome>;
   /** The output stopped before the framework's own end (a crash mid-run): why, in words. */
   cutShort?: string;
-  /** Second names of tests already named (a failure's suite chain beside its title): not more tests. */
-  aliases?: ReadonlySet<string>;
 }
 
 export function emptyReport(framework: string): TestReport {
@@ -47,4 +45,19 @@ export function mergeReports(framework: string, reports: readonly TestReport[]):
     }
   }
   return countTests(merged);
+}
+
+/** Pure: several runs' reports as one; a test two runs name fails if either says it failed. */
+export function combineReports(reports: readonly TestReport[]): TestReport {
+  const tests = new Map<string, TestOutcome>();
+  for (const r of reports) for (const [name, outcome] of r.tests) if (tests.get(name) !== 'fail') tests.set(name, outcome);
+  const cut = reports.map((r) => r.cutShort).filter((c): c is string => Boolean(c));
+  return {
+    framework: [...new Set(reports.flatMap((r) => r.framework.split(' + ')))].join(' + '),
+    passed: reports.reduce((n, r) => n + r.passed, 0),
+    failed: reports.reduce((n, r) => n + r.failed, 0),
+    skipped: reports.reduce((n, r) => n + r.skipped, 0),
+    tests,
+    ...(cut.length > 0 ? { cutShort: cut.join('; ') } : {}),
+  };
 }
