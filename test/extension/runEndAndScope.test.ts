@@ -212,7 +212,7 @@ describe('extension: cell health rendered', () => {
       user: 'uid 65532',
       masked_paths: ['/root'],
       cgroup: { version: 'v1' as const, memory_max_bytes: 1024, pids_max: 512, cpu_quota_cores: null, reason: null },
-      rlimits: { cpu_s: 300, as_bytes: null, nproc: null, fsize_bytes: null, nofile: 1024 },
+      rlimits: { cpu_s: 300, data_bytes: null, nproc: null, fsize_bytes: null, nofile: 1024 },
       warnings: ['<script>x</script>'],
     };
     const md = renderHealth(

@@ -74,10 +74,16 @@ function unsupported(reason: string): CgroupSupport {
   };
 }
 
+/**
+ * The next cell group's number in this process. One counter for the process, not one per
+ * provider: every run of a long-lived runner has its own provider, and two overlapping runs
+ * counting from 0 made the same names, so the second run's cells got no cgroup at all.
+ */
+let counter = 0;
+
 /** Each cell gets fresh groups named "<runner pid>-<n>"; leftovers of a crashed runner are swept. */
 function perCell(version: 'v1' | 'v2', cpu: boolean, parents: string[], makeDirs: (name: string) => CgroupDirs): CgroupSupport {
   for (const parent of parents) removeStaleGroups(parent);
-  let counter = 0;
   return {
     version,
     memory: true,

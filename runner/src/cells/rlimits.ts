@@ -8,7 +8,7 @@ export const NOFILE = 65536;
 
 export interface RlimitContext {
   cores: number;
-  /** A cgroup enforces memory: the address-space rlimit would only break V8/Go/JVM reservations. */
+  /** A cgroup enforces memory for the whole cell; without one, RLIMIT_DATA caps each process. */
   cgroupMemory: boolean;
   /** A pids cgroup enforces the process count. */
   cgroupPids: boolean;
@@ -20,7 +20,7 @@ export interface RlimitContext {
 
 export interface HardLimits {
   cpu_s: number | null;
-  as_bytes: number | null;
+  data_bytes: number | null;
   nproc: number | null;
   fsize_bytes: number | null;
   nofile: number | null;
@@ -28,7 +28,7 @@ export interface HardLimits {
 
 const PROC_LIMIT_NAMES: Record<string, keyof HardLimits> = {
   'Max cpu time': 'cpu_s',
-  'Max address space': 'as_bytes',
+  'Max data size': 'data_bytes',
   'Max processes': 'nproc',
   'Max file size': 'fsize_bytes',
   'Max open files': 'nofile',
@@ -36,7 +36,7 @@ const PROC_LIMIT_NAMES: Record<string, keyof HardLimits> = {
 
 /** Pure: /proc/self/limits -> hard limits (null = unlimited). */
 export function parseProcLimits(text: string): HardLimits {
-  const out: HardLimits = { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
+  const out: HardLimits = { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
   for (const line of text.split('\n')) {
     for (const [label, key] of Object.entries(PROC_LIMIT_NAMES)) {
       if (!line.startsWith(label + ' ')) continue;
@@ -59,7 +59,10 @@ export function planRlimits(spec: CellSpec, ctx: RlimitContext): RlimitReport {
   return {
     // A per-process backstop: one process cannot legitimately burn more CPU than wall time × cores.
     cpu_s: capAt(Math.ceil(spec.timeout_s * Math.max(1, ctx.cores)) + 1, h.cpu_s),
-    as_bytes: capAt(ctx.cgroupMemory ? null : spec.limits.memory_mib * MiB, h.as_bytes),
+    // Never the address space (RLIMIT_AS): V8 reserves far more than it uses for wasm memories
+    // and its heap (a 2 GiB cap made vitest die with "WebAssembly.instantiate(): Out of memory"),
+    // as Go and the JVM do. RLIMIT_DATA counts only writable private memory actually mapped.
+    data_bytes: capAt(ctx.cgroupMemory ? null : spec.limits.memory_mib * MiB, h.data_bytes),
     nproc: capAt(ctx.cgroupPids ? null : ctx.uidProcessCount + spec.limits.pids, h.nproc),
     fsize_bytes: capAt(FSIZE_BYTES, h.fsize_bytes),
     nofile: capAt(NOFILE, h.nofile),
@@ -78,7 +81,7 @@ export function ulimitPairs(r: RlimitReport): string[] {
   add('-t', r.cpu_s);
   add('-f', r.fsize_bytes, 1024);
   add('-n', r.nofile);
-  add('-v', r.as_bytes, 1024);
+  add('-d', r.data_bytes, 1024);
   add('-u', r.nproc);
   return pairs;
 }

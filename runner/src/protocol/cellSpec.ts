@@ -29,7 +29,7 @@ export const CellLimitsSchema = z.strictObject({
     16,
     1024 * 1024,
     DEFAULT_LIMITS.memory_mib,
-    'Memory ceiling of the whole cell in MiB (cgroup memory limit; address-space rlimit when no cgroup).',
+    'Memory ceiling of the whole cell in MiB (cgroup memory limit; without a cgroup, RLIMIT_DATA per process).',
   ),
   pids: boundedInt(8, 4_194_304, DEFAULT_LIMITS.pids, 'Most processes and threads the cell may have at once.'),
   cpus: z

@@ -12,7 +12,7 @@ export const CgroupReportSchema = z.strictObject({
 
 export const RlimitReportSchema = z.strictObject({
   cpu_s: nullableInt(),
-  as_bytes: nullableInt(),
+  data_bytes: nullableInt(),
   nproc: nullableInt(),
   fsize_bytes: nullableInt(),
   nofile: nullableInt(),

@@ -54,7 +54,7 @@ function isolation(): IsolationReport {
     filesystem: '',
     user: '',
     masked_paths: [],
-    rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+    rlimits: { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
     cgroup: { version: null, memory_max_bytes: null, pids_max: null, cpu_quota_cores: null, reason: null },
     warnings: [],
   };

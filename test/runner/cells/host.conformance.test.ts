@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { LAUNCHER_SCRIPT } from '../../../runner/src/cells/cellLauncher.js';
 import { detectCgroupSupport } from '../../../runner/src/cells/cgroup.js';
+import { planRlimits, ulimitPairs } from '../../../runner/src/cells/rlimits.js';
+import { parseCellSpec } from '../../../runner/src/cells/provider.js';
 import { HostCellProvider } from '../../../runner/src/cells/providers/hostCellProvider.js';
 import { requireFeature } from '../../helpers/requirement.js';
 import { probeBubblewrap } from '../../../runner/src/cells/bubblewrapProbe.js';
@@ -71,3 +73,71 @@ describe('host provider lifecycle', function () {
     assert.equal(await code, 0);
   });
 });
+
+describe('two overlapping runs in one runner (issue 27: a crash is not a red test)', function () {
+  this.timeout(60_000);
+
+  // Each run of a long-lived runner has a provider of its own. Their cell cgroups once had
+  // the same names, so the second run's cells got none, fell back to an address-space cap,
+  // and vitest died with "WebAssembly.instantiate(): Out of memory".
+  it('each run’s cells get a cgroup of their own, and a wasm module instantiates in every one', async function () {
+    const probe = await probeBubblewrap();
+    requireFeature(this, probe.usable, probe.reason);
+    const support = detectCgroupSupport();
+    requireFeature(this, support.version !== null, `no cgroups here: ${support.reason}`);
+    const wasm =
+      "WebAssembly.instantiate(new Uint8Array([0,97,115,109,1,0,0,0,5,3,1,0,1])).then(() => console.log('wasm ok'), (e) => { console.log(e.message); process.exit(3); })";
+    const runs = [new HostCellProvider({ bubblewrap: 'require' }), new HostCellProvider({ bubblewrap: 'require' })];
+    try {
+      const results = await Promise.all(
+        runs.flatMap((p) => [1, 2].map(() => p.run({ cmd: [process.execPath, '-e', wasm], limits: { memory_mib: 512 } }))),
+      );
+      for (const r of results) {
+        assert.equal(r.isolation.cgroup.version, support.version, `a cell without its cgroup: ${r.isolation.cgroup.reason}`);
+        assert.equal(r.isolation.rlimits.data_bytes, null);
+        assert.equal(r.exit_code, 0, r.output);
+        assert.match(r.output, /wasm ok/);
+      }
+    } finally {
+      await Promise.all(runs.map((p) => p.drain()));
+    }
+  });
+
+  it('without a cgroup, the rlimits a cell gets pass wasm and V8 reservations and still stop a hog', () => {
+    const rl = planRlimits(parseCellSpec({ cmd: ['true'], limits: { memory_mib: 512 } }), {
+      cores: 2,
+      cgroupMemory: false,
+      cgroupPids: false,
+      uidProcessCount: 0,
+      hardLimits: { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+    });
+    const limits = ulimitPairs(rl);
+    const run = (js: string) =>
+      spawnSync(
+        'bash',
+        [
+          '-c',
+          `${chunk(limits)
+            .map(([f, v]) => `ulimit ${f} ${v}`)
+            .join('; ')}; exec "$0" -e "$1"`,
+          process.execPath,
+          js,
+        ],
+        {
+          encoding: 'utf8',
+        },
+      );
+    const wasm = run(
+      "WebAssembly.instantiate(new Uint8Array([0,97,115,109,1,0,0,0,5,3,1,0,1])).then(() => console.log('wasm ok'), (e) => console.log(e.message))",
+    );
+    assert.match(wasm.stdout, /wasm ok/, wasm.stderr);
+    const hog = run(
+      "const a = []; try { for (let i = 0; i < 8; i++) a.push(Buffer.alloc(128 * 1024 * 1024, 1)); console.log('not stopped'); } catch { console.log('stopped'); }",
+    );
+    assert.match(hog.stdout + hog.stderr, /stopped|out of memory|Allocation failed/i);
+    assert.doesNotMatch(hog.stdout, /not stopped/);
+  });
+});
+
+/** ["-t", "301", "-d", "524288"] -> [["-t", "301"], ["-d", "524288"]] */
+const chunk = (flat: string[]): [string, string][] => Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i]!, flat[2 * i + 1]!]);

@@ -6,22 +6,22 @@ import { encodeLaunchRequest } from '../../../runner/src/cells/cellLauncher.js';
 import { logsToPrune } from '../../../runner/src/cells/cellLogRetention.js';
 import { parseCellSpec } from '../../../runner/src/cells/provider.js';
 
-const unlimited = { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
+const unlimited = { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
 
 describe('planRlimits / ulimitPairs', () => {
   const spec = parseCellSpec({ cmd: 'true', timeout_s: 10, limits: { memory_mib: 256, pids: 50 } });
 
   it('leaves memory and processes to the cgroup when one is enforced', () => {
     const r = planRlimits(spec, { cores: 2, cgroupMemory: true, cgroupPids: true, uidProcessCount: 300, hardLimits: unlimited });
-    assert.equal(r.as_bytes, null);
+    assert.equal(r.data_bytes, null);
     assert.equal(r.nproc, null);
     assert.equal(r.cpu_s, 21);
     assert.deepEqual(ulimitPairs(r), ['-t', '21', '-f', String(8 * 1024 * 1024), '-n', '65536']);
   });
 
-  it('falls back to address-space and process-count rlimits without a cgroup', () => {
+  it('falls back to data-size (never address-space: wasm and V8 reserve more than they use) and process-count rlimits without a cgroup', () => {
     const r = planRlimits(spec, { cores: 2, cgroupMemory: false, cgroupPids: false, uidProcessCount: 300, hardLimits: unlimited });
-    assert.equal(r.as_bytes, 256 * 1024 * 1024);
+    assert.equal(r.data_bytes, 256 * 1024 * 1024);
     assert.equal(r.nproc, 350);
     assert.deepEqual(ulimitPairs(r).slice(-4), ['-v', String(256 * 1024), '-u', '350']);
   });

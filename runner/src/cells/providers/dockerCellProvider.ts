@@ -241,7 +241,7 @@ export class DockerCellProvider implements CellProvider {
           ? 'an unprivileged user: the worktree owner, else the dedicated cell user (the runner is root; cells never are)'
           : "the runner's own user",
       masked_paths: [],
-      rlimits: cell?.rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+      rlimits: cell?.rlimits ?? { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {
         version: cgroupVersion,
         memory_max_bytes: limits ? limits.memory_mib * MiB : null,

@@ -365,10 +365,10 @@ export class HostCellProvider implements CellProvider {
         : "the runner's own user";
     if (rootRunner && !env.setpriv)
       warnings.push('setpriv (util-linux) is missing: a root runner cannot switch cells to an unprivileged user; install util-linux');
-    const rl = rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
+    const rl = rlimits ?? { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null };
     if (!cgroup.version)
       warnings.push(
-        `no cgroup limits (${cgroup.reason}): memory is capped by the address-space rlimit only and a fork bomb by RLIMIT_NPROC only` +
+        `no cgroup limits (${cgroup.reason}): memory is capped per process by RLIMIT_DATA only and a fork bomb by RLIMIT_NPROC only` +
           (env.bubblewrap.usable ? '' : '; a process the command detaches from its process group (setsid) can outlive the cell'),
       );
     if (env.bubblewrap.usable) {

@@ -325,7 +325,7 @@ export class QemuCellProvider implements CellProvider {
         ? `${describeCellUser(user)} inside the guest; /init (root) reports the exit status`
         : 'an unprivileged user inside the guest: the worktree owner, else the dedicated cell user; /init (root) reports the exit status',
       masked_paths: this.layout ? [...this.layout.tmpfsMasks, ...this.layout.nullMasks] : [],
-      rlimits: { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+      rlimits: { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {
         version: null,
         memory_max_bytes: spec ? Math.max(MIN_MEMORY_MIB, spec.limits.memory_mib) * 1024 * 1024 : null,

@@ -925,7 +925,7 @@ export class SwarmCellProvider implements CellProvider {
         "image root with the base tree as a layer (container layer discarded with the task); the worktree is a copy on the node (the attempt's changes written in, changed files sent back); private tmpfs /tmp unless the worktree lives there; nothing mounted from the runner; never an engine socket",
       user: `uid ${CELL_UID} (the dedicated cell user) with no_new_privs; the wrapper around it is root with only ${SWARM_WRAPPER_CAPABILITIES.join(', ')}`,
       masked_paths: [],
-      rlimits: rlimits ?? { cpu_s: null, as_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
+      rlimits: rlimits ?? { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {
         version: null,
         memory_max_bytes: limits ? limits.memory_mib * MiB : null,
