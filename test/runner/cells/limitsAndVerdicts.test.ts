@@ -23,7 +23,7 @@ describe('planRlimits / ulimitPairs', () => {
     const r = planRlimits(spec, { cores: 2, cgroupMemory: false, cgroupPids: false, uidProcessCount: 300, hardLimits: unlimited });
     assert.equal(r.data_bytes, 256 * 1024 * 1024);
     assert.equal(r.nproc, 350);
-    assert.deepEqual(ulimitPairs(r).slice(-4), ['-v', String(256 * 1024), '-u', '350']);
+    assert.deepEqual(ulimitPairs(r).slice(-4), ['-d', String(256 * 1024), '-u', '350']);
   });
 
   it('never asks for more than the runner’s own hard limits', () => {
