@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { CellScheduler } from '../cells/cellScheduler.js';
 import type { CellProvider } from '../cells/provider.js';
 import { createProvider, type ProviderOptions } from '../cells/providerRegistry.js';
 import type { CellSpecInput } from '../protocol/cellSpec.js';
@@ -42,6 +43,8 @@ export class FixService {
   private readonly running = new Map<string, CellSnapshot>();
   private readonly pendingPush = new Map<string, NodeJS.Timeout>();
   private cellSeq = 0;
+  /** One for every run this runner serves: overlapping runs take turns for the machine's cells. */
+  private readonly scheduler: CellScheduler;
 
   constructor(
     stateDir: string,
@@ -50,6 +53,7 @@ export class FixService {
     private readonly makeProvider: (name: string, options: ProviderOptions) => CellProvider = createProvider,
   ) {
     this.store = new RunStore(openStore(join(stateDir, 'forge.db')));
+    this.scheduler = new CellScheduler(this.store.cellSlots());
   }
 
   /** Resolves with the run id once the run is recorded; bad input rejects with nothing recorded. */
@@ -91,6 +95,7 @@ export class FixService {
       provider,
       model,
       signal: abort.signal,
+      scheduler: this.scheduler,
       progress: (line) => {
         this.hooks.notify('fix/progress', { run_id: id, line });
         this.schedulePush(id);

@@ -147,6 +147,17 @@ const MIGRATIONS: string[] = [
      pushed_at INTEGER NOT NULL,
      PRIMARY KEY (registry, repository, tag, digest)
    );`,
+  // The machine's queue of cells, shared by every runner process (store/cellSlots.ts).
+  `CREATE TABLE cell_slots (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     pid INTEGER NOT NULL,
+     run_id TEXT NOT NULL,
+     memory_mib INTEGER NOT NULL,
+     exclusive INTEGER NOT NULL,
+     state TEXT NOT NULL,
+     ticket INTEGER NOT NULL,
+     created_at TEXT NOT NULL
+   );`,
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { CellSlots } from './cellSlots.js';
 import type { Db } from './openStore.js';
 
 /**
@@ -80,6 +81,11 @@ const now = () => new Date().toISOString();
 /** Runs, attempts, model turns and cell executions: everything needed to resume and audit. */
 export class RunStore {
   constructor(private readonly db: Db) {}
+
+  /** The machine's queue of cells in this store (the cell scheduler steps it). */
+  cellSlots(): CellSlots {
+    return new CellSlots(this.db);
+  }
 
   createRun(
     run: Omit<

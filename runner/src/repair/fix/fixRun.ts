@@ -1,3 +1,4 @@
+import type { CellScheduler } from '../../cells/cellScheduler.js';
 import type { CellProvider } from '../../cells/provider.js';
 import type { FixReport } from '../../protocol/fixReport.js';
 import type { FixRequest } from '../../protocol/fixRequest.js';
@@ -17,6 +18,8 @@ export interface FixDeps {
   model: RepairModel;
   progress: (line: string) => void;
   signal?: AbortSignal | undefined;
+  /** The runner's one cell scheduler (every run it serves shares it); a run of its own without. */
+  scheduler?: CellScheduler;
 }
 
 /** A run recorded in the store (new or resumed), as every later phase needs it. */

@@ -18,6 +18,8 @@ import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../workspace/openBeneath.js';
 import { hookProgramNotTheTool, npmrcActiveKey } from '../verdicts/hookProgram.js';
 import { join } from 'node:path';
+import { CellScheduler } from '../../cells/cellScheduler.js';
+import { DEFAULT_LIMITS } from '../../protocol/cellSpec.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -50,8 +52,12 @@ export class RunCells {
   dependencies: FixReport['dependencies'] = [];
   private sharedSpec!: { mount_at: string; shared_deps: { source: string; target: string; layer: 'overlay' | 'read-only' }[] };
   private readonly layers: 'overlay' | 'read-only';
+  /** Swarm cells run on the cluster's nodes: this machine's budget is not theirs. */
+  private readonly scheduler: CellScheduler | null;
 
   constructor(private readonly scope: RunScope) {
+    this.scheduler =
+      scope.deps.provider.name === 'swarm' ? null : (scope.deps.scheduler ?? new CellScheduler(scope.deps.store.cellSlots()));
     // Every cell sees the attempt at the repository's own path, with the checkout's installed
     // dependencies: absolute paths baked into installed tooling then resolve to the attempt.
     // qemu cells make the writable layer inside the guest; host and docker cells need a root runner to mount it.
@@ -77,7 +83,7 @@ export class RunCells {
     command: string,
     purpose: string,
     attemptIdx: number | null,
-    how: { allowNet?: string[]; noDeps?: boolean; env?: Record<string, string> } = {},
+    how: { allowNet?: string[]; noDeps?: boolean; env?: Record<string, string>; exclusive?: boolean } = {},
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     // Test runs name their tests (regressions need the baseline's passing ones).
@@ -88,27 +94,52 @@ export class RunCells {
       ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
       ...how.env,
     };
-    const r = await deps.provider.run(
-      {
-        image: run.image,
-        worktree,
-        ...(how.noDeps ? { mount_at: run.repo } : this.sharedSpec),
-        cmd: command,
-        env,
-        allow_net: allowNet.length > 0 ? allowNet : false,
-        capture_diff: purpose !== 'install',
-        timeout_s: request.cell_timeout_s,
-        labels: {
-          'forge.run': run.runId,
-          'forge.purpose': purpose,
-          ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }),
+    const release = await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
+    const r = await deps.provider
+      .run(
+        {
+          image: run.image,
+          worktree,
+          ...(how.noDeps ? { mount_at: run.repo } : this.sharedSpec),
+          cmd: command,
+          env,
+          allow_net: allowNet.length > 0 ? allowNet : false,
+          capture_diff: purpose !== 'install',
+          timeout_s: request.cell_timeout_s,
+          labels: {
+            'forge.run': run.runId,
+            'forge.purpose': purpose,
+            ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }),
+          },
         },
-      },
-      deps.signal ? { signal: deps.signal } : {},
-    );
+        deps.signal ? { signal: deps.signal } : {},
+      )
+      .finally(release);
     deps.store.recordCell(run.runId, attemptIdx, purpose, r, command);
     if (r.worktree_withheld) throw new WorktreeWithheldError(r.worktree_withheld);
     return r;
+  }
+
+  /**
+   * A slot of the machine's cell budget: a run overlapping another waits its turn, and says
+   * where it stands while it waits.
+   */
+  private async waitForCell(purpose: string, attemptIdx: number | null, exclusive: boolean): Promise<() => void> {
+    if (!this.scheduler) return () => undefined;
+    const { run, deps } = this.scope;
+    const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
+    return this.scheduler.acquire({
+      runId: run.runId,
+      memoryMib: DEFAULT_LIMITS.memory_mib,
+      exclusive,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+      onWait: (s) =>
+        deps.progress(
+          exclusive
+            ? `${who}: waiting until no other cell runs on this machine (${s.ahead} running or ahead)`
+            : `${who}: waiting for a free cell: ${s.ahead} ahead (this machine runs ${s.budget.cells} at a time)`,
+        ),
+    });
   }
 
   /**
