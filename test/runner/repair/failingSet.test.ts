@@ -255,11 +255,11 @@ describe('red team 5 (issue 26): real node:test and mocha outputs that were misj
     // `mocha a; mocha b` prints two reports in a row too: the earlier one's failure must count.
     // A test printing an inner run's report looks the same, so its failure counts as well (red, never a wrong green).
     const base = baselineOf(1, fixture('mocha-inner-report-baseline.txt'));
-    // The inner report splits the outer run's list: its suite's title is printed before it, so the outer failure is named without it.
+    // The inner report splits the outer run's list, but each failure is named by its run's own account.
     assert.deepEqual([base.report!.passed, base.report!.failed], [1, 2]);
     assert.deepEqual(
       [...base.report!.tests].filter(([, o]) => o === 'fail').map(([n]) => n),
-      ['expected to fail', 'parses args'],
+      ['expected to fail', 'cli › parses args'],
     );
     const fixed = judgeTestRun(0, fixture('mocha-inner-report-fixed.txt'), base);
     assert.deepEqual([fixed.green, fixed.regressions, fixed.failing], [false, [], ['expected to fail']]);

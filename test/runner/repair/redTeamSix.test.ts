@@ -136,3 +136,44 @@ describe('red team 6 (issue 26): a project .npmrc that can run the tree’s code
     assert.equal(npmrcActiveKey('  git = ./bin/git'), 'git');
   });
 });
+
+/** Red team 7 (issue 26): the real consoles of its runs (test/fixtures/test-output/README.md). */
+const rt7 = (name: string) => readFileSync(join('test', 'fixtures', 'test-output', `rt7-${name}.txt`), 'utf8');
+const judge7 = (name: string, baseExit: number, exit: number) =>
+  judgeTestRun(exit, rt7(`${name}-attempt`), baselineOf(baseExit, rt7(`${name}-baseline`)));
+
+describe('red team 7 (issue 26): another run’s region is only its own run', () => {
+  it('02 `pytest e2e; mocha; pytest unit`: mocha’s failure between two pytest runs counts, and both pytest summaries add up', () => {
+    const v = judge7('pytest-mocha-pytest', 1, 0);
+    assert.equal(v.green, false);
+    assert.ok(
+      v.failing.some((n) => /greet/.test(n)),
+      JSON.stringify(v.failing),
+    );
+  });
+
+  it('03 `jest; vitest run`: jest’s failure before vitest’s run counts though vitest reads its ✓ lines', () => {
+    const v = judge7('jest-then-vitest', 1, 0);
+    assert.equal(v.green, false);
+    assert.ok(v.failed >= 1);
+  });
+});
+
+describe('red team 7 (issue 26): a failure is named by mocha’s own account, not by what tests print', () => {
+  it('04 a test printing an indented usage text does not rename the regression onto the baseline’s failing test', () => {
+    const v = judge7('mocha-console-suite', 1, 1);
+    assert.deepEqual([v.failing, v.regressions, v.regressions_known], [['cli › handles empty input'], ['cli › handles empty input'], true]);
+  });
+
+  it('05 a failing test that logs indented JSON keeps its name, so the right fix is green', () => {
+    const v = judge7('mocha-indented-console', 1, 0);
+    assert.equal(v.green, true, v.failing_incomplete ?? '');
+  });
+});
+
+describe('red team 7 (issue 26): pytest node ids with spaces in their parameters', () => {
+  it('10 "test_eval[10 - 1-9]" and "test_eval[10 - 5-5]" are two tests: the regression is named', () => {
+    const v = judge7('pytest-param-dash', 1, 1);
+    assert.deepEqual([v.regressions, v.regressions_known], [['tests/test_calc.py::test_eval[10 - 1-9]'], true]);
+  });
+});

@@ -75,10 +75,10 @@ function withMissedFailures(
       plainFailures.push(r);
       continue;
     }
-    if (RUN_OPENS[first.framework]) {
-      region ??= stretch(lines, parse, first);
+    if (region === undefined) region = ownRegion(lines, parse, first);
+    if (region) {
       const inner = stretch(lines, o.parse, r);
-      if (inner.start >= region.start && inner.end <= region.end) continue;
+      if (inner.start > region.start && inner.end <= region.end) continue;
     }
     all.push(r);
   }
@@ -87,6 +87,21 @@ function withMissedFailures(
   const tests = new Map(combined.tests);
   for (const p of plainFailures) for (const [name, outcome] of p.tests) if (outcome === 'fail') tests.set(name, 'fail');
   return { ...combined, tests, failed: Math.max(combined.failed, ...plainFailures.map((p) => p.failed)) };
+}
+
+/**
+ * Where a framework's one run is, from the line that opens it (vitest's " RUN  v3") to the end
+ * of what its parser reads: output there is that run's (a test's subprocess printing TAP), or
+ * null. Only one opening line counts: with two (`pytest a; mocha; pytest b`) or none (a
+ * parser that reads another framework's "✓" lines as its own), the stretch is no run's own
+ * (red team 7: mocha's failure between two pytest runs, jest's before vitest's, were dropped).
+ */
+function ownRegion(lines: readonly string[], parse: Parser, report: TestReport): { start: number; end: number } | null {
+  const opens = RUN_OPENS[report.framework];
+  if (!opens) return null;
+  const { end } = stretch(lines, parse, report);
+  const openers = lines.slice(0, end).flatMap((l, i) => (opens.test(l) ? [i] : []));
+  return openers.length === 1 ? { start: openers[0]!, end } : null;
 }
 
 /**

@@ -14,25 +14,27 @@ const num = (s: string | undefined) => (s === undefined ? 0 : Number(s));
 /** pytest: "=== 2 failed, 3 passed, 1 skipped in 0.12s ===" (or -q without the rules). */
 export function parsePytest(out: string): TestReport | null {
   const lines = out.split('\n');
-  const summary = [...lines].reverse().find(
+  // Every run's summary adds up (`pytest tests/unit; pytest tests/e2e`).
+  const summaries = lines.filter(
     // Its whole line: counts joined by ", ", then the time ("1 failed, 2 passed in 0.12s", in
     // rules or not); another tool's "1 passed; 1 failed; ... finished in 0.1s" is not pytest's.
     (l) =>
       /^=*\s*\d+ [a-z ]+(?:, \d+ [a-z ]+)* in [\d.]+s(?: \([\d:]+\))?\s*=*\s*$/.test(l.trim()) ||
       /^=*\s*no tests ran in [\d.]+s(?: \([\d:]+\))?\s*=*\s*$/.test(l.trim()),
   );
-  if (!summary) return null;
-  const count = (word: string) => num(new RegExp(`(\\d+) ${word}\\b`).exec(summary)?.[1]);
+  if (summaries.length === 0) return null;
+  const count = (word: string) => summaries.reduce((n, summary) => n + num(new RegExp(`(\\d+) ${word}\\b`).exec(summary)?.[1]), 0);
   const r = emptyReport('pytest');
   r.passed = count('passed') + count('xpassed');
   r.failed = count('failed') + count('errors?');
   r.skipped = count('skipped') + count('xfailed') + count('deselected');
   for (const l of lines) {
     const t = l.trim();
-    const m = /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+?::\S+?)(?: - .*)?$/.exec(t);
+    // A node id's parameters may hold spaces and " - " ("test_eval[10 - 1]"): they end at its "]".
+    const m = /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+?::[^\s[]+(?:\[[^\]]*\])?)(?: - .*)?$/.exec(t);
     if (m) {
       const outcome: TestOutcome = m[1] === 'PASSED' || m[1] === 'XPASS' ? 'pass' : m[1] === 'FAILED' || m[1] === 'ERROR' ? 'fail' : 'skip';
-      r.tests.set(m[2]!, outcome);
+      if (r.tests.get(m[2]!) !== 'fail') r.tests.set(m[2]!, outcome);
       continue;
     }
     // pytest 9 subtests: "SUBFAILED[msg] (i=1) test_x.py::test_y - AssertionError".
@@ -288,17 +290,26 @@ export function parseMocha(out: string): TestReport | null {
 /**
  * A failing line of mocha's list, "  1) title", is one only when the account of failure 1
  * after the totals names it (a test's own console can print that shape), or, with no account,
- * when 1 is within the count. A hook's failure ('"before each" hook for "starts empty"') is
- * the failure of the test it ran for: a fix makes that test pass under its own name.
+ * when 1 is within the count. The failure is named by that account, which mocha prints from
+ * the test itself, suites and all: the list's indentation is only a guess where tests print
+ * to the console (red team 7: a test printing "  parse" renamed a regression onto another
+ * test). mocha 2 prints the account's chain on one line: there the list's chain is used when
+ * it reads the same. A hook's failure ('"before each" hook for "starts empty"') is the
+ * failure of the test it ran for: a fix makes that test pass under its own name.
  */
 function mochaFailures(details: Map<number, string[]>, failed: number) {
-  return (line: string): string | null => {
+  const hookless = (title: string) => /^"(?:before|after) (?:each|all)" hook for "(.+)"$/.exec(title)?.[1] ?? title;
+  return (line: string, suites: readonly string[]): { name: string } | null => {
     const m = /^(\d+)\) (.+)$/.exec(line);
     if (!m) return null;
     const n = Number(m[1]);
     const title = m[2]!.trim();
-    if (details.size > 0 ? !details.get(n)?.join(' ').endsWith(title) : n > failed) return null;
-    return /^"(?:before|after) (?:each|all)" hook for "(.+)"$/.exec(title)?.[1] ?? title;
+    const account = details.get(n);
+    if (details.size > 0 ? !account?.join(' ').endsWith(title) : n > failed) return null;
+    const listed = [...suites, hookless(title)].join(' › ');
+    if (!account) return { name: listed };
+    if (account.length > 1) return { name: [...account.slice(0, -1), hookless(account.at(-1)!)].join(' › ') };
+    return { name: [...suites, title].join(' ') === account[0] ? listed : hookless(account[0]!) };
   };
 }
 
@@ -312,7 +323,14 @@ function mochaFailures(details: Map<number, string[]>, failed: number) {
 function readIndentedList(
   text: string,
   tests: Map<string, TestOutcome>,
-  shapes: { pass: RegExp; skip: RegExp; fail: (line: string) => string | null; failMark?: RegExp; totals?: RegExp },
+  shapes: {
+    pass: RegExp;
+    skip: RegExp;
+    /** A failing test's title (named with the suites above it), or its whole name, or null: not a failure. */
+    fail: (line: string, suites: readonly string[]) => string | { name: string } | null;
+    failMark?: RegExp;
+    totals?: RegExp;
+  },
 ): void {
   const suites: { indent: number; title: string }[] = [];
   const set = (title: string, outcome: TestOutcome) => {
@@ -329,13 +347,17 @@ function readIndentedList(
       continue;
     }
     const pass = shapes.pass.exec(body);
-    const failed = shapes.fail(body);
+    const failed = shapes.fail(
+      body,
+      suites.filter((s) => s.indent < indent).map((s) => s.title),
+    );
     const skip = shapes.skip.exec(body);
     // A failing line the reporter's account does not confirm is the test's console: no test, no suite, nothing closed.
     if (!pass && failed === null && !skip && shapes.failMark?.test(body)) continue;
     while (suites.length > 0 && suites.at(-1)!.indent >= indent) suites.pop();
     if (pass) set(pass[1]!.trim(), 'pass');
-    else if (failed !== null) set(failed, 'fail');
+    else if (typeof failed === 'string') set(failed, 'fail');
+    else if (failed !== null && tests.get(failed.name) !== 'fail') tests.set(failed.name, 'fail');
     else if (skip) set(skip[1]!.trim(), 'skip');
     else suites.push({ indent, title: body });
   }
