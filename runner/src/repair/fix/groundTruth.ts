@@ -6,6 +6,7 @@ import type { CandidateGroup } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
+import { verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
 
 export interface GroundTruthInput extends RunScope {
@@ -22,12 +23,14 @@ export interface GroundTruthInput extends RunScope {
 export async function checkGroundTruth({ run, deps, cells, winner, baselineReport }: GroundTruthInput): Promise<FixReport['ground_truth']> {
   if (!winner) return null;
   deps.progress(`ground truth: applying ${winner.attempts[0]}'s diff to a fresh checkout`);
-  const gtWt = await createAttemptWorktree(run.repo, run.base, `${run.runId}-truth`, {
+  // With the base commit's tests, as its verdict had them (verdictTree.ts).
+  const baseTests = await verdictTree(run.repo, run.base, winner.patch);
+  const gtWt = await createAttemptWorktree(run.repo, baseTests?.commit ?? run.base, `${run.runId}-truth`, {
     include: run.trust.include,
     onSkipped: deps.progress,
   });
   try {
-    const applied = await applyPatch(gtWt, winner.patch);
+    const applied = baseTests ? { applied: true, conflicts: [] } : await applyPatch(gtWt, winner.patch);
     let verdict: Verdict | null = null;
     if (applied.applied) {
       await purgePythonCaches(gtWt.path);

@@ -17,6 +17,7 @@ import { patchSize } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 import { type AttemptResult, hookNote, regressionNote, type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
+import { baseTestsNote, verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
 
 export interface AttemptsInput extends RunScope {
@@ -115,18 +116,34 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       ...(signal ? { signal } : {}),
     });
     throwIfCancelled(signal);
-    // The verdict comes from a fresh cell, whatever the model claimed.
+    // The verdict comes from a fresh cell, whatever the model claimed, and runs the base
+    // commit's tests: an attempt that changed tests or their configuration is judged on a
+    // fresh tree of its code with the base's tests (verdictTree.ts), its worktree untouched.
     await purgePythonCaches(wt.path);
-    const { test: final, verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport);
+    const captured = await captureApplicablePatch({ location: wt.location, base: run.base });
+    if (captured.incomplete)
+      throw new Error(`its change could not be captured completely (${captured.incomplete}), so it cannot be reviewed or applied`);
+    const baseTests = await verdictTree(run.repo, run.base, captured.patch);
+    let change = captured;
+    if (baseTests) {
+      result.verdict = await judgeOnTree(input, baseTests.commit, `${attemptId}-verdict`);
+      progress(`attempt ${index}: ${baseTestsNote(baseTests.changed)}`);
+    } else {
+      const { test: final, verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport);
+      throwIfCancelled(signal);
+      if (final.result.diff?.incomplete)
+        throw new Error(
+          `its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`,
+        );
+      result.verdict = verdict;
+      // What the verdict's run left in the tree is part of what its branch would hold.
+      change = await captureApplicablePatch({ location: wt.location, base: run.base });
+      if (change.incomplete)
+        throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
+    }
     throwIfCancelled(signal);
-    if (final.result.diff?.incomplete)
-      throw new Error(`its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`);
-    result.verdict = verdict;
-    const change = await captureApplicablePatch({ location: wt.location, base: run.base });
-    if (change.incomplete)
-      throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
     result.patch = change.patch;
-    result.warnings = change.warnings;
+    result.warnings = baseTests ? [...change.warnings, baseTestsNote(baseTests.changed)] : change.warnings;
     result.omitted = change.omitted;
     if (change.omitted.length > 0)
       progress(
@@ -163,6 +180,17 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     progress(`attempt ${index}: failed: ${result.error}`);
   }
   return result;
+}
+
+/** The verdict of a tree the runner made (the attempt's code, the base's tests), in a worktree of its own. */
+async function judgeOnTree(input: AttemptInput, commit: string, id: string): Promise<Verdict> {
+  const { run, cells, index, baselineReport } = input;
+  const tree = await createAttemptWorktree(run.repo, commit, id, { include: run.trust.include, onSkipped: input.deps.progress });
+  try {
+    return (await cells.judgedTestCell(tree.path, 'verdict', index, baselineReport)).verdict;
+  } finally {
+    await cells.cleanUp(tree);
+  }
 }
 
 /** An attempt that finished before the interruption: its verdict and patch come from the store. */
