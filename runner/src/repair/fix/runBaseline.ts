@@ -110,7 +110,9 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
   }
   const v = baseline.verdict;
   progress(`baseline: exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.framework ? ` (${v.framework})` : ''}${hookNote(v)}`);
-  if (v.exit_code === 0 && !request.allow_green_baseline) {
+  // Green as a verdict reads it: a command that exits 0 after a run that names a failure
+  // (`pytest unit; pytest e2e`, the last one passing) has a failing test to fix.
+  if (v.green && !request.allow_green_baseline) {
     store.finishRun(run.runId, 'failed', null, { error: 'green baseline' });
     throw new InputError(
       `the tests already pass on the base commit (${run.testCmd}), so there is no failing test to fix; write one that shows the bug, or pass --allow-green-baseline`,
