@@ -24,6 +24,8 @@ const attempt = (over: Partial<AttemptSnapshot>): AttemptSnapshot => ({
   error: null,
   agrees_with: [],
   rank: null,
+  reason: null,
+  could_not_run: null,
   ...over,
 });
 const run = (over: Partial<RunSummary>): RunSummary => ({
@@ -43,6 +45,7 @@ const run = (over: Partial<RunSummary>): RunSummary => ({
   review: 'pending',
   environment: null,
   error: null,
+  ending: null,
   ...over,
 });
 const health = (docker: boolean): HealthReport => ({

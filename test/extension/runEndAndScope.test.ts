@@ -23,6 +23,7 @@ const summary = (over: Partial<RunSummary> = {}): RunSummary => ({
   review: null,
   error: null,
   environment: null,
+  ending: null,
   ...over,
 });
 const attempt = (index: number, over: Partial<AttemptSnapshot> = {}): AttemptSnapshot => ({
@@ -40,6 +41,8 @@ const attempt = (index: number, over: Partial<AttemptSnapshot> = {}): AttemptSna
   error: null,
   agrees_with: [],
   rank: null,
+  reason: null,
+  could_not_run: null,
   ...over,
 });
 const snap = (run: Partial<RunSummary>, attempts: AttemptSnapshot[] = []): RunSnapshot => ({
@@ -102,11 +105,30 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
     assert.equal(closestAttempt(snap({}, attempts)), 2);
     const v = describeRunEnd({ status: 'not_fixed', error: null }, snap({}, attempts));
     assert.equal(v.severity, 'warning');
-    assert.match(v.message, /none of the 4 attempts passed the tests\. Closest: attempt 2 \(1 failing, 5 passing\)/);
+    assert.match(v.message, /none of the 4 attempts passed the tests\. Closest: attempt 2 \(1 failing\)/);
     assert.deepEqual(
       v.actions.map((a) => a.action),
-      ['showAttempts', 'baselineLog', 'attemptDetails'],
+      ['attemptDetails', 'attemptLog', 'editTestCommand', 'showAttempts'],
     );
+    // The runner's ending, with each attempt's reason, is what the notification says; it names the run.
+    const ending = 'not fixed: no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory)';
+    const said = describeRunEnd({ status: 'not_fixed', error: null }, snap({ issue_title: 'Sum is wrong', ending }, attempts));
+    assert.equal(said.message, `Forge: "Sum is wrong" Not fixed: no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory).`);
+    // An attempt whose tests could not run is not the closest, whatever its counts.
+    const crashed = [attempt(0, { failed: 3 }), attempt(1, { failed: 0, could_not_run: 'out of memory' })];
+    assert.equal(closestAttempt(snap({}, crashed)), 0);
+  });
+
+  it('a fixed run already applied offers no Apply; an interrupted run says it was interrupted and offers Resume', () => {
+    const applied = describeRunEnd({ status: 'fixed', error: null }, snap({ status: 'fixed', review: 'applied', issue_title: 'x' }, []));
+    assert.deepEqual(
+      applied.actions.map((a) => a.action),
+      ['review'],
+    );
+    assert.match(applied.message, /applied to your working tree/);
+    const interrupted = describeRunEnd({ status: 'interrupted', error: null }, snap({ status: 'interrupted' }, []));
+    assert.match(interrupted.message, /interrupted/);
+    assert.equal(interrupted.actions[0]!.action, 'resume');
   });
 
   it('a cancelled run offers Resume and Discard; any other end says the error and offers the log', () => {

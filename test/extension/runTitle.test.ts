@@ -19,6 +19,7 @@ const run = (over: Partial<RunSummary>): RunSummary => ({
   winner_attempt: 0,
   review: 'pending',
   environment: null,
+  ending: null,
   error: null,
   ...over,
 });

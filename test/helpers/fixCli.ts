@@ -17,6 +17,16 @@ export type ToolCall = { name: string; arguments: Record<string, unknown> };
 /** `fix` on a new repository of `files` with one attempt whose turns make these tool calls. */
 /** Files named in `executable` get mode 0755. */
 export function fixWith(files: Record<string, string>, turns: ToolCall[][], args: string[] = [], executable: readonly string[] = []) {
+  return fixWithAttempts(files, [turns], args, executable);
+}
+
+/** `fix` on a new repository of `files` with one attempt per entry of `attempts`, each making its turns' tool calls. */
+export function fixWithAttempts(
+  files: Record<string, string>,
+  attempts: ToolCall[][][],
+  args: string[] = [],
+  executable: readonly string[] = [],
+) {
   const dir = mkdtempSync(join(tmpdir(), 'forge-verdict-'));
   const repo = join(dir, 'repo');
   try {
@@ -31,7 +41,10 @@ export function fixWith(files: Record<string, string>, turns: ToolCall[][], args
     const replay = join(dir, 'replay.json');
     writeFileSync(
       replay,
-      JSON.stringify({ version: 1, attempts: [[...turns.map((tool_calls) => ({ tool_calls })), { content: 'done' }]] }),
+      JSON.stringify({
+        version: 1,
+        attempts: attempts.map((turns) => [...turns.map((tool_calls) => ({ tool_calls })), { content: 'done' }]),
+      }),
     );
     const r = spawnSync(
       process.execPath,
@@ -43,7 +56,7 @@ export function fixWith(files: Record<string, string>, turns: ToolCall[][], args
         '--issue-text',
         'fix the bug',
         '--attempts',
-        '1',
+        String(attempts.length),
         '--provider',
         'host',
         '--model',

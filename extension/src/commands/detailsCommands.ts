@@ -17,13 +17,28 @@ export function openAttemptDetailsCommand(deps: { state: ForgeState; attemptDeta
   };
 }
 
-/** forge.openCellLog: a finished cell's bounded log as a read-only document (from the Cells view). */
+/**
+ * forge.openCellLog: a finished cell's bounded log as a read-only document (from the Cells
+ * view), scrolled to the first line that shows `at` (a failing test's name, the crash) when given.
+ */
 export function openCellLogCommand() {
-  return async (cell?: CellSnapshot): Promise<void> => {
+  return async (cell?: CellSnapshot, at?: readonly string[]): Promise<void> => {
     if (!cell) return;
     const doc = await vscode.workspace.openTextDocument(
       vscode.Uri.from(logUriParts(cell.run_id, cell.cell_id, `${cell.purpose}-${cell.cell_id}`)),
     );
-    await vscode.window.showTextDocument(doc, { preview: true });
+    const line = findCause(doc.getText(), at ?? []);
+    const selection = line === null ? undefined : new vscode.Range(line, 0, line, doc.lineAt(line).text.length);
+    await vscode.window.showTextDocument(doc, { preview: true, ...(selection ? { selection } : {}) });
   };
+}
+
+/** Pure: the first line holding any of `needles` (the causes' words), or null. */
+export function findCause(text: string, needles: readonly string[]): number | null {
+  const lines = text.split('\n');
+  for (const needle of needles.filter((n) => n.trim() !== '')) {
+    const i = lines.findIndex((l) => l.includes(needle));
+    if (i >= 0) return i;
+  }
+  return null;
 }

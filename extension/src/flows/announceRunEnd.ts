@@ -46,6 +46,18 @@ async function runEndAction(deps: RunEndDeps, action: RunEndAction, runId: strin
       if (!cell) return void vscode.window.showInformationMessage('Forge: this run has no baseline log (its baseline never ran).');
       return void (await vscode.commands.executeCommand('forge.openCellLog', cell));
     }
+    case 'attemptLog': {
+      // The verdict log of the closest attempt (or of any judged one), at the first failing test or crash it names.
+      const index = snap ? closestAttempt(snap) : null;
+      const attempt = snap?.attempts.find((a) => a.index === index) ?? snap?.attempts.find((a) => a.reason);
+      const cell = [...(snap?.cells ?? [])]
+        .reverse()
+        .find((c) => c.attempt_index === attempt?.index && c.purpose.startsWith('verdict') && !c.running);
+      if (!attempt || !cell) return void vscode.window.showInformationMessage('Forge: this run has no test log of an attempt to open.');
+      const named = [...(attempt.reason ?? '').matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
+      const crash = attempt.could_not_run ? [attempt.could_not_run.replace(/^.*\((.*)\)$/, '$1')] : [];
+      return void (await vscode.commands.executeCommand('forge.openCellLog', cell, [...crash, ...named, 'not ok', 'FAIL', 'Error']));
+    }
     case 'attemptDetails': {
       const index = snap ? closestAttempt(snap) : null;
       const attempt = snap?.attempts.find((a) => a.index === index);

@@ -1,4 +1,5 @@
 import type { RunSnapshot } from '../../../runner/src/protocol/rpcFix.js';
+import { shortTitle } from '../views/runTitle.js';
 
 /** What a button at the end of a run does (announceRunEnd.ts carries it out). */
 export type RunEndAction =
@@ -12,6 +13,7 @@ export type RunEndAction =
   | 'installDependencies'
   | 'cellTimeoutSetting'
   | 'showLog'
+  | 'attemptLog'
   | 'resume';
 
 export interface RunEndView {
@@ -32,6 +34,7 @@ const LABELS: Record<RunEndAction, string> = {
   installDependencies: 'Install Dependencies…',
   cellTimeoutSetting: 'Open Settings',
   showLog: 'Show Log',
+  attemptLog: 'Open Test Log',
   resume: 'Resume',
 };
 
@@ -44,16 +47,30 @@ const act = (...actions: RunEndAction[]) => actions.map((action) => ({ label: LA
  */
 export function describeRunEnd(finished: { status: string; error: string | null }, snap: RunSnapshot | null): RunEndView {
   const run = snap?.run;
+  // Every ending names its run: two runs' endings must not read alike.
+  const forge = run?.issue_title ? `Forge: "${shortTitle(run.issue_title, 50)}"` : 'Forge:';
   if (finished.status === 'fixed') {
     const w = snap?.attempts.find((a) => a.winner);
+    const said = run?.ending
+      ? ` ${sentence(capitalized(run.ending))}`
+      : ` Attempt ${w?.index ?? 0} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`;
+    // Once applied, Apply would only fail: the review and the branch's removal are what is left.
+    const applied = run?.review === 'applied';
     return {
       severity: 'info',
-      message: `Forge: fixed. Attempt ${w?.index ?? '?'} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`,
-      actions: act('review', 'apply', 'discard'),
+      message: `${forge}${said}${applied ? ' It is applied to your working tree.' : ''}`,
+      actions: applied ? act('review') : act('review', 'apply', 'discard'),
     };
   }
   if (finished.error === 'cancelled' || finished.status === 'cancelled') {
-    return { severity: 'info', message: 'Forge: run cancelled; its cells were stopped.', actions: act('resume', 'discard') };
+    return { severity: 'info', message: `${forge} run cancelled; its cells were stopped.`, actions: act('resume', 'discard') };
+  }
+  if (finished.status === 'interrupted') {
+    return {
+      severity: 'warning',
+      message: `${forge} run interrupted: its runner stopped while it ran (the window closed, or the runner was killed). Resume goes on from the attempts that finished.`,
+      actions: act('resume', 'showAttempts'),
+    };
   }
   const env = run?.environment;
   if (env) {
@@ -63,10 +80,11 @@ export function describeRunEnd(finished: { status: string; error: string | null 
       no_tests: ['editTestCommand', 'baselineLog'],
       network: ['editTestCommand', 'baselineLog'],
       timeout: ['cellTimeoutSetting', 'editTestCommand', 'baselineLog'],
+      resources: ['baselineLog', 'showLog'],
     };
     return {
       severity: 'error',
-      message: `Forge: the tests could not run on the base commit, so no attempt was started. ${sentence(env.detail)} ${EDITOR_FIX[env.cause]}`,
+      message: `${forge} the tests could not run on the base commit, so no attempt was started. ${sentence(env.detail)} ${EDITOR_FIX[env.cause]}`,
       actions: act(...byCause[env.cause]),
     };
   }
@@ -74,23 +92,26 @@ export function describeRunEnd(finished: { status: string; error: string | null 
     const attempts = snap?.attempts ?? [];
     const index = snap ? closestAttempt(snap) : null;
     const closest = attempts.find((a) => a.index === index);
-    const closestText = closest ? ` Closest: attempt ${closest.index} (${closest.failed} failing, ${closest.passed} passing).` : '';
+    const closestText = closest ? ` Closest: attempt ${closest.index} (${closest.reason ?? `${closest.failed} failing`}).` : '';
+    const said = run?.ending
+      ? ` ${sentence(capitalized(run.ending))}`
+      : ` Not fixed: none of the ${attempts.length || run?.attempts || ''} attempts passed the tests.${closestText}`;
     return {
       severity: 'warning',
-      message: `Forge: not fixed: none of the ${attempts.length || run?.attempts || ''} attempts passed the tests.${closestText}`,
-      actions: act('showAttempts', 'baselineLog', ...(closest ? (['attemptDetails'] as const) : [])),
+      message: `${forge}${said}`,
+      actions: act(...(closest ? (['attemptDetails'] as const) : []), 'attemptLog', 'editTestCommand', 'showAttempts'),
     };
   }
   return {
     severity: 'error',
-    message: `Forge: the run did not finish: ${finished.error ?? run?.error ?? finished.status}`,
+    message: `${forge} the run did not finish: ${finished.error ?? run?.error ?? finished.status}`,
     actions: act('showLog', 'showAttempts'),
   };
 }
 
-/** Pure: the attempt a not-fixed run's "Attempt Details" opens (fewest failing tests, then smallest diff). */
+/** Pure: the attempt a not-fixed run's "Attempt Details" opens (fewest failing tests, then smallest diff; one whose tests could not run is no candidate). */
 export function closestAttempt(snap: RunSnapshot): number | null {
-  const judged = snap.attempts.filter((a) => a.failed !== null);
+  const judged = snap.attempts.filter((a) => a.failed !== null && !a.could_not_run);
   return [...judged].sort((a, b) => (a.failed ?? 0) - (b.failed ?? 0) || a.diff_size - b.diff_size)[0]?.index ?? null;
 }
 
@@ -104,7 +125,12 @@ const EDITOR_FIX: Record<NonNullable<RunSnapshot['run']['environment']>['cause']
   no_tests: "Set a test command that runs this project's tests.",
   network: 'Cells have no network: use a test command that needs none (or install what it downloads first).',
   timeout: 'Raise the cell timeout, or narrow the test command to the tests of this issue.',
+  resources: 'Start the run again when fewer runs overlap on this machine.',
 };
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
 
 function sentence(text: string): string {
   const t = text.trim();

@@ -61,7 +61,7 @@ export class CellScheduler {
     let last = '';
     try {
       for (;;) {
-        if (req.signal?.aborted) throw req.signal.reason instanceof Error ? req.signal.reason : new Error('cancelled');
+        if (req.signal?.aborted) throw new Error('cancelled');
         const d = this.queue.step(id, this.alive, (rows) => admission(rows, id, this.budget));
         if (d.admit) break;
         const key = `${d.position}/${d.ahead}`;

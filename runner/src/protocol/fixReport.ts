@@ -25,12 +25,18 @@ export const VerdictSchema = z
         'Lifecycle hooks around the tests (npm posttest...) that failed for an environment reason after the tests passed: said, not counted against the tests.',
       ),
     green: z.boolean(),
+    could_not_run: z
+      .string()
+      .nullable()
+      .describe(
+        'The test runner died before reporting any result, on its first try and on a second on an empty machine (out of memory, a limit, a signal): why. Not a verdict on the change: never green, never ranked as failing tests.',
+      ),
   })
   .strict();
 
 export const BrokenEnvironmentSchema = z
   .object({
-    cause: z.enum(['command_not_found', 'missing_module', 'no_tests', 'network', 'timeout']),
+    cause: z.enum(['command_not_found', 'missing_module', 'no_tests', 'network', 'timeout', 'resources']),
     detail: z.string().describe('What happened, with the evidence.'),
     fix: z.string().describe('What to do.'),
   })
@@ -116,6 +122,12 @@ export const FixReportSchema = z
       .optional()
       .describe('Swarm runs: the node of each cell (with any node it was resubmitted from); absent for cells on the runner machine.'),
     duration_ms: z.number().int(),
+    ending: z
+      .string()
+      .optional()
+      .describe(
+        'The ending in one sentence with its reason: which attempt won and how, or why none did, attempt by attempt (runners before 0.2 wrote none).',
+      ),
   })
   .strict();
 

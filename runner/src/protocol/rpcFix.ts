@@ -42,6 +42,10 @@ export const RunSummarySchema = z
     environment: BrokenEnvironmentSchema.nullable().describe(
       'Set when the tests could not run on the base commit (the run ended before any attempt): the cause and the way out.',
     ),
+    ending: z
+      .string()
+      .nullable()
+      .describe('How the run ended and why, in one sentence (fixed or not fixed runs); null while it goes on or when it ended otherwise.'),
   })
   .strict();
 
@@ -67,6 +71,11 @@ export const AttemptSnapshotSchema = z
       .array(z.number().int())
       .describe('Other attempts that made the identical (normalized) change; filled once the run ended.'),
     rank: z.number().int().nullable().describe("1-based place of this attempt's change in the ranking; null when not ranked (yet)."),
+    reason: z.string().nullable().describe('Why it is not green, in words (null when green or not judged yet).'),
+    could_not_run: z
+      .string()
+      .nullable()
+      .describe('Its test runner died before reporting, twice: why. Such an attempt is not ranked as failing tests.'),
   })
   .strict();
 

@@ -26,6 +26,7 @@ export function renderSummary(r: FixReport): string {
   const lines = [
     `## Forge: ${r.status === 'fixed' ? 'fixed' : 'not fixed'}`,
     '',
+    ...(r.ending ? [`${markdownText(r.ending.charAt(0).toUpperCase() + r.ending.slice(1))}.`, ''] : []),
     `Run \`${r.run_id}\` on \`${r.base_commit.slice(0, 12)}\`: ${r.attempts.length} attempt(s) in ${r.provider} cells${r.image ? ` (\`${r.image}\`)` : ''}, model \`${r.model}\`, tests \`${r.test_cmd}\`.`,
     '',
     `Baseline: exit ${r.baseline.exit_code}, ${r.baseline.passed} passed, ${r.baseline.failed} failed.`,
@@ -34,7 +35,7 @@ export function renderSummary(r: FixReport): string {
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.attempts.map(
       (a) =>
-        `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.green ? 'green' : 'red'} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`,
+        `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.could_not_run ? `could not run: ${markdownText(a.verdict.could_not_run)}` : a.verdict?.green ? 'green' : 'red'} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`,
     ),
     '',
   ];

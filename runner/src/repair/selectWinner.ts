@@ -85,10 +85,16 @@ export function selectWinner(candidates: Candidate[]): Selection {
   const ranked = groups
     .sort(
       (a, b) =>
-        Number(b.verdict.green) - Number(a.verdict.green) || a.size - b.size || b.agreement - a.agreement || a.firstIndex - b.firstIndex,
+        Number(b.verdict.green) - Number(a.verdict.green) ||
+        // A change whose tests could not run is no candidate of failing tests: after every judged one.
+        Number(Boolean(a.verdict.could_not_run)) - Number(Boolean(b.verdict.could_not_run)) ||
+        a.size - b.size ||
+        b.agreement - a.agreement ||
+        a.firstIndex - b.firstIndex,
     )
     .map(({ firstIndex: _first, ...g }) => g);
   const winner = ranked[0]?.verdict.green ? ranked[0] : null;
-  const best = winner ? null : ([...ranked].sort((a, b) => a.verdict.failed - b.verdict.failed || a.size - b.size)[0] ?? null);
+  const judged = ranked.filter((g) => !g.verdict.could_not_run);
+  const best = winner ? null : ([...judged].sort((a, b) => a.verdict.failed - b.verdict.failed || a.size - b.size)[0] ?? null);
   return { winner, best, ranked, empty };
 }

@@ -1,5 +1,6 @@
 import { BrokenEnvironmentSchema } from '../protocol/fixReport.js';
 import type { AttemptSnapshot, CellSnapshot, RunSnapshot, RunSummary } from '../protocol/rpcFix.js';
+import { attemptReason } from '../repair/explainEnding.js';
 import { explainRanking, type RankingExplained } from '../repair/explainRanking.js';
 import { patchSize } from '../repair/selectWinner.js';
 import { patchFromStore } from '../workspace/patchBytes.js';
@@ -16,6 +17,15 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
       ?.trim() ?? '';
   let error: string | null = null;
   let environment: RunSummary['environment'] = null;
+  let ending: string | null = null;
+  if ((run.status === 'fixed' || run.status === 'not_fixed') && run.report_json) {
+    try {
+      const report = JSON.parse(run.report_json) as { ending?: unknown };
+      ending = typeof report.ending === 'string' ? report.ending : null;
+    } catch {
+      ending = null;
+    }
+  }
   if ((run.status === 'failed' || run.status === 'interrupted') && run.report_json) {
     try {
       const report = JSON.parse(run.report_json) as { error?: string; environment?: unknown };
@@ -44,6 +54,7 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
     review: run.status === 'fixed' ? (run.review ?? 'pending') : null,
     error,
     environment,
+    ending,
   };
 }
 
@@ -66,7 +77,7 @@ export function attemptSnapshot(
   ranking?: RankingExplained,
   run: 'going' | 'ended' | 'interrupted' = 'going',
 ): AttemptSnapshot {
-  const v = a.verdict_json ? (JSON.parse(a.verdict_json) as { green: boolean; passed: number; failed: number }) : null;
+  const v = a.verdict_json ? storedVerdict(a.verdict_json) : null;
   return {
     index: a.idx,
     attempt_id: a.attempt_id,
@@ -82,6 +93,8 @@ export function attemptSnapshot(
     error: a.error,
     agrees_with: ranking?.agreesWith.get(a.idx) ?? [],
     rank: ranking?.rank.get(a.idx) ?? null,
+    reason: v || a.error ? attemptReason(v, a.error) : null,
+    could_not_run: v?.could_not_run ?? null,
   };
 }
 

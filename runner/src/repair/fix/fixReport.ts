@@ -2,6 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AttemptReport, FixReport } from '../../protocol/fixReport.js';
 import { EMPTY_PATCH, type PatchBytes } from '../../workspace/patchBytes.js';
+import { runEnding } from '../explainEnding.js';
 import { renderSummary } from '../renderSummary.js';
 import { patchSize, type Selection } from '../selectWinner.js';
 import type { Baseline } from './runBaseline.js';
@@ -59,25 +60,12 @@ export function finishReport(input: ReportInput): FixOutcome {
     ...cellNodes(store, run.runId),
     duration_ms: Date.now() - run.started,
   };
+  report.ending = runEnding(report);
   store.finishRun(run.runId, fixed ? 'fixed' : 'not_fixed', fixed && settled.winnerResult ? settled.winnerResult.index : null, report);
   if (fixed) store.setReview(run.runId, settled.appliedTo?.startsWith('working tree') ? 'applied' : 'pending');
   writeOutputs(request.out_dir, report, fixed && winner ? winner.patch : (selection.best?.patch ?? EMPTY_PATCH));
-  deps.progress(
-    fixed
-      ? `fixed: winner ${report.winner!.attempts.join(', ')} (${report.winner!.diff_size} changed lines) on ${settled.winnerBranch}`
-      : winner
-        ? `not fixed: ${winner.attempts[0]} passed in its worktree but ${groundTruthFailure(groundTruth)}`
-        : 'not fixed: no attempt passed the tests',
-  );
+  deps.progress(fixed ? `${report.ending} (on ${settled.winnerBranch})` : report.ending);
   return { report, exitCode: fixed ? 0 : 1 };
-}
-
-/** Why the winner's diff did not hold on a fresh checkout, in words. */
-function groundTruthFailure(gt: FixReport['ground_truth']): string {
-  if (!gt || !gt.applied) return `its diff did not apply to a fresh checkout${gt?.conflicts.length ? ` (${gt.conflicts.join(', ')})` : ''}`;
-  const v = gt.verdict;
-  if (!v) return 'its tests on a fresh checkout gave no verdict';
-  return `its tests failed on a fresh checkout (exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.failing.length ? `: ${v.failing.slice(0, 3).join(', ')}` : ''})`;
 }
 
 function attemptReport(r: AttemptResult): AttemptReport {

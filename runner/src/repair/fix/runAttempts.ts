@@ -159,9 +159,14 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       turns: result.outcome.turns,
       tokens: result.outcome.tokens,
     });
-    progress(
-      `attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}`,
-    );
+    if (result.verdict.could_not_run)
+      progress(
+        `attempt ${index}: its tests could not run (${result.verdict.could_not_run}) after ${result.outcome.turns} turn(s): not ranked`,
+      );
+    else
+      progress(
+        `attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}`,
+      );
   } catch (e) {
     if (signal?.aborted) {
       // Not recorded as finished: a resumed run redoes this attempt from scratch.

@@ -58,8 +58,9 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
       onSkipped: progress,
     });
     let baselineTest: TestRun;
+    let crash: string | null;
     try {
-      baselineTest = await cells.testCell(baselineWt.path, 'baseline', null);
+      ({ test: baselineTest, crash } = await cells.testCellOnce(baselineWt.path, 'baseline', null));
     } finally {
       await cells.cleanUp(baselineWt);
     }
@@ -71,14 +72,20 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
     });
     const report = runReport(baselineTest.written, parseTestOutput(baselineOutput), baselineTest.logWhole);
     // A baseline whose tests never ran says nothing about the code: stop before any attempt.
-    const broken = classifyBaseline({
-      exitCode: baselineRun.exit_code,
-      timedOut: baselineRun.timed_out,
-      output: baselineOutput,
-      report,
-      testCmd: run.testCmd,
-      cellTimeoutS: request.cell_timeout_s,
-    });
+    const broken = crash
+      ? {
+          cause: 'resources' as const,
+          detail: `the test runner died before reporting any result, twice: ${crash}`,
+          fix: 'run it again when fewer runs overlap on this machine, or give cells more memory (--memory MIB)',
+        }
+      : classifyBaseline({
+          exitCode: baselineRun.exit_code,
+          timedOut: baselineRun.timed_out,
+          output: baselineOutput,
+          report,
+          testCmd: run.testCmd,
+          cellTimeoutS: request.cell_timeout_s,
+        });
     if (broken) {
       const message = describeBrokenEnvironment(broken);
       const fixReport: FixReport = {

@@ -13,6 +13,8 @@ import type { Judged } from '../verdicts/failingSet.js';
 import { isNpmTestCommand, isRegistryOnlyHook, splitNpmStages } from '../verdicts/npmLifecycle.js';
 import { plain } from '../verdicts/testReport.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
+import { runReport } from '../verdicts/judgeTestRun.js';
+import { testRunCrash } from '../verdicts/testRunCrash.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
 import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../workspace/openBeneath.js';
@@ -147,13 +149,40 @@ export class RunCells {
    * wrote (Maven, Gradle: JUnit XML in the worktree) or its test runner wrote when asked
    * through the environment (pytest: cellReports), read before the worktree goes.
    */
-  async testCell(worktree: string, purpose: string, attemptIdx: number | null, env?: Record<string, string>): Promise<TestRun> {
+  async testCell(
+    worktree: string,
+    purpose: string,
+    attemptIdx: number | null,
+    env?: Record<string, string>,
+    exclusive = false,
+  ): Promise<TestRun> {
     const before = snapshotJunitReports(worktree);
     const requested = snapshotCellReports(worktree);
-    const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx, env ? { env } : {});
+    const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx, { ...(env ? { env } : {}), exclusive });
     const log = testOutputOf(result);
     const written = readJunitReports(worktree, before) ?? readCellReport(worktree, requested);
     return { result, output: log.text, logWhole: log.whole, written };
+  }
+
+  /**
+   * The test command in a cell; a run whose test runner died before reporting (testRunCrash.ts:
+   * out of memory, a limit, a signal) is tried once more when no other cell runs on the
+   * machine. `crash` says why when the second try died too: no verdict on the change.
+   */
+  async testCellOnce(worktree: string, purpose: string, attemptIdx: number | null): Promise<{ test: TestRun; crash: string | null }> {
+    const crashOf = (t: TestRun) =>
+      testRunCrash(
+        { exitCode: t.result.exit_code, timedOut: t.result.timed_out, killedBy: t.result.killed_by, limitsHit: t.result.limits_hit },
+        t.output,
+        runReport(t.written, parseTestOutput(t.output), t.logWhole),
+      );
+    const first = await this.testCell(worktree, purpose, attemptIdx);
+    const crash = crashOf(first);
+    if (!crash) return { test: first, crash: null };
+    const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
+    this.scope.deps.progress(`${who}: the tests could not run (${crash}); trying once more when no other cell runs`);
+    const second = await this.testCell(worktree, `${purpose}_retry`, attemptIdx, undefined, true);
+    return { test: second, crash: crashOf(second) };
   }
 
   /**
@@ -171,8 +200,9 @@ export class RunCells {
     baseline: Judged | null,
   ): Promise<{ test: TestRun; verdict: Verdict }> {
     const npmHooks = isNpmTestCommand(this.scope.run.testCmd);
-    const test = await this.testCell(worktree, purpose, attemptIdx);
+    const { test, crash } = await this.testCellOnce(worktree, purpose, attemptIdx);
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks, end: runEnd(test) });
+    if (crash) return { test, verdict: { ...verdict, green: false, could_not_run: crash } };
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
     const hook = verdict.hook_failures[0]?.hook ?? 'post';
     const why = await this.hookHeldAgainst(worktree, hook, verdict.hook_failures[0]?.command ?? '', test.output);

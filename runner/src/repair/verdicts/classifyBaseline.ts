@@ -7,7 +7,7 @@ import type { TestReport } from './testReport.js';
  * so the run stops before any attempt, with the cause and the way out.
  */
 export interface BrokenEnvironment {
-  cause: 'command_not_found' | 'missing_module' | 'no_tests' | 'network' | 'timeout';
+  cause: 'command_not_found' | 'missing_module' | 'no_tests' | 'network' | 'timeout' | 'resources';
   /** One line: what happened, with the evidence (the missing command or module). */
   detail: string;
   /** One line: what to do. */

@@ -25,6 +25,8 @@ export interface Verdict {
   regressions_unknown: string | null;
   /** Exit 0 and no regressions: the selection's first criterion. */
   green: boolean;
+  /** The test runner died before reporting, twice (out of memory, a limit, a signal): why. Such a run is no verdict on the change. */
+  could_not_run: string | null;
 }
 
 /**
@@ -128,6 +130,7 @@ export function judgeTestRun(
     regressions_known: found.known,
     regressions_unknown: found.known ? null : found.why,
     hook_failures: hook ? [hook] : [],
+    could_not_run: null,
     // The exit status is the command's to set: a run that names a failure, stopped before its
     // framework's end, or does not show the baseline's failing tests passing is not green.
     green:

@@ -1,0 +1,52 @@
+import type { FixReport } from '../protocol/fixReport.js';
+import type { Verdict } from './verdicts/judgeTestRun.js';
+
+const names = (list: readonly string[], n = 3) =>
+  `${list
+    .slice(0, n)
+    .map((t) => `"${t}"`)
+    .join(', ')}${list.length > n ? ` and ${list.length - n} more` : ''}`;
+
+/**
+ * Pure: why an attempt is not green, in words (null when it is): the tests could not run,
+ * the tests it broke, the failing tests it did not fix, or what the runner could not see.
+ * Every ending of a run is said from these, never a bare count.
+ */
+export function attemptReason(v: Verdict | null, error: string | null): string | null {
+  if (error) return error === 'cancelled' ? 'cancelled' : `it failed: ${error}`;
+  if (!v) return 'it did not finish';
+  if (v.could_not_run) return `its tests could not run: ${v.could_not_run}`;
+  if (v.green) return null;
+  if (v.regressions.length > 0) return `it broke ${names(v.regressions)}, which passed before`;
+  if (v.failing.length > 0) return `${names(v.failing)} still fail${v.failing.length === 1 ? 's' : ''}`;
+  if (v.failing_incomplete) return v.failing_incomplete;
+  return `its test command exited ${v.exit_code}`;
+}
+
+/**
+ * Pure: the run's ending in one sentence, with its reason: which attempt won and how, or why
+ * none did, attempt by attempt. A winner of the ranking that failed on a fresh checkout says so
+ * (the ranking and the run's state never disagree).
+ */
+export function runEnding(report: Pick<FixReport, 'status' | 'attempts' | 'winner' | 'best' | 'ground_truth'>): string {
+  const idx = (id: string) => Number(id.split('-a').at(-1));
+  if (report.status === 'fixed' && report.winner) {
+    const v = report.winner.verdict;
+    const agree = report.winner.attempts.length > 1 ? ` (${report.winner.attempts.length} attempts made the same change)` : '';
+    return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: its tests pass (${v.passed} passed) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s)`;
+  }
+  const gt = report.ground_truth;
+  if (gt && report.best) {
+    const who = `attempt ${idx(report.best.attempts[0]!)}`;
+    if (!gt.applied)
+      return `not fixed: ${who} won the ranking but its diff did not apply to a fresh checkout${gt.conflicts.length ? ` (${gt.conflicts.join(', ')})` : ''}`;
+    if (!gt.verdict?.green)
+      return `not fixed: ${who} won the ranking but failed on a fresh checkout: ${attemptReason(gt.verdict, gt.verdict ? null : 'its tests gave no verdict') ?? 'red'}`;
+  }
+  const reasons = report.attempts
+    .map((a) => ({ a, why: attemptReason(a.verdict, a.error) }))
+    .filter((r) => r.why !== null)
+    .map((r) => `attempt ${r.a.index}: ${r.why}`);
+  if (report.attempts.length === 0) return 'not fixed: no attempt ran';
+  return `not fixed: no attempt passed the tests (${reasons.join('; ')})`;
+}
