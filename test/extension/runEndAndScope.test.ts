@@ -111,9 +111,13 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
       ['attemptDetails', 'attemptLog', 'editTestCommand', 'showAttempts'],
     );
     // The runner's ending, with each attempt's reason, is what the notification says; it names the run.
-    const ending = 'not fixed: no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory)';
+    const ending =
+      'not fixed: no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory)';
     const said = describeRunEnd({ status: 'not_fixed', error: null }, snap({ issue_title: 'Sum is wrong', ending }, attempts));
-    assert.equal(said.message, `Forge: "Sum is wrong" Not fixed: no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory).`);
+    assert.equal(
+      said.message,
+      `Forge: "Sum is wrong" Not fixed: no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory).`,
+    );
     // An attempt whose tests could not run is not the closest, whatever its counts.
     const crashed = [attempt(0, { failed: 3 }), attempt(1, { failed: 0, could_not_run: 'out of memory' })];
     assert.equal(closestAttempt(snap({}, crashed)), 0);

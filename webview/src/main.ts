@@ -9,6 +9,7 @@ import '@vscode-elements/elements/dist/vscode-table-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-row/index.js';
+import { ansiText } from './ansiText.js';
 import type {
   AttemptDetailsData,
   DetailsMessage,
@@ -168,7 +169,7 @@ function renderAttempt(d: AttemptData): TemplateResult {
                   (c) =>
                     html`<div class="call">
                       <span class="tool">${c.tool}</span> <code>${JSON.stringify(c.arguments)}</code>
-                      <pre>${c.result}</pre>
+                      <pre>${ansiText(c.result)}</pre>
                     </div>`,
                 )}
               </vscode-collapsible>`,

@@ -1,3 +1,4 @@
+import { stripVTControlCharacters } from 'node:util';
 import * as vscode from 'vscode';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import { parseLogUri, parseReviewUri } from './reviewUris.js';
@@ -20,7 +21,10 @@ export class ReviewContentProvider implements vscode.TextDocumentContentProvider
   }
 }
 
-/** A cell's bounded log, as the cell returned it. */
+/**
+ * A cell's bounded log, as the cell returned it, without terminal colour and cursor codes: an
+ * editor shows them as control boxes and `␛[32m`. (Attempt details render colour.)
+ */
 export class CellLogProvider implements vscode.TextDocumentContentProvider {
   constructor(private readonly runner: RunnerConnection) {}
 
@@ -29,6 +33,6 @@ export class CellLogProvider implements vscode.TextDocumentContentProvider {
     if (!ref) return '(not a Forge cell log)';
     const r = await this.runner.request('cells/log', { run_id: ref.runId, cell_id: ref.cellId });
     const c = r.cell;
-    return `# ${c.purpose} cell ${c.cell_id} (${c.provider}${c.image ? ` ${c.image}` : ''}), exit ${c.exit_code}${c.killed_by ? `, killed by ${c.killed_by}` : ''}\n# $ ${c.command}\n\n${r.log}`;
+    return `# ${c.purpose} cell ${c.cell_id} (${c.provider}${c.image ? ` ${c.image}` : ''}), exit ${c.exit_code}${c.killed_by ? `, killed by ${c.killed_by}` : ''}\n# $ ${c.command}\n\n${stripVTControlCharacters(r.log)}`;
   }
 }

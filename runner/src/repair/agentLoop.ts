@@ -1,3 +1,4 @@
+import { stripVTControlCharacters } from 'node:util';
 import type { CellResult } from '../protocol/cellResult.js';
 import type { ChatMessage, ModelReply, RepairModel, ToolCall } from './models/repairModel.js';
 import { TOOL_NAMES } from './models/replayScript.js';
@@ -106,8 +107,13 @@ async function executeTool(ctx: AgentContext, call: ToolCall): Promise<string> {
   }
 }
 
-function describeCell(r: CellResult): string {
-  const out = r.output.length > CELL_OUTPUT_TO_MODEL ? '[...]\n' + r.output.slice(-CELL_OUTPUT_TO_MODEL) : r.output;
+/**
+ * What the model reads of a cell: plain text. Colour and cursor codes (a test runner that
+ * colours its output anyway) cost tokens and hide the words a model has to read.
+ */
+export function describeCell(r: CellResult): string {
+  const plainOutput = stripVTControlCharacters(r.output).replace(/\r\n?/g, '\n');
+  const out = plainOutput.length > CELL_OUTPUT_TO_MODEL ? '[...]\n' + plainOutput.slice(-CELL_OUTPUT_TO_MODEL) : plainOutput;
   const how = r.killed_by ? `killed by ${r.killed_by}` : `exit code ${r.exit_code}`;
   return `${how}\n${out}`;
 }

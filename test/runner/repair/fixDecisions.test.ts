@@ -129,6 +129,8 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
         .sort(),
       ['verdict:0', 'verdict:1'],
     );
+    // Every cell of a run asks for plain output (no colour codes in logs, reports or what the model reads).
+    for (const c of provider.cells) assert.deepEqual([c.spec.env?.NO_COLOR, c.spec.env?.FORCE_COLOR], ['1', '0'], c.purpose);
   });
 
   it('a run that needs the network on a provider whose cells cannot have it is refused before anything is recorded or runs', async () => {

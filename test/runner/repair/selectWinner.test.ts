@@ -18,7 +18,7 @@ const verdict = (green: boolean, failed = green ? 0 : 1): Verdict => ({
   regressions_known: true,
   regressions_unknown: null,
   hook_failures: [],
-    could_not_run: null,
+  could_not_run: null,
   green,
 });
 const patch = (lines: number, tag = 'x') =>

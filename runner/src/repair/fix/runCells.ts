@@ -91,6 +91,10 @@ export class RunCells {
     // Test runs name their tests (regressions need the baseline's passing ones).
     const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
     const env = {
+      // The conventional no-colour variables (no-color.org; FORCE_COLOR=0 for chalk and Node):
+      // logs, reports and what the model reads stay plain text. A command may set its own.
+      NO_COLOR: '1',
+      FORCE_COLOR: '0',
       ...(how.noDeps ? {} : this.deps.env),
       ...(purpose === 'run_command' || purpose === 'install' ? {} : { ...TEST_REPORTING_ENV, ...reportRequestEnv(run.repo) }),
       ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
