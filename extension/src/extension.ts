@@ -16,6 +16,7 @@ import { RunnerConnection } from './runner/runnerConnection.js';
 import { runnerEvents } from './runnerEvents.js';
 import { CellsStatusBar } from './statusBar.js';
 import { ViewRefresh } from './viewRefresh.js';
+import { announceInterruptedRuns } from './flows/announceInterrupted.js';
 import { AttemptsTreeProvider, bindAttemptsScope } from './views/attemptsView.js';
 import { CellsTreeProvider } from './views/cellsView.js';
 import { InstancesTreeProvider } from './views/instancesView.js';
@@ -92,6 +93,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
         void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
     }),
     trackResumable(state),
+    announceInterruptedRuns(state, context.workspaceState),
     trackReviewable(state),
     { dispose: () => void runner.stop() },
   );

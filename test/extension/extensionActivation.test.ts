@@ -315,11 +315,14 @@ describe('extension with a fake VS Code API and the real runner', function () {
     const before = fake.messages.length;
     await fixIssueWrittenInDraft('average() divides by n+1');
     const shown = fake.messages.slice(before);
-    const confirm = shown.find((m) => /^Discard run \S+\? Its winner \(attempt \d+\) was not applied: its branch/.test(m.text));
+    // The question and the answer name the run by its issue, not its id.
+    const confirm = shown.find((m) =>
+      /^Discard the run "average\(\) divides by n\+1"\? Its winner \(attempt \d+\) was not applied: its branch/.test(m.text),
+    );
     assert.ok(confirm, JSON.stringify(shown));
     assert.deepEqual(confirm.items, ['Discard']);
     assert.ok(
-      shown.some((m) => /discarded run .*branch forge\/attempt\//.test(m.text)),
+      shown.some((m) => /discarded the run "average\(\) divides by n\+1" .*branch forge\/attempt\//.test(m.text)),
       JSON.stringify(shown),
     );
     const discarded = await waitFor(() => api.state.runs[0]?.review === 'discarded' && api.state.runs[0], 5000, 'review discarded');

@@ -9,6 +9,8 @@ export interface RunEndDeps {
   review: (runId: string) => Promise<unknown>;
   apply: (runId: string) => Promise<unknown>;
   discard: (runId: string) => Promise<unknown>;
+  /** Starts the same issue again in the same repository (after Install Dependencies); absent when the flow is not known. */
+  rerun?: () => Promise<void>;
 }
 
 /**
@@ -69,7 +71,7 @@ async function runEndAction(deps: RunEndDeps, action: RunEndAction, runId: strin
     case 'cellTimeoutSetting':
       return void (await vscode.commands.executeCommand('workbench.action.openSettings', 'forge.cellTimeout'));
     case 'installDependencies':
-      return installDependencies(deps.runner, snap?.run.repo);
+      return installDependencies(deps.runner, snap?.run.repo, deps.rerun);
     case 'showLog':
       return deps.log.show();
     case 'resume':
@@ -82,7 +84,7 @@ async function runEndAction(deps: RunEndDeps, action: RunEndAction, runId: strin
  * in a terminal in the repository, on this machine and its network (cells have none); the
  * next run's cells share what it installed (node_modules, the virtualenv) read-only.
  */
-export async function installDependencies(runner: RunnerConnection, repo: string | undefined): Promise<void> {
+export async function installDependencies(runner: RunnerConnection, repo: string | undefined, rerun?: () => Promise<void>): Promise<void> {
   if (!repo) return;
   const check = await runner.request('fix/check', { repo }).catch(() => null);
   const command = await vscode.window.showInputBox({
@@ -94,7 +96,31 @@ export async function installDependencies(runner: RunnerConnection, repo: string
     validateInput: (v) => (v.trim() === '' ? 'Type the command that installs the dependencies' : undefined),
   });
   if (!command) return;
-  const terminal = vscode.window.createTerminal({ name: 'Forge: install dependencies', cwd: repo });
-  terminal.show();
-  terminal.sendText(command.trim(), true);
+  // A task, not a bare terminal: its end (and exit code) is known, so the run can be offered again.
+  const task = new vscode.Task(
+    { type: 'shell', forge: 'install' },
+    vscode.TaskScope.Workspace,
+    'install dependencies',
+    'Forge',
+    new vscode.ShellExecution(command.trim(), { cwd: repo }),
+  );
+  task.presentationOptions = { reveal: vscode.TaskRevealKind.Always, clear: true };
+  const execution = await vscode.tasks.executeTask(task);
+  const exitCode = await new Promise<number | undefined>((resolve) => {
+    const sub = vscode.tasks.onDidEndTaskProcess((e) => {
+      if (e.execution !== execution) return;
+      sub.dispose();
+      resolve(e.exitCode);
+    });
+  });
+  if (exitCode !== 0) {
+    void vscode.window.showErrorMessage(`Forge: "${command.trim()}" exited ${exitCode ?? 'without a code'}; see its terminal.`);
+    return;
+  }
+  const again = rerun ? 'Run the Fix Again' : undefined;
+  const choice = await vscode.window.showInformationMessage(
+    `Forge: dependencies installed in ${repo}; the next run's cells share them.`,
+    ...(again ? [again] : []),
+  );
+  if (choice === again && rerun) await rerun();
 }

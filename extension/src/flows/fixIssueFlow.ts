@@ -8,6 +8,7 @@ import { followRun } from './followRun.js';
 import type { IssueDrafts } from './issueDraft.js';
 import { pickIssueFile, readIssueFile } from './issueFile.js';
 import { preflight } from './preflight.js';
+import { shortTitle } from '../views/runTitle.js';
 
 export interface FixFlowDeps {
   runner: RunnerConnection;
@@ -37,7 +38,8 @@ export interface IssueSource {
  */
 async function askIssue(drafts: IssueDrafts, folder: vscode.WorkspaceFolder, untracked: string | null): Promise<string | undefined> {
   const found = await vscode.workspace.findFiles(
-    new vscode.RelativePattern(folder, '**/*issue*.{md,txt}'),
+    // Glob patterns are case-sensitive: ISSUE.md and Issue-12.md are issue files too.
+    new vscode.RelativePattern(folder, '**/*{issue,Issue,ISSUE}*.{md,txt,MD,TXT,markdown}'),
     '**/{node_modules,.git,.forge}/**',
     10,
   );
@@ -87,6 +89,14 @@ export async function fixIssueInCells(deps: FixFlowDeps, source: IssueSource = {
     ...fixStartParams(settings, folder.uri.fsPath, issue, model.spec),
     ...(ready.allowDirty ? { allow_dirty: true } : {}),
   });
-  const finished = await followRun(deps, runId, `Forge: ${settings.attempts} attempt(s) in ${settings.provider} cells`);
-  await announceRunEnd(deps, runId, finished);
+  // Named by its issue: several runs' notifications can be on screen at once.
+  const title = shortTitle(
+    issue
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.replace(/^#+\s*/, '') ?? '',
+    40,
+  );
+  const finished = await followRun(deps, runId, `Forge: "${title}" (${settings.attempts} attempts, ${settings.provider} cells)`);
+  await announceRunEnd({ ...deps, rerun: () => fixIssueInCells(deps, { folder, ask: async () => issue }) }, runId, finished);
 }

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { NotificationHub } from '../notificationHub.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
+import { ProgressDigest } from './progressDigest.js';
 import type { RunEnding } from './runEnding.js';
 
 export interface FollowRunDeps {
@@ -26,9 +27,10 @@ export async function followRun(deps: FollowRunDeps, runId: string, title: strin
       { location: vscode.ProgressLocation.Notification, title, cancellable: true },
       (progress, token) =>
         new Promise<RunEnding>((resolve) => {
+          const digest = new ProgressDigest();
           const subs = [
             deps.hub.on('fix/progress', (p: { run_id: string; line: string }) => {
-              if (p.run_id === runId) progress.report({ message: p.line });
+              if (p.run_id === runId) progress.report({ message: digest.add(p.line) });
             }),
             deps.hub.on('fix/finished', (p: { run_id: string; status: string; error: string | null }) => {
               if (p.run_id !== runId) return;

@@ -90,5 +90,15 @@ export class IssueDrafts implements vscode.Disposable {
     const viewColumn = vscode.window.visibleTextEditors.find((e) => e.document === doc)?.viewColumn;
     await vscode.window.showTextDocument(doc, { preview: false, ...(viewColumn ? { viewColumn } : {}) });
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+    // With a Markdown preview open (the cell health page), the draft could stay in another
+    // group, and a preview that followed it stays too: every tab of the draft, and its preview, goes.
+    const name = doc.uri.path.split('/').at(-1) ?? '';
+    const left = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => {
+        const input = t.input as { uri?: vscode.Uri } | undefined;
+        return !t.isDirty && (input?.uri?.toString() === doc.uri.toString() || (name !== '' && t.label === `Preview ${name}`));
+      });
+    if (left.length > 0) await vscode.window.tabGroups.close(left);
   }
 }

@@ -128,6 +128,11 @@ const EDITOR_FIX: Record<NonNullable<RunSnapshot['run']['environment']>['cause']
   resources: 'Start the run again when fewer runs overlap on this machine.',
 };
 
+/** Pure: the way out of a broken environment in the editor's terms. */
+export function editorFix(cause: NonNullable<RunSnapshot['run']['environment']>['cause']): string {
+  return EDITOR_FIX[cause];
+}
+
 function capitalized(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }

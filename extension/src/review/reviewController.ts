@@ -73,6 +73,8 @@ export class ReviewController {
     };
     const paths = [...new Set([...inWinner, ...inOther])].sort();
     const resources = paths.map((p) => [vscode.Uri.file(join(winner.repo, p)), side(p, true), side(p, false)]);
+    // The editor title's Apply acts on what the page shows on its right: this attempt (after its question), not the winner.
+    await this.setReviewing(runId, attempt);
     await vscode.commands.executeCommand('vscode.changes', `Forge: winner (attempt ${winner.attempt}) vs attempt ${attempt}`, resources);
   }
 
@@ -118,20 +120,21 @@ export class ReviewController {
       void vscode.window.showInformationMessage('Forge: no attempts to discard.');
       return false;
     }
+    const run = this.state.runs.find((r) => r.run_id === id);
+    const named = run?.issue_title ? `"${shortTitle(run.issue_title)}"` : `run ${id}`;
     if (confirm) {
-      const run = this.state.runs.find((r) => r.run_id === id);
       const pendingWinner = run?.status === 'fixed' && run.review === 'pending' && run.winner_attempt !== null;
       const choice = await vscode.window.showWarningMessage(
         pendingWinner
-          ? `Discard run ${id}? Its winner (attempt ${run.winner_attempt}) was not applied: its branch and any worktree left are deleted, and its attempts are no longer offered.`
-          : `Discard run ${id}? Its attempts are no longer offered for review or apply; any worktree left is deleted.`,
+          ? `Discard the run ${named}? Its winner (attempt ${run.winner_attempt}) was not applied: its branch and any worktree left are deleted, and its attempts are no longer offered.`
+          : `Discard the run ${named}? Its attempts are no longer offered for review or apply; any worktree left is deleted.`,
         { modal: true },
         'Discard',
       );
       if (choice !== 'Discard') return false;
     }
     const r = await this.runner.request('review/discard', { run_id: id });
-    void vscode.window.showInformationMessage(`Forge: discarded run ${id}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}.`);
+    void vscode.window.showInformationMessage(`Forge: discarded the run ${named}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}.`);
     await this.closeReviewEditors();
     await this.setReviewing(null);
     return true;

@@ -1,3 +1,4 @@
+import { editorFix } from '../flows/runEnd.js';
 import type { AttemptSnapshot, CellSnapshot, RunSummary } from '../../../runner/src/protocol/rpcFix.js';
 import type { InstanceRow } from '../forgeState.js';
 import { localOffsetMinutes, shortTitle, startTimeLabel } from './runTitle.js';
@@ -43,7 +44,13 @@ export function runView(r: RunSummary, now: Date = new Date(), offsetMinutes: nu
       `repo ${r.repo} at ${r.base_commit.slice(0, 12)}`,
       `tests: ${r.test_cmd}`,
       `model ${r.model}`,
-      r.error ? `error: ${r.error}` : '',
+      r.ending ?? '',
+      // The runner's own message names CLI flags (--install-cmd); the editor's words say the cause and its way out here.
+      r.environment
+        ? `the tests could not run on the base commit: ${r.environment.detail}. ${editorFix(r.environment.cause)}`
+        : r.error
+          ? `error: ${r.error}`
+          : '',
     ]
       .filter(Boolean)
       .join('\n'),

@@ -33,7 +33,8 @@ export function detectStacks(repo: RepoFacts): DetectedStack[] {
     const install = {
       pnpm: 'pnpm install --frozen-lockfile',
       yarn: 'yarn install --frozen-lockfile',
-      npm: has('package-lock.json') ? 'npm ci --no-audit --no-fund' : 'npm install --no-audit --no-fund',
+      // Without a lock file of the repository's, none is written: it would be an untracked file in the user's checkout.
+      npm: has('package-lock.json') ? 'npm ci --no-audit --no-fund' : 'npm install --no-audit --no-fund --no-package-lock',
     }[pm];
     found.push({
       stack: 'node',

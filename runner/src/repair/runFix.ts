@@ -13,6 +13,13 @@ import { settleWorktrees } from './fix/settleWorktrees.js';
 import { selectWinner } from './selectWinner.js';
 
 export { BrokenEnvironmentError } from './fix/runBaseline.js';
+
+/** The abort reason when the runner itself stops (its client went away): the run is interrupted, not cancelled. */
+export class RunnerStopping extends Error {
+  constructor() {
+    super('interrupted: the runner stopped');
+  }
+}
 export type { FixDeps, FixOutcome, PreparedRun } from './fix/fixRun.js';
 export { prepareRun, resumeRequest } from './fix/prepareRun.js';
 
@@ -62,7 +69,9 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
     const row = store.getRun(runId);
     if (row?.status === 'running') {
       // A cancel is not a failure: the run says so, and so does each attempt it stopped or never started.
-      if (signal?.aborted) store.cancelRun(runId, { error: 'cancelled' });
+      if (signal?.aborted && signal.reason instanceof RunnerStopping)
+        store.interruptRun(runId, { error: 'interrupted: the runner stopped' });
+      else if (signal?.aborted) store.cancelRun(runId, { error: 'cancelled' });
       else store.finishRun(runId, 'failed', null, { error: (e as Error).message });
     }
     throw e;

@@ -9,7 +9,7 @@ import type { CellSnapshot, RpcFixNotification, RpcFixResult, RunSnapshot } from
 import { ClientModel } from '../repair/models/clientModel.js';
 import { createModel } from '../repair/models/createModel.js';
 import type { RepairModel } from '../repair/models/repairModel.js';
-import { prepareRun, resumeRequest, runPreparedFix } from '../repair/runFix.js';
+import { prepareRun, resumeRequest, RunnerStopping, runPreparedFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { attemptTree } from '../workspace/attemptTree.js';
@@ -186,9 +186,12 @@ export class FixService {
     return { removed };
   }
 
-  /** Cancels every run in progress and waits for them to stop (their cells are killed). */
+  /**
+   * Stops every run in progress and waits for them (their cells are killed): the runner is
+   * going away (the window closed), so they are interrupted, not cancelled, and Resume goes on.
+   */
   async close(): Promise<void> {
-    for (const r of this.active.values()) r.abort.abort();
+    for (const r of this.active.values()) r.abort.abort(new RunnerStopping());
     await Promise.all([...this.active.values()].map((r) => r.done));
     for (const t of this.pendingPush.values()) clearTimeout(t);
   }

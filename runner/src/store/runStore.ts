@@ -2,8 +2,8 @@ import { CellSlots } from './cellSlots.js';
 import type { Db } from './openStore.js';
 
 /**
- * 'cancelled': stopped on purpose (fix/cancel, Ctrl-C, the serving runner stopping);
- * 'interrupted': stopped by a runner that was killed (older stores also wrote it for a cancel).
+ * 'cancelled': stopped on purpose (fix/cancel, Ctrl-C);
+ * 'interrupted': stopped because its runner died or stopped (the window closed; older stores also wrote it for a cancel).
  * Both never finished and can be resumed.
  */
 export type RunStatus = 'running' | 'fixed' | 'not_fixed' | 'failed' | 'interrupted' | 'cancelled';
@@ -255,6 +255,17 @@ export class RunStore {
           .run(JSON.stringify(report), t, runId);
       })
       .immediate();
+  }
+
+  /**
+   * A run its runner stopped because the runner itself was stopping (the window closed, the
+   * runner was told to quit): nobody chose to cancel it. Its running attempts are shown as
+   * interrupted (attempts.status stays 'running' for a resume to redo), the rest wait.
+   */
+  interruptRun(runId: string, report: unknown): void {
+    this.db
+      .prepare(`UPDATE runs SET status = 'interrupted', winner_attempt = NULL, report_json = ?, updated_at = ? WHERE id = ?`)
+      .run(JSON.stringify(report), now(), runId);
   }
 
   /**

@@ -389,5 +389,16 @@ export function fakeExtensionContext(extensionPath: string) {
       delete: async (k: string) => void secrets.delete(k),
       onDidChange: () => ({ dispose() {} }),
     },
+    workspaceState: fakeMemento(),
+  };
+}
+
+/** A Memento kept in memory (workspaceState/globalState). */
+export function fakeMemento() {
+  const values = new Map<string, unknown>();
+  return {
+    keys: () => [...values.keys()],
+    get: <T>(key: string, fallback?: T): T | undefined => (values.has(key) ? (values.get(key) as T) : fallback),
+    update: async (key: string, value: unknown) => void values.set(key, value),
   };
 }

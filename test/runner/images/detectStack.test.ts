@@ -16,7 +16,7 @@ describe('detectStacks', () => {
     });
     assert.equal(first('package.json', 'pnpm-lock.yaml')?.install, 'pnpm install --frozen-lockfile');
     assert.equal(first('package.json', 'yarn.lock')?.test, 'yarn test');
-    assert.equal(first('package.json')?.install, 'npm install --no-audit --no-fund');
+    assert.equal(first('package.json')?.install, 'npm install --no-audit --no-fund --no-package-lock');
   });
 
   it('python: requirements, pyproject, or bare pytest projects', () => {

@@ -212,7 +212,7 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     assert.equal(report.winner, null);
     assert.equal(report.ground_truth, null, 'nothing to check on a fresh checkout');
     assert.deepEqual(report.best!.attempts, [`${report.run_id}-a0`]);
-    assert.deepEqual(forgeBranches(), []);
+    assert.deepEqual(forgeBranches(), [], lines.join('\n'));
     assert.equal(worktrees(), 1);
   });
 

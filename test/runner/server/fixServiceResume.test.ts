@@ -86,6 +86,23 @@ describe('FixService: cancelled runs and fix/resume (fake cells, in process)', f
   const ended = (runId: string, nth: number) =>
     waitFor(() => finished.filter((f) => f.run_id === runId)[nth - 1], 30_000, `fix/finished #${nth} of ${runId}`);
 
+  it('the runner stopping mid-run (the window closed) leaves the run interrupted, not cancelled, and resumable (issue 27)', async () => {
+    provider.setScript(script(['baseline']));
+    let closing: Promise<void> | null = null;
+    provider.onCell = (c) => {
+      if (c.purpose === 'baseline') closing = service.close();
+    };
+    const { run_id: runId } = await start(2);
+    await waitFor(() => closing, 30_000, 'the baseline cell');
+    await closing;
+    const snap = RunSnapshotSchema.parse(service.snapshot(runId));
+    assert.equal(snap.run.status, 'interrupted');
+    assert.deepEqual(
+      snap.attempts.map((a) => a.status),
+      ['queued', 'queued'],
+    );
+  });
+
   it('a cancel during the baseline: run cancelled, every attempt skipped, the baseline cell cancelled (not exit 137); fix/resume finishes it', async () => {
     provider.setScript(script(['baseline']));
     provider.onCell = (c) => {
