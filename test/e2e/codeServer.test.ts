@@ -122,7 +122,9 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     // The draft closes without asking to save it.
     await tab.waitFor({ state: 'detached', timeout: 30_000 });
     assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no save prompt');
-    await page.locator('.notifications-toasts', { hasText: /attempt\(s\) in host cells/ }).waitFor({ timeout: 30_000 });
+    await page
+      .locator('.notifications-toasts', { hasText: /Forge: "average\(\) is wrong" \(4 attempts, host cells\)/ })
+      .waitFor({ timeout: 30_000 });
     await shot('progress-notification');
     await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
     const winner = page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /winner/ });

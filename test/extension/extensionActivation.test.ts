@@ -297,7 +297,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
     const progressBefore = fake.progress.length;
     await command('forge.resumeRun', row);
     assert.ok(
-      fake.messages.slice(before).some((m) => /^Forge: fixed\. Attempt \d+ won/.test(m.text) && m.items.includes('Review')),
+      fake.messages.slice(before).some((m) => /^Forge: fixed "[^"]+": attempt \d+ won/.test(m.text) && m.items.includes('Review')),
       JSON.stringify(fake.messages.slice(before)),
     );
     assert.ok(

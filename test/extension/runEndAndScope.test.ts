@@ -68,7 +68,7 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
       snap({ status: 'fixed' }, [attempt(0), attempt(1, { winner: true, diff_size: 3 })]),
     );
     assert.equal(v.severity, 'info');
-    assert.match(v.message, /Attempt 1 won \(3 changed lines/);
+    assert.match(v.message, /attempt 1 won \(3 changed lines/);
     assert.deepEqual(
       v.actions.map((a) => a.action),
       ['review', 'apply', 'discard'],
@@ -116,7 +116,7 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
     const said = describeRunEnd({ status: 'not_fixed', error: null }, snap({ issue_title: 'Sum is wrong', ending }, attempts));
     assert.equal(
       said.message,
-      `Forge: "Sum is wrong" Not fixed: no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory).`,
+      `Forge: not fixed "Sum is wrong": no attempt passed the tests (attempt 0: "adds" still fails; attempt 1: its tests could not run: out of memory).`,
     );
     // An attempt whose tests could not run is not the closest, whatever its counts.
     const crashed = [attempt(0, { failed: 3 }), attempt(1, { failed: 0, could_not_run: 'out of memory' })];

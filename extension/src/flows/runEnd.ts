@@ -47,28 +47,29 @@ const act = (...actions: RunEndAction[]) => actions.map((action) => ({ label: LA
  */
 export function describeRunEnd(finished: { status: string; error: string | null }, snap: RunSnapshot | null): RunEndView {
   const run = snap?.run;
-  // Every ending names its run: two runs' endings must not read alike.
-  const forge = run?.issue_title ? `Forge: "${shortTitle(run.issue_title, 50)}"` : 'Forge:';
+  // Every ending names its run: two runs' endings must not read alike ("Forge: fixed "Sum is wrong": attempt 1 won: ...").
+  const named = run?.issue_title ? ` "${shortTitle(run.issue_title, 50)}"` : '';
+  const forge = (outcome: string) => `Forge: ${outcome}${named}`;
+  /** The runner's ending sentence without the outcome it starts with ("fixed: ", "not fixed: "). */
+  const because = (outcome: string) => (run?.ending?.startsWith(`${outcome}: `) ? sentence(run.ending.slice(outcome.length + 2)) : null);
   if (finished.status === 'fixed') {
     const w = snap?.attempts.find((a) => a.winner);
-    const said = run?.ending
-      ? ` ${sentence(capitalized(run.ending))}`
-      : ` Attempt ${w?.index ?? 0} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`;
+    const said = because('fixed') ?? `attempt ${w?.index ?? 0} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`;
     // Once applied, Apply would only fail: the review and the branch's removal are what is left.
     const applied = run?.review === 'applied';
     return {
       severity: 'info',
-      message: `${forge}${said}${applied ? ' It is applied to your working tree.' : ''}`,
+      message: `${forge('fixed')}: ${said}${applied ? ' It is applied to your working tree.' : ''}`,
       actions: applied ? act('review') : act('review', 'apply', 'discard'),
     };
   }
   if (finished.error === 'cancelled' || finished.status === 'cancelled') {
-    return { severity: 'info', message: `${forge} run cancelled; its cells were stopped.`, actions: act('resume', 'discard') };
+    return { severity: 'info', message: `${forge('run cancelled')}; its cells were stopped.`, actions: act('resume', 'discard') };
   }
   if (finished.status === 'interrupted') {
     return {
       severity: 'warning',
-      message: `${forge} run interrupted: its runner stopped while it ran (the window closed, or the runner was killed). Resume goes on from the attempts that finished.`,
+      message: `${forge('run interrupted')}: its runner stopped while it ran (the window closed, or the runner was killed). Resume goes on from the attempts that finished.`,
       actions: act('resume', 'showAttempts'),
     };
   }
@@ -84,7 +85,7 @@ export function describeRunEnd(finished: { status: string; error: string | null 
     };
     return {
       severity: 'error',
-      message: `${forge} the tests could not run on the base commit, so no attempt was started. ${sentence(env.detail)} ${EDITOR_FIX[env.cause]}`,
+      message: `${forge('not run')}: the tests could not run on the base commit, so no attempt was started. ${sentence(env.detail)} ${EDITOR_FIX[env.cause]}`,
       actions: act(...byCause[env.cause]),
     };
   }
@@ -93,18 +94,16 @@ export function describeRunEnd(finished: { status: string; error: string | null 
     const index = snap ? closestAttempt(snap) : null;
     const closest = attempts.find((a) => a.index === index);
     const closestText = closest ? ` Closest: attempt ${closest.index} (${closest.reason ?? `${closest.failed} failing`}).` : '';
-    const said = run?.ending
-      ? ` ${sentence(capitalized(run.ending))}`
-      : ` Not fixed: none of the ${attempts.length || run?.attempts || ''} attempts passed the tests.${closestText}`;
+    const said = because('not fixed') ?? `none of the ${attempts.length || run?.attempts || ''} attempts passed the tests.${closestText}`;
     return {
       severity: 'warning',
-      message: `${forge}${said}`,
+      message: `${forge('not fixed')}: ${said}`,
       actions: act(...(closest ? (['attemptDetails'] as const) : []), 'attemptLog', 'editTestCommand', 'showAttempts'),
     };
   }
   return {
     severity: 'error',
-    message: `${forge} the run did not finish: ${finished.error ?? run?.error ?? finished.status}`,
+    message: `${forge('the run did not finish')}: ${finished.error ?? run?.error ?? finished.status}`,
     actions: act('showLog', 'showAttempts'),
   };
 }
@@ -131,10 +130,6 @@ const EDITOR_FIX: Record<NonNullable<RunSnapshot['run']['environment']>['cause']
 /** Pure: the way out of a broken environment in the editor's terms. */
 export function editorFix(cause: NonNullable<RunSnapshot['run']['environment']>['cause']): string {
   return EDITOR_FIX[cause];
-}
-
-function capitalized(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function sentence(text: string): string {
