@@ -7,7 +7,7 @@ import { locateRepository } from './attemptWorktree.js';
 import { rememberObjectDirs } from './checkoutOwnership.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
 import { repoTarget } from './repoLocation.js';
-import { runGit, withGitView } from './safeGit.js';
+import { type GitView, runGit, withGitView } from './safeGit.js';
 
 /**
  * The tree an attempt's stored patch makes of the base commit, written into the repository's
@@ -18,11 +18,21 @@ import { runGit, withGitView } from './safeGit.js';
  */
 export async function attemptTree(repo: string, base: string, patch: PatchBytes): Promise<string> {
   const loc = await locateRepository(repo);
+  if (isEmptyPatch(patch))
+    return (await runGit(repoTarget(loc), ['rev-parse', '--verify', '--end-of-options', `${base}^{tree}`])).text.trim();
+  return withAppliedPatch(repo, base, patch, async (view) => (await runGit(view, ['write-tree'])).text.trim());
+}
+
+/**
+ * `work` in a runner-made view whose index holds the base commit with the attempt's patch
+ * applied (apply --cached: no filters or attributes from the repository act on it); objects
+ * it writes land in the repository's object store.
+ */
+export async function withAppliedPatch<T>(repo: string, base: string, patch: PatchBytes, work: (view: GitView) => Promise<T>): Promise<T> {
+  const loc = await locateRepository(repo);
   const outside = copiedFromOutside(patch);
   if (outside)
     throw new InputError(`the attempt's patch copies or renames from ${JSON.stringify(outside)}, outside the repository: not shown`);
-  if (isEmptyPatch(patch))
-    return (await runGit(repoTarget(loc), ['rev-parse', '--verify', '--end-of-options', `${base}^{tree}`])).text.trim();
   const scratch = mkdtempSync(join(tmpdir(), 'forge-attempt-tree-'));
   const file = join(scratch, 'attempt.patch');
   writeFileSync(file, patch);
@@ -34,7 +44,7 @@ export async function attemptTree(repo: string, base: string, patch: PatchBytes)
       { objectsDir: loc.objectsDir, head: base, workTree: join(scratch, 'empty'), objectFormat: loc.objectFormat },
       async (view) => {
         await runGit(view, ['apply', '--cached', '--whitespace=nowarn', file]);
-        return (await runGit(view, ['write-tree'])).text.trim();
+        return work(view);
       },
     );
   } finally {

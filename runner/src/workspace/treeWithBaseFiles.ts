@@ -1,12 +1,6 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { InputError } from '../protocol/inputError.js';
-import { copiedFromOutside } from './applyPatch.js';
-import { locateRepository } from './attemptWorktree.js';
-import { rememberObjectDirs } from './checkoutOwnership.js';
+import { withAppliedPatch } from './attemptTree.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
-import { nulRecords, runGit, withGitView } from './safeGit.js';
+import { nulRecords, runGit } from './safeGit.js';
 
 /** What a changed path becomes in the tree: the base commit's entry (or none), or these bytes. */
 export type BaseFileChoice = 'keep' | 'base' | { bytes: Buffer };
@@ -34,58 +28,40 @@ export async function treeWithBaseFiles(
   decide: BaseFileDecider,
 ): Promise<{ commit: string; changed: string[] } | null> {
   if (isEmptyPatch(patch)) return null;
-  const outside = copiedFromOutside(patch);
-  if (outside) throw new InputError(`the attempt's patch copies or renames from ${JSON.stringify(outside)}, outside the repository`);
-  const loc = await locateRepository(repo);
-  const scratch = mkdtempSync(join(tmpdir(), 'forge-verdict-tree-'));
-  const file = join(scratch, 'attempt.patch');
-  writeFileSync(file, patch);
-  mkdirSync(join(scratch, 'empty'));
-  const restoreObjects = rememberObjectDirs(loc.objectsDir);
-  try {
-    return await withGitView(
-      { objectsDir: loc.objectsDir, head: base, workTree: join(scratch, 'empty'), objectFormat: loc.objectFormat },
-      async (view) => {
-        await runGit(view, ['apply', '--cached', '--whitespace=nowarn', file]);
-        const attemptTree = (await runGit(view, ['write-tree'])).text.trim();
-        const paths = nulRecords((await runGit(view, ['diff', '--cached', '--no-renames', '--name-only', '-z', base, '--'])).text);
-        const blob = async (spec: string) => {
-          const r = await runGit(view, ['cat-file', 'blob', spec], { okExitCodes: [128], maxBytes: MAX_READ });
-          return r.exitCode === 0 && !r.truncated ? r.stdout : null;
-        };
-        const given: string[] = [];
-        for (const path of paths) {
-          const byPath = decide.byPath(path);
-          if (byPath === 'keep') continue;
-          const choice = byPath === 'base' ? 'base' : decide.byContent(path, await blob(`${base}:${path}`), await blob(`:${path}`));
-          if (choice === 'keep') continue;
-          given.push(path);
-          if (choice === 'base') {
-            const entry = (await runGit(view, ['ls-tree', '-z', base, '--', path])).text.split('\0')[0] ?? '';
-            const m = /^(\d+) \w+ ([0-9a-f]+)\t/.exec(entry);
-            if (m) await runGit(view, ['update-index', '--add', '--replace', '--cacheinfo', `${m[1]},${m[2]},${path}`]);
-            else await runGit(view, ['update-index', '--force-remove', '--', path]);
-          } else {
-            const sha = (await runGit(view, ['hash-object', '-w', '--stdin'], { input: choice.bytes })).text.trim();
-            await runGit(view, ['update-index', '--add', '--replace', '--cacheinfo', `100644,${sha},${path}`]);
-          }
-        }
-        const tree = (await runGit(view, ['write-tree'])).text.trim();
-        if (given.length === 0 || tree === attemptTree) return null;
-        const identity = {
-          GIT_AUTHOR_NAME: 'Forge',
-          GIT_AUTHOR_EMAIL: 'forge@localhost',
-          GIT_COMMITTER_NAME: 'Forge',
-          GIT_COMMITTER_EMAIL: 'forge@localhost',
-        };
-        const commit = (
-          await runGit(view, ['commit-tree', tree, '-p', base], { input: "forge: verdict tree (the base commit's tests)\n", env: identity })
-        ).text.trim();
-        return { commit, changed: given };
-      },
-    );
-  } finally {
-    restoreObjects();
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  return withAppliedPatch(repo, base, patch, async (view) => {
+    const attemptTree = (await runGit(view, ['write-tree'])).text.trim();
+    const paths = nulRecords((await runGit(view, ['diff', '--cached', '--no-renames', '--name-only', '-z', base, '--'])).text);
+    const blob = async (spec: string) => {
+      const r = await runGit(view, ['cat-file', 'blob', spec], { okExitCodes: [128], maxBytes: MAX_READ });
+      return r.exitCode === 0 && !r.truncated ? r.stdout : null;
+    };
+    const given: string[] = [];
+    for (const path of paths) {
+      const byPath = decide.byPath(path);
+      if (byPath === 'keep') continue;
+      const choice = byPath === 'base' ? 'base' : decide.byContent(path, await blob(`${base}:${path}`), await blob(`:${path}`));
+      if (choice === 'keep') continue;
+      given.push(path);
+      if (choice === 'base') {
+        const entry = (await runGit(view, ['ls-tree', '-z', base, '--', path])).text.split('\0')[0] ?? '';
+        const m = /^(\d+) \w+ ([0-9a-f]+)\t/.exec(entry);
+        if (m) await runGit(view, ['update-index', '--add', '--replace', '--cacheinfo', `${m[1]},${m[2]},${path}`]);
+        else await runGit(view, ['update-index', '--force-remove', '--', path]);
+      } else {
+        const sha = (await runGit(view, ['hash-object', '-w', '--stdin'], { input: choice.bytes })).text.trim();
+        await runGit(view, ['update-index', '--add', '--replace', '--cacheinfo', `100644,${sha},${path}`]);
+      }
+    }
+    const tree = (await runGit(view, ['write-tree'])).text.trim();
+    if (given.length === 0 || tree === attemptTree) return null;
+    const identity = {
+      GIT_AUTHOR_NAME: 'Forge',
+      GIT_AUTHOR_EMAIL: 'forge@localhost',
+      GIT_COMMITTER_NAME: 'Forge',
+      GIT_COMMITTER_EMAIL: 'forge@localhost',
+    };
+    const message = "forge: verdict tree (the base commit's tests)\n";
+    const commit = (await runGit(view, ['commit-tree', tree, '-p', base], { input: message, env: identity })).text.trim();
+    return { commit, changed: given };
+  });
 }
