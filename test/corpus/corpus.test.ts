@@ -38,7 +38,17 @@ describe('corpus: realistic repositories fixed with default flags', function () 
             assert.ok(out.winner?.endsWith(`-${entry.winner}`), `winner ${out.winner}`);
             assert.ok(
               out.regressions.includes(entry.regression),
-              `regression "${entry.regression}" not named; named: ${JSON.stringify(out.regressions)}`,
+              `regression "${entry.regression}" not named; named: ${JSON.stringify(out.regressions)}; attempts: ${JSON.stringify(
+                out.report?.attempts.map(
+                  (a) =>
+                    a.verdict && {
+                      green: a.verdict.green,
+                      failing: a.verdict.failing,
+                      unknown: a.verdict.regressions_unknown,
+                      crash: a.verdict.could_not_run,
+                    },
+                ),
+              )}\n${out.stderr.slice(-2000)}`,
             );
             assert.ok(out.report!.dependencies.length > 0 || !entry.setup, 'installed dependencies were not detected');
           } finally {
