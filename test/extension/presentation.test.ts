@@ -272,3 +272,16 @@ describe('extension presentation and decisions (pure)', () => {
     assert.equal(describeApplyOutcome(true, '/r', [{ path: 'a.py', ok: true, reason: null }]), 'Applied the winner to /r: a.py.');
   });
 });
+
+describe('an attempt whose tests could not run (issue 27)', () => {
+  it('is shown as such, with why, not as red', () => {
+    const v = attemptView(
+      attempt({ green: false, failed: 1, passed: 0, could_not_run: 'out of memory', reason: 'its tests could not run: out of memory' }),
+    );
+    assert.match(v.description, /^could not run/);
+    assert.match(v.tooltip, /its tests could not run: out of memory/);
+    const red = attemptView(attempt({ green: false, failed: 1, reason: 'it broke "adds", which passed before' }));
+    assert.match(red.description, /^red/);
+    assert.match(red.tooltip, /it broke "adds", which passed before/);
+  });
+});

@@ -76,6 +76,8 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   else if (a.status === 'failed') [state, icon, color] = ['error', 'error', 'errorForeground'];
   else if (a.winner) [state, icon, color] = ['winner', 'star-full', 'charts.yellow'];
   else if (a.green) [state, icon, color] = ['green', 'pass', 'testing.iconPassed'];
+  // Its test runner died before reporting, twice: no verdict on its change, not "red".
+  else if (a.could_not_run) [state, icon, color] = ['could not run', 'warning', 'editorWarning.foreground'];
   else [state, icon, color] = ['red', 'error', 'testing.iconFailed'];
   const tests = a.passed !== null ? ` · ${a.passed} passed, ${a.failed} failed` : '';
   const agree = a.agrees_with.length > 0 ? ` · ${a.agrees_with.length + 1} agree` : '';
@@ -87,7 +89,7 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
       a.status === 'queued' || a.status === 'skipped' ? state : `${state} · ${turns}${a.status === 'finished' ? ` · ${size}` : ''}${agree}`,
     tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${tests}${a.rank !== null ? ` · ranked #${a.rank}` : ''}${
       a.agrees_with.length > 0 ? `\nthe same change as attempt${a.agrees_with.length === 1 ? '' : 's'} ${a.agrees_with.join(', ')}` : ''
-    }${a.error ? `\n${a.error}` : ''}`,
+    }${a.reason ? `\n${a.reason}` : a.error ? `\n${a.error}` : ''}`,
     icon,
     color,
     // attempt.winner | attempt.changed[.comparable] | attempt: what its context menu offers.
