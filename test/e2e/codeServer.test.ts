@@ -122,6 +122,8 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     // The draft closes without asking to save it.
     await tab.waitFor({ state: 'detached', timeout: 30_000 });
     assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no save prompt');
+    // No draft tab of any name is left behind (issue 27: "Untitled-N" tabs piled up).
+    assert.equal(await page.locator('.tabs-container .tab', { hasText: /Untitled-\d|<!-- Forge:/ }).count(), 0, 'no draft tab left');
     await page
       .locator('.notifications-toasts', { hasText: /Forge: "average\(\) is wrong" \(4 attempts, host cells\)/ })
       .waitFor({ timeout: 30_000 });
