@@ -306,7 +306,9 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
       .locator('.monaco-list-row', { hasText: /run_command/ })
       .first()
       .waitFor({ timeout: 120_000 });
-    const progress = page.locator('.notifications-toasts .notification-toast', { hasText: /attempt\(s\) in host cells/ });
+    const progress = page.locator('.notifications-toasts .notification-toast', {
+      hasText: /Forge: "average\(\) of two numbers.*" \(\d+ attempts, host cells\)/,
+    });
     await progress.getByRole('button', { name: 'Cancel' }).click();
     const cancelled = page.locator('.notifications-toasts .notification-toast', { hasText: /run cancelled/ });
     await cancelled.waitFor({ timeout: 60_000 });

@@ -189,7 +189,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
     await flow;
     assert.ok(Date.now() - t0 < 30_000, 'cancel did not wait for the 120 s cell');
     assert.ok(
-      fake.messages.slice(before).some((m) => /cancelled; its cells were stopped/.test(m.text)),
+      fake.messages.slice(before).some((m) => /run cancelled "slow issue"; its cells were stopped/.test(m.text)),
       JSON.stringify(fake.messages.slice(before)),
     );
     assert.ok(fake.progress.some((l) => /cancelling/.test(l)));

@@ -93,6 +93,13 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(views[5]!.tooltip, /answered 500/);
   });
 
+  it('an attempt whose cell waits behind other runs\' cells says so and where it stands, not "running"', () => {
+    const waiting = attemptView(attempt({ status: 'running', turns: 1, green: null, waiting_for_cell: 3 }));
+    assert.deepEqual([waiting.icon, waiting.description], ['watch', 'waiting for a cell (3 ahead) · 1 turn']);
+    // Once it finished, a stale count is no state of it.
+    assert.equal(attemptView(attempt({ winner: true, waiting_for_cell: 2 })).description, 'winner · 3 turns · 2 lines');
+  });
+
   it('attempts a cancel stopped or never started are grey, not queued forever or red', () => {
     const cancelled = attemptView(attempt({ status: 'cancelled', turns: 2, green: null, passed: null, failed: null }));
     const skipped = attemptView(attempt({ status: 'skipped', turns: 0, green: null, passed: null, failed: null }));

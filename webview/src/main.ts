@@ -199,7 +199,7 @@ function renderAttempt(d: AttemptData): TemplateResult {
         )}
       </vscode-table-body>
     </vscode-table>
-    ${d.cells.filter((c) => c.log).map((c) => html`<vscode-collapsible title="Log: ${c.purpose} (${c.cell_id})"><pre>${c.log}</pre></vscode-collapsible>`)}
+    ${d.cells.filter((c) => c.log).map((c) => html`<vscode-collapsible title="Log: ${c.purpose} (${c.cell_id})"><pre>${ansiText(c.log ?? '')}</pre></vscode-collapsible>`)}
   `;
 }
 

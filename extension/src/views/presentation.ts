@@ -68,6 +68,9 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   let icon: string;
   let color: string | null = null;
   if (a.status === 'queued') [state, icon] = ['queued', 'circle-outline'];
+  // Its cell is queued for the machine behind other runs' cells: where it stands, not "running".
+  else if (a.status === 'running' && a.waiting_for_cell != null)
+    [state, icon] = [`waiting for a cell (${a.waiting_for_cell} ahead)`, 'watch'];
   else if (a.status === 'running') [state, icon] = ['running', 'sync~spin'];
   else if (a.status === 'cancelled') [state, icon, color] = ['cancelled', 'debug-stop', STOPPED];
   // Its runner died mid-way: shown as its run is (a resume redoes it).

@@ -76,6 +76,14 @@ export const AttemptSnapshotSchema = z
       .string()
       .nullable()
       .describe('Its test runner died before reporting, twice: why. Such an attempt is not ranked as failing tests.'),
+    waiting_for_cell: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .describe(
+        "Its next cell waits for the machine's cell budget: the cells running or queued before it (absent or null when not waiting).",
+      ),
   })
   .strict();
 

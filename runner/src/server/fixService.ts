@@ -41,6 +41,8 @@ export class FixService {
   /** Attempt trees already written (run:index -> tree id): a review reads many files of one. */
   private readonly trees = new Map<string, string>();
   private readonly running = new Map<string, CellSnapshot>();
+  /** Run id -> attempt index -> cells ahead of that attempt's cell waiting for the machine. */
+  private readonly waiting = new Map<string, Map<number, number>>();
   private readonly pendingPush = new Map<string, NodeJS.Timeout>();
   private cellSeq = 0;
   /** One for every run this runner serves: overlapping runs take turns for the machine's cells. */
@@ -100,6 +102,15 @@ export class FixService {
         this.hooks.notify('fix/progress', { run_id: id, line });
         this.schedulePush(id);
       },
+      cellWait: ({ attemptIdx }, ahead) => {
+        if (attemptIdx === null) return;
+        const run = this.waiting.get(id) ?? new Map<number, number>();
+        if (ahead === null) run.delete(attemptIdx);
+        else run.set(attemptIdx, ahead);
+        if (run.size > 0) this.waiting.set(id, run);
+        else this.waiting.delete(id);
+        this.schedulePush(id);
+      },
     })
       .then(
         () => null,
@@ -107,6 +118,7 @@ export class FixService {
       )
       .then((error) => {
         this.active.delete(id);
+        this.waiting.delete(id);
         this.flushPush(id);
         const status = this.store.getRun(id)?.status ?? 'failed';
         const message = error ? (abort.signal.aborted ? 'cancelled' : (error.message.split('\n')[0] ?? 'error')) : null;
@@ -127,7 +139,7 @@ export class FixService {
   }
 
   snapshot(runId: string): RunSnapshot | null {
-    return runSnapshot(this.store, runId, [...this.running.values()], processAlive);
+    return runSnapshot(this.store, runId, [...this.running.values()], processAlive, this.waiting.get(runId));
   }
 
   runningCells(): CellSnapshot[] {

@@ -76,6 +76,7 @@ export function attemptSnapshot(
   liveTurns: number,
   ranking?: RankingExplained,
   run: 'going' | 'ended' | 'interrupted' = 'going',
+  waitingForCell: number | null = null,
 ): AttemptSnapshot {
   const v = a.verdict_json ? storedVerdict(a.verdict_json) : null;
   return {
@@ -95,6 +96,7 @@ export function attemptSnapshot(
     rank: ranking?.rank.get(a.idx) ?? null,
     reason: v || a.error ? attemptReason(v, a.error) : null,
     could_not_run: v?.could_not_run ?? null,
+    ...(waitingForCell !== null && a.status === 'running' ? { waiting_for_cell: waitingForCell } : {}),
   };
 }
 
@@ -122,6 +124,8 @@ export function runSnapshot(
   runId: string,
   running: CellSnapshot[] = [],
   runnerAlive?: (pid: number) => boolean,
+  /** Attempt index -> cells ahead of its waiting cell (FixService knows; the store does not). */
+  waiting: ReadonlyMap<number, number> = new Map(),
 ): RunSnapshot | null {
   const run = store.getRun(runId);
   if (!run) return null;
@@ -133,7 +137,9 @@ export function runSnapshot(
   const state = summary.status === 'running' ? 'going' : summary.status === 'interrupted' ? 'interrupted' : 'ended';
   return {
     run: summary,
-    attempts: attempts.map((a) => attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, state)),
+    attempts: attempts.map((a) =>
+      attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, state, waiting.get(a.idx) ?? null),
+    ),
     cells: [...store.cells(runId).map(cellSnapshot), ...running.filter((c) => c.run_id === runId)],
     ranking: ranking?.lines ?? [],
   };

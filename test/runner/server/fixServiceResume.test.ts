@@ -57,7 +57,10 @@ describe('FixService: cancelled runs and fix/resume (fake cells, in process)', f
     finished = [];
     snapshots = [];
     firstCall = FIX_CALL;
-    service = new FixService(
+    service = newService();
+  });
+  const newService = () =>
+    new FixService(
       stateDir,
       {
         notify: (method, params) => {
@@ -72,7 +75,6 @@ describe('FixService: cancelled runs and fix/resume (fake cells, in process)', f
       },
       () => provider,
     );
-  });
   afterEach(async () => {
     await service.close();
     repo.cleanup();
@@ -100,6 +102,36 @@ describe('FixService: cancelled runs and fix/resume (fake cells, in process)', f
     assert.deepEqual(
       snap.attempts.map((a) => a.status),
       ['queued', 'queued'],
+    );
+  });
+
+  it("an attempt whose cell waits for the machine's budget is shown waiting, with the cells ahead of it (issue 27)", async () => {
+    const before = process.env.FORGE_MAX_CELLS;
+    process.env.FORGE_MAX_CELLS = '1';
+    try {
+      await service.close();
+      service = newService();
+    } finally {
+      if (before === undefined) delete process.env.FORGE_MAX_CELLS;
+      else process.env.FORGE_MAX_CELLS = before;
+    }
+    // One attempt's command holds the one cell; the other's waits behind it.
+    firstCall = SLOW_CALL;
+    provider.setScript(script(['run_command']));
+    const { run_id: runId } = await start(2);
+    const waiting = await waitFor(
+      () => service.snapshot(runId)?.attempts.find((a) => a.waiting_for_cell != null),
+      30_000,
+      'an attempt waiting for a cell',
+    );
+    assert.equal(waiting.status, 'running');
+    assert.equal(waiting.waiting_for_cell, 1);
+    assert.equal(RunSnapshotSchema.parse(service.snapshot(runId)).attempts.filter((a) => a.waiting_for_cell != null).length, 1);
+    service.cancel(runId);
+    await waitFor(() => service.snapshot(runId)?.run.status === 'cancelled' || null, 30_000, 'the cancel');
+    assert.ok(
+      service.snapshot(runId)!.attempts.every((a) => a.waiting_for_cell == null),
+      'no attempt waits once the run ended',
     );
   });
 

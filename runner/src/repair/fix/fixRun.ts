@@ -20,6 +20,11 @@ export interface FixDeps {
   signal?: AbortSignal | undefined;
   /** The runner's one cell scheduler (every run it serves shares it); a run of its own without. */
   scheduler?: CellScheduler;
+  /**
+   * A cell of this run waits for the machine (`ahead`: cells running or queued before it), or
+   * stopped waiting (null): the editor shows the attempt as waiting, with where it stands.
+   */
+  cellWait?: (who: { attemptIdx: number | null; purpose: string }, ahead: number | null) => void;
 }
 
 /** A run recorded in the store (new or resumed), as every later phase needs it. */

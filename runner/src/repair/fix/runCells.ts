@@ -134,18 +134,32 @@ export class RunCells {
     if (!this.scheduler) return () => undefined;
     const { run, deps } = this.scope;
     const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
-    return this.scheduler.acquire({
+    let waited = false;
+    const acquired = this.scheduler.acquire({
       runId: run.runId,
       memoryMib: DEFAULT_LIMITS.memory_mib,
       exclusive,
       ...(deps.signal ? { signal: deps.signal } : {}),
-      onWait: (s) =>
+      onWait: (s) => {
+        waited = true;
+        deps.cellWait?.({ attemptIdx, purpose }, s.ahead);
         deps.progress(
           exclusive
             ? `${who}: waiting until no other cell runs on this machine (${s.ahead} running or ahead)`
             : `${who}: waiting for a free cell: ${s.ahead} ahead (this machine runs ${s.budget.cells} at a time)`,
-        ),
+        );
+      },
     });
+    const stopWaiting = () => {
+      if (waited) deps.cellWait?.({ attemptIdx, purpose }, null);
+    };
+    return acquired.then(
+      (release) => (stopWaiting(), release),
+      (e: unknown) => {
+        stopWaiting();
+        throw e;
+      },
+    );
   }
 
   /**
