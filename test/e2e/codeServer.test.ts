@@ -199,6 +199,17 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await p.locator('.explorer-folders-view .monaco-list-row', { hasText: 'ISSUE.md' }).click({ button: 'right' });
     const fromFile = p.locator('.monaco-menu .action-item', { hasText: 'Fix Issue from File...' });
     await fromFile.waitFor({ timeout: 30_000 });
+    // The menu fades in: a click while it is still half drawn was lost once under load. Wait
+    // until its animations have finished (state, not time).
+    // (A string: tsx would wrap a function's inner names in a helper the page does not have.)
+    // VS Code may draw context menus in a shadow root.
+    await p.waitForFunction(`(() => {
+      const roots = [document];
+      for (let i = 0; i < roots.length; i++)
+        for (const el of roots[i].querySelectorAll('*')) if (el.shadowRoot) roots.push(el.shadowRoot);
+      const menu = roots.map((r) => r.querySelector('.monaco-menu-container')).find(Boolean);
+      return !!menu && menu.getAnimations({ subtree: true }).every((a) => a.playState === 'finished');
+    })()`);
     await shot('explorer-fix-issue-from-file', p);
     await fromFile.click();
     const toast = p.locator('.notifications-toasts .notification-toast', { hasText: /could not run on the base commit/ });
