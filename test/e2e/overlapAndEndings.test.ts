@@ -256,6 +256,10 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
       .click();
     const frame = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
     await frame.locator('[data-testid="attempt-title"]').waitFor({ timeout: 30_000 });
+    // The ranking places attempt 1 nowhere among the failing: it is said apart, with its cause.
+    const ranking = await frame.locator('[data-testid="ranking"]').innerText();
+    assert.match(ranking, /Not ranked: attempt 1: the tests could not run \(WebAssembly memory could not be reserved/);
+    assert.doesNotMatch(ranking, /#\d: attempt 1\b/);
     // Its test log, opened: the colours as colours, no code shown.
     const log = frame.locator('vscode-collapsible', { hasText: /Log: verdict/ }).last();
     await log.click();

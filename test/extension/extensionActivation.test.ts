@@ -169,6 +169,13 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.doesNotMatch(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), /len\(values\) \+ 1/);
     assert.equal(fake.contexts.get('forge.reviewing'), false);
     await waitFor(() => api.state.runs[0]?.review === 'applied', 5000, 'review applied in the view state');
+    // Apply again on that run (a notification shown before it was applied still offers it): said by its title, no error.
+    await command('forge.applyWinner', { kind: 'run', run: api.state.runs[0] });
+    assert.deepEqual(fake.messages.at(-1), {
+      level: 'info',
+      text: `Forge: "${api.state.runs[0]!.issue_title.split('\n')[0]}" is already applied to your working tree; nothing more to apply.`,
+      items: [],
+    });
   });
 
   it('Cancel in the progress notification cancels the run and its cells', async () => {

@@ -287,6 +287,7 @@ describe('an attempt whose tests could not run (issue 27)', () => {
     );
     assert.match(v.description, /^could not run/);
     assert.match(v.tooltip, /its tests could not run: out of memory/);
+    assert.doesNotMatch(v.tooltip, /passed|failed|ranked/, 'a runner that died gave no counts and has no place');
     const red = attemptView(attempt({ green: false, failed: 1, reason: 'it broke "adds", which passed before' }));
     assert.match(red.description, /^red/);
     assert.match(red.tooltip, /it broke "adds", which passed before/);

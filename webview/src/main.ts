@@ -80,6 +80,9 @@ const shared = css`
   .bad {
     color: var(--vscode-testing-iconFailed);
   }
+  .warn {
+    color: var(--vscode-editorWarning-foreground);
+  }
   .stopped {
     color: var(--vscode-disabledForeground);
   }
@@ -121,7 +124,7 @@ class ForgeDetails extends LitElement {
 
 function renderAttempt(d: AttemptData): TemplateResult {
   const a = d.attempt;
-  const state = a.status !== 'finished' ? a.status : a.winner ? 'winner' : a.green ? 'green' : 'red';
+  const state = a.status !== 'finished' ? a.status : a.winner ? 'winner' : a.green ? 'green' : a.could_not_run ? 'could not run' : 'red';
   return html`
     <h1 data-testid="attempt-title">Attempt ${a.index} <vscode-badge variant=${a.green ? 'counter' : 'default'}>${state}</vscode-badge></h1>
     <div class="sub">${d.run.issue_title} · run ${d.run.run_id}</div>
@@ -204,6 +207,11 @@ function renderAttempt(d: AttemptData): TemplateResult {
 }
 
 function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
+  // Its test runner died before reporting: the counts are no test results, so none are shown.
+  if (v.could_not_run)
+    return html`<p data-testid="verdict" class="warn">
+      the tests could not run: ${v.could_not_run} (exit ${v.exit_code}, twice; not ranked) · <code>${testCmd}</code>
+    </p>`;
   return html` <p data-testid="verdict" class=${v.green ? 'ok' : 'bad'}>
       ${v.green ? 'green' : 'red'}: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped (exit
       ${v.exit_code}${v.framework ? `, ${v.framework}` : ''}) · <code>${testCmd}</code>

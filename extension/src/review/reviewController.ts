@@ -84,6 +84,18 @@ export class ReviewController {
       void vscode.window.showInformationMessage('Forge: no winning attempt to apply in this window.');
       return false;
     }
+    // A notification shown before the run was applied (from Compare, the view or another
+    // toast) still offers Apply: say where the run stands, by its title, instead of failing.
+    const { run } = await this.runner.request('runs/show', { run_id: id });
+    if (run.review === 'applied' || run.review === 'discarded') {
+      const named = run.issue_title ? `"${shortTitle(run.issue_title)}"` : `run ${id}`;
+      void vscode.window.showInformationMessage(
+        run.review === 'applied'
+          ? `Forge: ${named} is already applied to your working tree; nothing more to apply.`
+          : `Forge: ${named} was discarded; its attempts can no longer be applied.`,
+      );
+      return false;
+    }
     if (!(await this.confirmOutsideWorkspace(id))) return false;
     const chosen = attempt;
     if (chosen !== undefined && !(await this.confirmNotWinner(id, chosen))) return false;

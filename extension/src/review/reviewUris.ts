@@ -54,7 +54,7 @@ export function describeApplyOutcome(
   branchRemoved: string | null = null,
 ): string {
   if (applied)
-    return `Applied ${what} to ${repo}: ${files.map((f) => f.path).join(', ') || 'no files'}.${branchRemoved ? ` Branch ${branchRemoved} was removed (the change is in your working tree now).` : ''}`;
+    return `Applied ${what} to ${repo}: ${files.map((f) => f.path).join(', ') || 'no files'}.${branchRemoved ? ` The run's winner branch ${branchRemoved} was removed (the change is in your working tree now).` : ''}`;
   const bad = files.filter((f) => !f.ok);
   return `Nothing was applied: ${bad.length} of ${files.length} file(s) conflict with your working tree: ${bad.map((f) => `${f.path} (${f.reason ?? 'does not apply'})`).join('; ')}. Commit or stash your changes to those files and apply again.`;
 }

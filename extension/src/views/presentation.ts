@@ -82,7 +82,8 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   // Its test runner died before reporting, twice: no verdict on its change, not "red".
   else if (a.could_not_run) [state, icon, color] = ['could not run', 'warning', 'editorWarning.foreground'];
   else [state, icon, color] = ['red', 'error', 'testing.iconFailed'];
-  const tests = a.passed !== null ? ` · ${a.passed} passed, ${a.failed} failed` : '';
+  // A test runner that died before reporting gave no counts worth showing.
+  const tests = a.passed !== null && !a.could_not_run ? ` · ${a.passed} passed, ${a.failed} failed` : '';
   const agree = a.agrees_with.length > 0 ? ` · ${a.agrees_with.length + 1} agree` : '';
   const changed = a.status === 'finished' && a.diff_size > 0;
   return {

@@ -36,24 +36,35 @@ export function explainRanking(attempts: RankedAttempt[]): RankingExplained {
       'Ranked: green first (tests pass, nothing that passed before fails), then the smaller diff, then more attempts agreeing, then attempt order.',
     );
   }
-  selection.ranked.forEach((group, i) => {
+  // An attempt whose test runner died before reporting has no verdict on its change: it is
+  // said apart, with its cause, never placed among the failing ones.
+  const couldNotRun = selection.ranked.filter((g) => g.verdict.could_not_run);
+  selection.ranked
+    .filter((g) => !g.verdict.could_not_run)
+    .forEach((group, i) => {
+      const members = group.attempts.map((id) => byId.get(id)!).sort((a, b) => a - b);
+      for (const m of members) {
+        agreesWith.set(
+          m,
+          members.filter((o) => o !== m),
+        );
+        rank.set(m, i + 1);
+      }
+      const who =
+        members.length === 1 ? `attempt ${members[0]}` : `attempts ${members.join(', ')} (${members.length} agree: the same change)`;
+      const v = group.verdict;
+      const tests = v.green
+        ? `green (${v.passed} passed)`
+        : `red (${v.failed} failing${v.regressions.length > 0 ? `, ${v.regressions.length} regression(s)` : ''})`;
+      const lead = i === 0 && selection.winner ? 'won' : `#${i + 1}`;
+      lines.push(`${lead}: ${who}: ${tests}, ${group.size} changed line(s).`);
+    });
+  for (const group of couldNotRun) {
     const members = group.attempts.map((id) => byId.get(id)!).sort((a, b) => a - b);
-    for (const m of members) {
-      agreesWith.set(
-        m,
-        members.filter((o) => o !== m),
-      );
-      rank.set(m, i + 1);
-    }
-    const who =
-      members.length === 1 ? `attempt ${members[0]}` : `attempts ${members.join(', ')} (${members.length} agree: the same change)`;
-    const v = group.verdict;
-    const tests = v.green
-      ? `green (${v.passed} passed)`
-      : `red (${v.failed} failing${v.regressions.length > 0 ? `, ${v.regressions.length} regression(s)` : ''})`;
-    const lead = i === 0 && selection.winner ? 'won' : `#${i + 1}`;
-    lines.push(`${lead}: ${who}: ${tests}, ${group.size} changed line(s).`);
-  });
+    lines.push(
+      `Not ranked: attempt${members.length === 1 ? '' : 's'} ${members.join(', ')}: the tests could not run (${group.verdict.could_not_run}).`,
+    );
+  }
   if (selection.empty.length > 0) {
     const idx = selection.empty.map((id) => byId.get(id)!).sort((a, b) => a - b);
     lines.push(`Not ranked: attempt${idx.length === 1 ? '' : 's'} ${idx.join(', ')} changed nothing.`);

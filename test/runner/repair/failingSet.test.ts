@@ -426,6 +426,28 @@ describe('real outputs (issue 26)', () => {
   });
 });
 
+describe("TAP that never prints a plan (a new user's drive, issue 27)", () => {
+  const tap = (...lines: string[]) => `TAP version 13\n${lines.join('\n')}\n`;
+
+  it("is the project's own shape when the baseline printed none either: a run showing every baseline test passing is green", () => {
+    const base = baselineOf(1, tap('not ok 1 - secs'));
+    const v = judgeTestRun(0, tap('ok 1 - secs'), base);
+    assert.equal(v.green, true, v.failing_incomplete ?? '');
+    assert.equal(v.failing_complete, true);
+  });
+
+  it('is still cut short when it shows fewer tests than the baseline, ends in an error, or the baseline had a plan', () => {
+    const base = baselineOf(1, tap('ok 1 - parse', 'not ok 2 - secs', 'ok 3 - format'));
+    const early = judgeTestRun(0, tap('ok 1 - parse', 'ok 2 - secs'), base);
+    assert.equal(early.green, false);
+    assert.match(early.failing_incomplete ?? '', /stops after test 2 without a plan/);
+    const crashed = judgeTestRun(0, tap('ok 1 - parse', 'ok 2 - secs', 'ok 3 - format', 'TypeError: boom'), base);
+    assert.equal(crashed.green, false);
+    const planned = baselineOf(1, tap('not ok 1 - secs', '1..1'));
+    assert.equal(judgeTestRun(0, tap('ok 1 - secs'), planned).green, false);
+  });
+});
+
 describe('the summary never shows a bare "?"', () => {
   const verdict = (v: Partial<Verdict>): Verdict => ({
     ...judgeTestRun(1, 'FAIL a\n0 passed, 1 failed\n', null),

@@ -128,6 +128,23 @@ describe('explainRanking', () => {
     ]);
   });
 
+  it('an attempt whose tests could not run has no place among the failing ones: it is said apart, with its cause (issue 27)', () => {
+    const r = explainRanking([
+      attempt(0, { ...verdict(false), could_not_run: 'WebAssembly memory could not be reserved' }, patch(1, 'c')),
+      attempt(1, verdict(false, 2), patch(3, 'r')),
+      attempt(2, verdict(true), patch(2)),
+    ]);
+    assert.deepEqual(
+      [0, 1, 2].map((i) => r.rank.get(i) ?? null),
+      [null, 2, 1],
+    );
+    assert.deepEqual(r.lines.slice(1), [
+      'won: attempt 2: green (3 passed), 2 changed line(s).',
+      '#2: attempt 1: red (2 failing), 3 changed line(s).',
+      'Not ranked: attempt 0: the tests could not run (WebAssembly memory could not be reserved).',
+    ]);
+  });
+
   it('with nothing green, no line says "won"', () => {
     const r = explainRanking([attempt(0, verdict(false), patch(1)), attempt(1, verdict(false, 3), patch(2, 'q'))]);
     assert.ok(r.lines.slice(1).every((l) => l.startsWith('#')));

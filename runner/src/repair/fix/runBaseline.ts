@@ -112,7 +112,12 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
       writeOutputs(request.out_dir, fixReport, EMPTY_PATCH);
       throw new BrokenEnvironmentError(message, fixReport);
     }
-    store.setBaseline(run.runId, { verdict, tests: report ? [...report.tests] : [], framework: report?.framework ?? null });
+    store.setBaseline(run.runId, {
+      verdict,
+      tests: report ? [...report.tests] : [],
+      framework: report?.framework ?? null,
+      ...(report?.planless ? { planless: report.planless } : {}),
+    });
     baseline = { verdict, report, judged: judgedBaseline(report, verdict) };
   }
   const v = baseline.verdict;
@@ -130,8 +135,19 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
 
 function parseStoredBaseline(json: string | null): Baseline | null {
   if (!json) return null;
-  const stored = JSON.parse(json) as { verdict: Verdict; tests: [string, TestOutcome][]; framework: string | null };
+  const stored = JSON.parse(json) as {
+    verdict: Verdict;
+    tests: [string, TestOutcome][];
+    framework: string | null;
+    planless?: TestReport['planless'];
+  };
   stored.verdict = storedVerdict(JSON.stringify(stored.verdict));
-  const report = stored.framework ? countTests({ ...emptyReport(stored.framework), tests: new Map(stored.tests) }) : null;
+  const report = stored.framework
+    ? countTests({
+        ...emptyReport(stored.framework),
+        tests: new Map(stored.tests),
+        ...(stored.planless === 'ended' || stored.planless === 'crashed' ? { planless: stored.planless } : {}),
+      })
+    : null;
   return { verdict: stored.verdict, report, judged: judgedBaseline(report, stored.verdict) };
 }
