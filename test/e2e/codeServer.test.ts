@@ -255,7 +255,7 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await apply.waitFor({ timeout: 30_000 });
     await shot('review-attempt-3');
     await apply.click();
-    const dialog = page.locator('.monaco-dialog-box', { hasText: /Apply attempt 3 instead of the winner\? its tests were green/ });
+    const dialog = page.locator('.monaco-dialog-box', { hasText: /Apply attempt 3 instead of the winner\? Its tests were green/ });
     await dialog.waitFor({ timeout: 30_000 });
     await shot('apply-attempt-3-asks');
     await dialog.getByRole('button', { name: 'Apply This Attempt' }).click();

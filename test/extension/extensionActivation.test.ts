@@ -156,7 +156,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
     // Apply This Attempt on the red one asks first; answered with nothing, nothing is written.
     const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
     await command('forge.applyAttempt', red);
-    assert.match(fake.messages.at(-1)!.text, /^Apply attempt 1 instead of the winner\? its tests were red/);
+    assert.match(fake.messages.at(-1)!.text, /^Apply attempt 1 instead of the winner\? Its tests were red/);
     assert.equal(readFileSync(join(repo.dir, 'calc.py'), 'utf8'), before);
   });
 

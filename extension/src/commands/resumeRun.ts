@@ -6,6 +6,7 @@ import type { NotificationHub } from '../notificationHub.js';
 import type { ReviewController } from '../review/reviewController.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { AttemptsNode } from '../views/attemptsView.js';
+import { shortTitle } from '../views/runTitle.js';
 import { runIdOf } from './reviewCommands.js';
 
 export interface ResumeRunDeps {
@@ -26,7 +27,8 @@ export function resumeRunCommand(deps: ResumeRunDeps) {
     const id = runIdOf(node) ?? deps.state.resumableRun?.run_id;
     if (!id) return void vscode.window.showInformationMessage('Forge: the newest run was not cancelled or interrupted; nothing to resume.');
     await deps.runner.request('fix/resume', { run_id: id });
-    const title = deps.state.runs.find((r) => r.run_id === id)?.issue_title || id;
+    const issue = deps.state.runs.find((r) => r.run_id === id)?.issue_title;
+    const title = issue ? `"${shortTitle(issue, 50)}"` : id;
     const ending = await followRun(
       { runner: deps.runner, hub: deps.hub, setRunActive: setRunActiveContext },
       id,

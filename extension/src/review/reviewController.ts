@@ -117,7 +117,7 @@ export class ReviewController {
     const snap = this.state.snapshots.get(runId) ?? (await this.runner.request('runs/show', { run_id: runId }));
     const a = snap.attempts.find((x) => x.index === attempt);
     if (!a || a.winner) return true;
-    const tests = a.green ? `its tests were green (${a.passed} passed)` : `its tests were red (${a.failed ?? '?'} failing)`;
+    const tests = a.green ? `Its tests were green (${a.passed} passed)` : `Its tests were red (${a.failed ?? '?'} failing)`;
     const choice = await vscode.window.showWarningMessage(
       `Apply attempt ${attempt} instead of the winner? ${tests}.`,
       { modal: true, detail: 'The winner ranked first for a reason: the run details explain the ranking.' },

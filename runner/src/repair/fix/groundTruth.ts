@@ -22,7 +22,8 @@ export interface GroundTruthInput extends RunScope {
  */
 export async function checkGroundTruth({ run, deps, cells, winner, baselineReport }: GroundTruthInput): Promise<FixReport['ground_truth']> {
   if (!winner) return null;
-  deps.progress(`ground truth: applying ${winner.attempts[0]}'s diff to a fresh checkout`);
+  const index = /-a(\d+)$/.exec(winner.attempts[0] ?? '')?.[1];
+  deps.progress(`ground truth: attempt ${index ?? winner.attempts[0]}'s change on a fresh checkout of the base commit`);
   // With the base commit's tests, as its verdict had them (verdictTree.ts).
   const baseTests = await verdictTree(run.repo, run.base, winner.patch);
   const gtWt = await createAttemptWorktree(run.repo, baseTests?.commit ?? run.base, `${run.runId}-truth`, {
