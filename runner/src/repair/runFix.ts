@@ -2,7 +2,8 @@ import { untrackedNote } from './fix/checkRepository.js';
 import type { FixRequest } from '../protocol/fixRequest.js';
 import type { AttemptWorktree } from '../workspace/attemptWorktree.js';
 import { checkGroundTruth, isFixed } from './fix/groundTruth.js';
-import { finishReport } from './fix/fixReport.js';
+import { brokenEnvironmentReport, finishReport, writeOutputs } from './fix/fixReport.js';
+import { EMPTY_PATCH } from '../workspace/patchBytes.js';
 import type { FixDeps, FixOutcome, PreparedRun, RunScope } from './fix/fixRun.js';
 import { prepareDependencies } from './fix/prepareDependencies.js';
 import { prepareRun } from './fix/prepareRun.js';
@@ -12,7 +13,7 @@ import { RunCells } from './fix/runCells.js';
 import { settleWorktrees } from './fix/settleWorktrees.js';
 import { selectWinner } from './selectWinner.js';
 
-export { BrokenEnvironmentError } from './fix/runBaseline.js';
+export { BrokenEnvironmentError } from './fix/fixReport.js';
 
 /** The abort reason when the runner itself stops (its client went away): the run is interrupted, not cancelled. */
 export class RunnerStopping extends Error {
@@ -56,6 +57,11 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
   try {
     depsWt = await prepareDependencies({ ...scope, cells });
     const baseline = await runBaseline({ ...scope, cells });
+    if ('broken' in baseline) {
+      const error = brokenEnvironmentReport({ ...scope, cells, ...baseline });
+      writeOutputs(request.out_dir, error.report, EMPTY_PATCH);
+      throw error;
+    }
     const results = await runAttempts({ ...scope, cells, baselineReport: baseline.judged });
     // Selection by real test results.
     const selection = selectWinner(
@@ -64,7 +70,10 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
     const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged });
     const fixed = isFixed(selection.winner, groundTruth);
     const settled = await settleWorktrees({ ...scope, cells, results, winner: selection.winner, fixed });
-    return finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });
+    const { patch, ...outcome } = finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });
+    // The one place a run writes its outputs (--out, the CI step summary).
+    writeOutputs(request.out_dir, outcome.report, patch);
+    return outcome;
   } catch (e) {
     const row = store.getRun(runId);
     if (row?.status === 'running') {

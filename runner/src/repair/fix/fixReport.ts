@@ -5,6 +5,9 @@ import { EMPTY_PATCH, type PatchBytes } from '../../workspace/patchBytes.js';
 import { runEnding } from '../explainEnding.js';
 import { renderSummary } from '../renderSummary.js';
 import { patchSize, type Selection } from '../selectWinner.js';
+import { InputError } from '../../protocol/inputError.js';
+import { type BrokenEnvironment, describeBrokenEnvironment } from '../verdicts/classifyBaseline.js';
+import type { Verdict } from '../verdicts/judgeTestRun.js';
 import type { Baseline } from './runBaseline.js';
 import type { AttemptResult, FixOutcome, RunScope } from './fixRun.js';
 import type { RunCells } from './runCells.js';
@@ -22,11 +25,54 @@ export interface ReportInput extends RunScope {
 }
 
 /**
- * Phase 6, report: the run's report, recorded in the store (the run ends here), written to
- * --out and the CI step summary, and said in one progress line.
+ * The tests could not run on the base commit (a command or module missing, no test ran, the
+ * network refused, a timeout): bad input, not a failed fix. Carries the report that says so.
  */
-export function finishReport(input: ReportInput): FixOutcome {
-  const { run, request, deps, cells, baseline, results, selection, groundTruth, fixed, settled } = input;
+export class BrokenEnvironmentError extends InputError {
+  constructor(
+    message: string,
+    readonly report: FixReport,
+  ) {
+    super(message);
+  }
+}
+
+/** A run whose baseline could not run ends here: its report, recorded in the store; the error that carries it. */
+export function brokenEnvironmentReport(
+  input: RunScope & { cells: RunCells; verdict: Verdict; broken: BrokenEnvironment },
+): BrokenEnvironmentError {
+  const { run, deps, cells, verdict, broken } = input;
+  const message = describeBrokenEnvironment(broken);
+  const report: FixReport = {
+    run_id: run.runId,
+    status: 'broken_environment',
+    repo: run.repo,
+    base_commit: run.base,
+    test_cmd: run.testCmd,
+    provider: deps.provider.name,
+    image: run.image,
+    model: deps.model.spec,
+    baseline: verdict,
+    environment: broken,
+    dependencies: cells.dependencies,
+    attempts: [],
+    winner: null,
+    best: null,
+    ground_truth: null,
+    applied_to: null,
+    cells: deps.store.cellCount(run.runId),
+    duration_ms: Date.now() - run.started,
+  };
+  deps.store.finishRun(run.runId, 'failed', null, { ...report, error: message });
+  return new BrokenEnvironmentError(message, report);
+}
+
+/**
+ * Phase 6, report: the run's report, recorded in the store (the run ends here) and said in
+ * one progress line, with the patch runPreparedFix writes to --out beside it.
+ */
+export function finishReport(input: ReportInput): FixOutcome & { patch: PatchBytes } {
+  const { run, deps, cells, baseline, results, selection, groundTruth, fixed, settled } = input;
   const { store } = deps;
   const { winner } = selection;
   const closest = selection.best ?? winner;
@@ -63,9 +109,8 @@ export function finishReport(input: ReportInput): FixOutcome {
   report.ending = runEnding(report);
   store.finishRun(run.runId, fixed ? 'fixed' : 'not_fixed', fixed && settled.winnerResult ? settled.winnerResult.index : null, report);
   if (fixed) store.setReview(run.runId, settled.appliedTo?.startsWith('working tree') ? 'applied' : 'pending');
-  writeOutputs(request.out_dir, report, fixed && winner ? winner.patch : (selection.best?.patch ?? EMPTY_PATCH));
   deps.progress(fixed ? `${report.ending} (on ${settled.winnerBranch})` : report.ending);
-  return { report, exitCode: fixed ? 0 : 1 };
+  return { report, exitCode: fixed ? 0 : 1, patch: fixed && winner ? winner.patch : (selection.best?.patch ?? EMPTY_PATCH) };
 }
 
 function attemptReport(r: AttemptResult): AttemptReport {

@@ -1,30 +1,14 @@
-import type { FixReport } from '../../protocol/fixReport.js';
 import { InputError } from '../../protocol/inputError.js';
 import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
-import { EMPTY_PATCH } from '../../workspace/patchBytes.js';
-import { classifyBaseline, describeBrokenEnvironment } from '../verdicts/classifyBaseline.js';
+import { type BrokenEnvironment, classifyBaseline } from '../verdicts/classifyBaseline.js';
 import { isNpmTestCommand } from '../verdicts/npmLifecycle.js';
 import { judgedBaseline, judgeTestRun, runReport, type Verdict } from '../verdicts/judgeTestRun.js';
 import type { Judged } from '../verdicts/failingSet.js';
 import { storedVerdict } from '../verdicts/storedVerdict.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from '../verdicts/testReport.js';
-import { writeOutputs } from './fixReport.js';
 import { hookNote, type RunScope, throwIfCancelled } from './fixRun.js';
 import { type RunCells, runEnd, type TestRun } from './runCells.js';
-
-/**
- * The tests could not run on the base commit (a command or module missing, no test ran, the
- * network refused, a timeout): bad input, not a failed fix. Carries the report that says so.
- */
-export class BrokenEnvironmentError extends InputError {
-  constructor(
-    message: string,
-    readonly report: FixReport,
-  ) {
-    super(message);
-  }
-}
 
 export interface BaselineInput extends RunScope {
   cells: RunCells;
@@ -38,12 +22,18 @@ export interface Baseline {
   judged: Judged;
 }
 
+/** The base commit's tests could not run (a command or module missing, no test ran, ...): the run ends with this. */
+export interface BrokenBaseline {
+  broken: BrokenEnvironment;
+  verdict: Verdict;
+}
+
 /**
  * Phase 2, baseline: the failing run on the base commit is the oracle (kept across a resume).
- * A broken environment ends the run here (BrokenEnvironmentError, with its report written),
- * and so does a green baseline unless the request allows it (InputError).
+ * A broken environment is returned (the run's report says it: fixReport.ts); a green baseline
+ * ends the run unless the request allows it (InputError).
  */
-export async function runBaseline(input: BaselineInput): Promise<Baseline> {
+export async function runBaseline(input: BaselineInput): Promise<Baseline | BrokenBaseline> {
   const { run, request, deps, cells } = input;
   const { store, progress } = deps;
   const stored = run.resumed ? parseStoredBaseline(store.getRun(run.runId)?.baseline_json ?? null) : null;
@@ -86,32 +76,7 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline> {
           testCmd: run.testCmd,
           cellTimeoutS: request.cell_timeout_s,
         });
-    if (broken) {
-      const message = describeBrokenEnvironment(broken);
-      const fixReport: FixReport = {
-        run_id: run.runId,
-        status: 'broken_environment',
-        repo: run.repo,
-        base_commit: run.base,
-        test_cmd: run.testCmd,
-        provider: deps.provider.name,
-        image: run.image,
-        model: deps.model.spec,
-        baseline: verdict,
-        environment: broken,
-        dependencies: cells.dependencies,
-        attempts: [],
-        winner: null,
-        best: null,
-        ground_truth: null,
-        applied_to: null,
-        cells: store.cellCount(run.runId),
-        duration_ms: Date.now() - run.started,
-      };
-      store.finishRun(run.runId, 'failed', null, { ...fixReport, error: message });
-      writeOutputs(request.out_dir, fixReport, EMPTY_PATCH);
-      throw new BrokenEnvironmentError(message, fixReport);
-    }
+    if (broken) return { broken, verdict };
     store.setBaseline(run.runId, {
       verdict,
       tests: report ? [...report.tests] : [],
