@@ -14,10 +14,7 @@ import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
 import { printable } from './formatCellResult.js';
-import { readFileBeneath } from '../workspace/openBeneath.js';
-import { locateRepository } from '../workspace/attemptWorktree.js';
-import { repoTarget } from '../workspace/repoLocation.js';
-import { runGit } from '../workspace/safeGit.js';
+import { prewarmFor, resolveRun } from '../repair/fix/resolveRun.js';
 
 /** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
 export const FIX_EXIT = { fixed: 0, notFixed: 1, badInput: 2, internal: 3 } as const;
@@ -223,12 +220,12 @@ export async function fixFromFlags(
   if (!modelSpec) throw new InputError('no model: pass --model replay:FILE (or set FORGE_MODEL_SPEC)');
   const model = createModel(modelSpec);
   const repo = resolve(flags.repo);
-  const baked = await readBakeRecord(repo, progress);
-  const imaged = (p: string | undefined) => p === 'docker' || p === 'swarm';
-  const image = flags.image ?? (imaged(flags.provider) || !flags.provider ? (baked ?? '') : '');
-  const providerName = flags.provider ?? (image ? 'docker' : 'host');
-  if (imaged(providerName) && !image)
-    throw new InputError(`${providerName} cells need an image: pass --image IMG or run forge-runner bake first`);
+  const attempts = positiveInt('--attempts', flags.attempts);
+  const setup = await resolveRun(
+    repo,
+    { provider: flags.provider, image: flags.image, attempts, howToGiveImage: 'pass --image IMG or run forge-runner bake first' },
+    progress,
+  );
   const temperature = Number(flags.temperature);
   if (!Number.isFinite(temperature))
     throw new InputError(
@@ -240,8 +237,9 @@ export async function fixFromFlags(
       repo,
       issue,
       model: modelSpec,
-      attempts: positiveInt('--attempts', flags.attempts),
-      ...(imaged(providerName) && image ? { image } : {}),
+      attempts,
+      provider: setup.provider,
+      ...(setup.image ? { image: setup.image } : {}),
       ...(flags.testCmd ? { test_cmd: flags.testCmd } : {}),
       ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
       shared_deps: flags.sharedDeps !== false,
@@ -254,7 +252,7 @@ export async function fixFromFlags(
     },
     flags,
   );
-  const provider = createProvider(providerName, { prewarm: Math.min(request.attempts, 4), ...swarmOptions(flags) });
+  const provider = createProvider(setup.provider, { prewarm: setup.prewarm, ...swarmOptions(flags) });
   return runFix(request, { store, provider, model, progress, signal });
 }
 
@@ -328,32 +326,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
     ...(flags.sharedDeps === false ? { shared_deps: false } : {}),
   };
   const request = parseFixRequest(resumeRequest(row, given), flags);
-  const provider = createProvider(row.provider, { prewarm: Math.min(row.attempts, 4), ...swarmOptions(flags) });
+  const provider = createProvider(row.provider, { prewarm: prewarmFor(row.attempts), ...swarmOptions(flags) });
   const model = createModel(row.model);
   return runFix(request, { store, provider, model, progress, signal });
-}
-
-/**
- * The image `forge-runner bake` recorded for the repository, or null. Only a record bake
- * wrote counts: it keeps `.forge/` out of git (info/exclude), so a bake.json the repository
- * commits is the repository's choice of image, not yours, and is ignored (said in progress).
- * Read beneath the checkout without following a link.
- */
-async function readBakeRecord(repo: string, progress: (l: string) => void): Promise<string | null> {
-  const r = readFileBeneath(repo, '.forge/bake.json', 1024 * 1024);
-  if (r.kind !== 'ok') return null;
-  const loc = await locateRepository(repo).catch(() => null);
-  const tracked = loc ? await runGit(repoTarget(loc), ['ls-files', '-z', '--', '.forge/bake.json']).catch(() => null) : null;
-  if (tracked?.text) {
-    progress(
-      'note: .forge/bake.json is committed in the repository, so it is not your bake record: ignored (run forge-runner bake, or pass --image)',
-    );
-    return null;
-  }
-  try {
-    const image = (JSON.parse(r.bytes.toString('utf8')) as { image?: unknown }).image;
-    return typeof image === 'string' && image !== '' ? image : null;
-  } catch {
-    return null;
-  }
 }

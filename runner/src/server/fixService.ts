@@ -3,12 +3,14 @@ import { CellScheduler } from '../cells/cellScheduler.js';
 import type { CellProvider } from '../cells/provider.js';
 import { createProvider, type ProviderOptions } from '../cells/providerRegistry.js';
 import type { CellSpecInput } from '../protocol/cellSpec.js';
+import type { ProviderName } from '../protocol/cellResult.js';
 import { type FixRequest, FixRequestSchema, type FixStartParams } from '../protocol/fixRequest.js';
 import { InputError } from '../protocol/inputError.js';
 import type { CellSnapshot, RpcFixNotification, RpcFixResult, RunSnapshot } from '../protocol/rpcFix.js';
 import { ClientModel } from '../repair/models/clientModel.js';
 import { createModel } from '../repair/models/createModel.js';
 import type { RepairModel } from '../repair/models/repairModel.js';
+import { prewarmFor, resolveRun, type RunSetup } from '../repair/fix/resolveRun.js';
 import { prepareRun, resumeRequest, RunnerStopping, runPreparedFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
@@ -60,13 +62,18 @@ export class FixService {
 
   /** Resolves with the run id once the run is recorded; bad input rejects with nothing recorded. */
   async start(p: FixStartParams): Promise<{ run_id: string }> {
-    const providerName = p.provider ?? (p.image ? 'docker' : 'host');
-    // Swarm cells take their manager and registry from the runner's environment (DOCKER_HOST, FORGE_SWARM_REGISTRY).
-    const imaged = providerName === 'docker' || providerName === 'swarm';
-    if (imaged && !p.image)
-      throw new InputError(`${providerName} cells need an image: set forge.image (or run forge-runner bake and pass its image)`);
-    const { image, ...params } = p;
-    return this.launch(FixRequestSchema.parse({ ...params, ...(imaged && image ? { image } : {}) }), providerName);
+    // The CLI's rule (resolveRun): the user's bake record counts here too. Swarm cells take
+    // their manager and registry from the runner's environment (DOCKER_HOST, FORGE_SWARM_REGISTRY).
+    const setup = await resolveRun(
+      p.repo,
+      { provider: p.provider, image: p.image, attempts: p.attempts, howToGiveImage: 'set forge.image (or run forge-runner bake)' },
+      (line) => this.hooks.log(line),
+    );
+    const { image: _asked, ...params } = p;
+    return this.launch(
+      FixRequestSchema.parse({ ...params, provider: setup.provider, ...(setup.image ? { image: setup.image } : {}) }),
+      setup,
+    );
   }
 
   /**
@@ -80,13 +87,14 @@ export class FixService {
     if (current) await current.done;
     const row = this.store.getRun(runId);
     if (!row) throw new InputError(`no run ${runId}; see runs/list`);
-    return this.launch(FixRequestSchema.parse(resumeRequest(row)), row.provider);
+    const request = FixRequestSchema.parse(resumeRequest(row));
+    return this.launch(request, { provider: row.provider as ProviderName, image: request.image, prewarm: prewarmFor(request.attempts) });
   }
 
   /** Records (or resumes) the run, then runs it in the background; resolves with its id. */
-  private async launch(request: FixRequest, providerName: string): Promise<{ run_id: string }> {
+  private async launch(request: FixRequest, setup: RunSetup): Promise<{ run_id: string }> {
     const model = this.createModel(request.model);
-    const provider = this.observe(this.makeProvider(providerName, { prewarm: Math.min(request.attempts, 4) }));
+    const provider = this.observe(this.makeProvider(setup.provider, { prewarm: setup.prewarm }));
     const abort = new AbortController();
     // The run is recorded (or refused) here, in this service's own store: the id is known
     // before anything runs, so no progress line is lost and nothing races to learn it.

@@ -8,6 +8,7 @@ import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { ReplayModel } from '../../../runner/src/repair/models/replayModel.js';
 import type { ReplayScript } from '../../../runner/src/repair/models/replayScript.js';
 import { notResumable, runSettingsOf, storedRunSettings } from '../../../runner/src/repair/fix/prepareRun.js';
+import { decideRunSetup } from '../../../runner/src/repair/fix/resolveRun.js';
 import { runNetworkRefusal } from '../../../runner/src/repair/fix/runNetwork.js';
 import { BrokenEnvironmentError, type FixDeps, resumeRequest, runFix } from '../../../runner/src/repair/runFix.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
@@ -442,6 +443,35 @@ describe('runNetworkRefusal (pure)', () => {
     assert.match(
       runNetworkRefusal({ allowNet: ['a.example', 'b.example'], install: { hosts: ['x'] } }, refusal)!,
       /^--allow-net a\.example, b\.example: /,
+    );
+  });
+});
+
+describe('decideRunSetup: one rule for the CLI and the RPC (pure, issue 28)', () => {
+  const asked = (a: { provider?: string; image?: string }) => ({ ...a, attempts: 6, howToGiveImage: 'pass --image IMG' });
+
+  it('an image asked for or baked means docker unless a provider is named; otherwise host; four cells warmed at most', () => {
+    assert.deepEqual(decideRunSetup(asked({}), null), { provider: 'host', image: undefined, prewarm: 4 });
+    assert.deepEqual(decideRunSetup(asked({}), 'forge/baked:1'), { provider: 'docker', image: 'forge/baked:1', prewarm: 4 });
+    assert.deepEqual(decideRunSetup(asked({ image: 'mine:2' }), 'forge/baked:1'), { provider: 'docker', image: 'mine:2', prewarm: 4 });
+    assert.deepEqual(decideRunSetup(asked({ provider: 'swarm' }), 'forge/baked:1'), {
+      provider: 'swarm',
+      image: 'forge/baked:1',
+      prewarm: 4,
+    });
+    // Host and qemu cells take no image: a baked one is not carried into their request.
+    assert.deepEqual(decideRunSetup(asked({ provider: 'qemu' }), 'forge/baked:1'), { provider: 'qemu', image: undefined, prewarm: 4 });
+    assert.equal(decideRunSetup({ ...asked({}), attempts: 2 }, null).prewarm, 2);
+  });
+
+  it("docker or swarm without an image, or a provider that does not exist, is one line in the caller's words", () => {
+    assert.throws(
+      () => decideRunSetup(asked({ provider: 'docker' }), null),
+      (e: Error) => e instanceof InputError && e.message === 'docker cells need an image: pass --image IMG',
+    );
+    assert.throws(
+      () => decideRunSetup(asked({ provider: 'podman' }), null),
+      (e: Error) => e instanceof InputError && /^unknown provider "podman"; choose one of: host, docker, qemu, swarm$/.test(e.message),
     );
   });
 });
