@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { runnerStateDir } from '../cells/cellIdentity.js';
@@ -15,6 +14,7 @@ import { RunStore } from '../store/runStore.js';
 import { EXIT_BAD_INPUT } from './exitCodes.js';
 import { printable } from './formatCellResult.js';
 import { prewarmFor, resolveRun } from '../repair/fix/resolveRun.js';
+import { isValidBranchName } from '../workspace/safeGit.js';
 
 /** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
 export const FIX_EXIT = { fixed: 0, notFixed: 1, badInput: 2, internal: 3 } as const;
@@ -303,11 +303,7 @@ function checkOutDir(dir: string): void {
 
 /** --branch must be a valid new branch name (git's own rules), checked before the run. */
 function checkBranchName(name: string): void {
-  const r = spawnSync('git', ['check-ref-format', '--branch', name], {
-    stdio: 'ignore',
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
-  });
-  if (r.status !== 0) throw new InputError(`--branch ${name} is not a valid branch name (git check-ref-format); pick another`);
+  if (!isValidBranchName(name)) throw new InputError(`--branch ${name} is not a valid branch name (git check-ref-format); pick another`);
 }
 
 /**

@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { dedicatedCellUser } from '../cells/cellUser.js';
 import { isInside } from './pathInside.js';
-import { type GitTarget, runGit } from './safeGit.js';
+import { type GitTarget, runGit, userGlobalGitConfig } from './safeGit.js';
 import { readRegularPath } from './readRegularFile.js';
 
 /**
@@ -145,22 +144,8 @@ export async function resolveCommit(loc: Pick<RepoLocation, 'gitDir' | 'top'>, r
  * says there.
  */
 export function userExcludesFile(env: NodeJS.ProcessEnv = process.env): string | null {
-  let configured = '';
-  try {
-    configured = execFileSync('git', ['config', '--global', '--get', 'core.excludesFile'], {
-      encoding: 'utf8',
-      env: {
-        PATH: env.PATH ?? '/usr/bin:/bin',
-        HOME: env.HOME ?? homedir(),
-        ...(env.XDG_CONFIG_HOME ? { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } : {}),
-        GIT_CONFIG_NOSYSTEM: '1',
-      },
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-  } catch {
-    configured = '';
-  }
   const home = env.HOME ?? homedir();
+  const configured = userGlobalGitConfig('core.excludesFile', env, home);
   const path = configured ? configured.replace(/^~(?=\/|$)/, home) : join(env.XDG_CONFIG_HOME || join(home, '.config'), 'git', 'ignore');
   return isAbsolute(path) && existsSync(path) ? path : null;
 }

@@ -1,3 +1,4 @@
+import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -367,5 +368,40 @@ function copyIndex(from: string, to: string): boolean {
   } catch {
     rmSync(to, { force: true });
     return false;
+  }
+}
+
+/**
+ * The two git calls that touch no repository, kept here so every git the runner runs is in
+ * this file. Neither reads a repository's config: git runs outside any (cwd /), with the
+ * system config off and only PATH and the user's own HOME.
+ */
+const NO_REPOSITORY_ENV = (env: NodeJS.ProcessEnv) => ({
+  PATH: env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CEILING_DIRECTORIES: '/',
+});
+
+/** Whether `name` is a valid new branch name by git's own rules (check-ref-format --branch). */
+export function isValidBranchName(name: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const r = spawnSync('git', ['check-ref-format', '--branch', name], {
+    cwd: '/',
+    stdio: 'ignore',
+    env: { ...NO_REPOSITORY_ENV(env), GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
+  return r.status === 0;
+}
+
+/** One key of the user's own global git config (theirs to set, so read), or '' when unset. */
+export function userGlobalGitConfig(key: string, env: NodeJS.ProcessEnv, home: string): string {
+  try {
+    return execFileSync('git', ['config', '--global', '--get', key], {
+      cwd: '/',
+      encoding: 'utf8',
+      env: { ...NO_REPOSITORY_ENV(env), HOME: home, ...(env.XDG_CONFIG_HOME ? { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME } : {}) },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return '';
   }
 }
