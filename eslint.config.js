@@ -3,7 +3,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** Layer rules (no-restricted-imports), one block per layer; test/lint/layerRules.test.ts proves each fires. */
+/** Layer rules (no-restricted-imports), one block per layer; test/lint/layerRules.unit.test.ts proves each fires. */
 export const layerRules = [
   {
     name: 'forge/layers/runner-no-vscode',

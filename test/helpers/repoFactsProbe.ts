@@ -1,4 +1,4 @@
-// Child process of repoFileLinks.test.ts: runs what stack detection, bake and repository
+// Child process of repoFileLinks.unit.test.ts: runs what stack detection, bake and repository
 // discovery read from a checkout, for each directory given, with standard input a pipe the
 // parent never writes (a read through /proc/self/fd/0 would block). One JSON line per
 // directory, preceded by a "start" line so a block names its row.

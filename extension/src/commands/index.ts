@@ -35,7 +35,7 @@ export interface CommandDeps {
   drafts: IssueDrafts;
 }
 
-/** The extension's commands by id (package.json contributes each one: test/extension/commandContributions.test.ts). */
+/** The extension's commands by id (package.json contributes each one: test/extension/commandContributions.unit.test.ts). */
 export function forgeCommands(deps: CommandDeps): Record<string, CommandHandler> {
   const review = reviewCommands(deps);
   return {
