@@ -36,6 +36,25 @@ export const layerRules = [
     },
   },
   {
+    // The host's own defences sit below cells/ and workspace/: they take nothing from above.
+    name: 'forge/layers/hostguard-protocol-only',
+    files: ['runner/src/hostguard/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'vscode', message: 'The runner is a plain Node process: it never imports the VS Code API.' }],
+          patterns: [
+            {
+              regex: '^\\.{1,2}/(?:\\.\\./)*(?!protocol/|hostguard/)[^./][^/]*/',
+              message: 'hostguard is the bottom layer of the runner: it imports only runner/src/protocol (and itself).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     name: 'forge/layers/extension-protocol-only',
     files: ['extension/src/**/*.ts'],
     rules: {

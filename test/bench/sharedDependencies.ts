@@ -2,7 +2,7 @@ import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { vetCellMounts } from '../../runner/src/cells/cellWorktree.js';
 import { mountDependencyLayers } from '../../runner/src/cells/dependencyLayers.js';
-import { dedicatedCellUser } from '../../runner/src/cells/cellUser.js';
+import { dedicatedCellUser } from '../../runner/src/hostguard/cellUser.js';
 import { runnerStateDir } from '../../runner/src/cells/cellIdentity.js';
 import { createAttemptWorktree, destroyAttemptWorktree } from '../../runner/src/workspace/attemptWorktree.js';
 import { detectSharedDeps } from '../../runner/src/repair/dependencies/detectSharedDeps.js';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
+import { handOverToCellUser } from '../../runner/src/hostguard/cellUser.js';
 import { FixReportSchema } from '../../runner/src/protocol/fixReport.js';
 import { git } from './gitRepo.js';
 

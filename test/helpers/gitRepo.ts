@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
+import { handOverToCellUser } from '../../runner/src/hostguard/cellUser.js';
 import type { WorktreeSource } from '../../runner/src/workspace/captureWorktreeDiff.js';
 import { discoverRepository, resolveCommit } from '../../runner/src/workspace/repoLocation.js';
 

@@ -37,7 +37,7 @@ describe('lint: layer rules (eslint.config.js)', function () {
   }
 
   it('the repository config includes every layer block', () => {
-    assert.equal(layerRules.length, 4);
+    assert.equal(layerRules.length, 5);
     for (const block of layerRules) assert.ok(config.includes(block), `${block.name} missing from the default export`);
   });
 
@@ -50,6 +50,25 @@ describe('lint: layer rules (eslint.config.js)', function () {
       [],
     );
     assert.equal((await restricted('runner/src/cells/x.ts', "import 'vscode';\n")).length, 1, 'the cells block keeps the vscode rule');
+  });
+
+  it('hostguard imports only protocol/ and itself (issue 28: the bottom layer)', async () => {
+    for (const [file, code] of [
+      ['runner/src/hostguard/x.ts', "import { runGit } from '../workspace/safeGit.js';\nexport const r = runGit;\n"],
+      ['runner/src/hostguard/x.ts', "import type { CellProvider } from '../cells/provider.js';\nexport type P = CellProvider;\n"],
+      ['runner/src/hostguard/deep/x.ts', "export { openStore } from '../../store/openStore.js';\n"],
+    ] as const) {
+      const errors = await restricted(file, code);
+      assert.equal(errors.length, 1, `${file}: ${code}`);
+      assert.match(errors[0]!, /bottom layer of the runner/);
+    }
+    for (const [file, code] of [
+      ['runner/src/hostguard/x.ts', "import { InputError } from '../protocol/inputError.js';\nexport const e = InputError;\n"],
+      ['runner/src/hostguard/x.ts', "import { displayText } from './displayText.js';\nexport const d = displayText;\n"],
+      ['runner/src/hostguard/deep/x.ts', "import { displayText } from '../displayText.js';\nexport const d = displayText;\n"],
+      ['runner/src/hostguard/x.ts', "import { openSync } from 'node:fs';\nexport const o = openSync;\n"],
+    ] as const)
+      assert.deepEqual(await restricted(file, code), [], `${file}: ${code}`);
   });
 
   it('cells never import repair (value or type imports, at any depth)', async () => {

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
-import { HAZARD_SCAN_LIMITS } from '../../runner/src/workspace/neutralizeHazards.js';
+import { HAZARD_SCAN_LIMITS } from '../../runner/src/hostguard/neutralizeHazards.js';
 import { git, makeRepo } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 

@@ -16,7 +16,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { rememberCheckoutOwners } from '../../runner/src/workspace/checkoutOwnership.js';
+import { rememberCheckoutOwners } from '../../runner/src/hostguard/checkoutOwnership.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';

@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, wri
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
-import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
+import { handOverToCellUser } from '../../runner/src/hostguard/cellUser.js';
 import { git } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';

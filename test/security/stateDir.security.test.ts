@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
-import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
+import { handOverToCellUser } from '../../runner/src/hostguard/cellUser.js';
 import { requireFeature } from '../helpers/requirement.js';
 import { requireQemu } from '../helpers/qemu.js';
 

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import Docker from 'dockerode';
 import { SwarmCellProvider } from '../../runner/src/cells/providers/swarmCellProvider.js';
-import { handOverToCellUser } from '../../runner/src/cells/cellUser.js';
+import { handOverToCellUser } from '../../runner/src/hostguard/cellUser.js';
 import { DOCKER_WORKDIR } from '../../runner/src/cells/dockerContainerSpec.js';
 import { findBusybox } from '../../runner/src/cells/qemu/guestImage.js';
 import { baseImageTag, SWARM_BASE_REPOSITORY, SWARM_DEPS_REPOSITORY } from '../../runner/src/cells/swarm/swarmServiceSpec.js';

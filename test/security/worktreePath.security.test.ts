@@ -21,9 +21,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectAfterCell, prepareCellWorktree } from '../../runner/src/cells/cellWorktree.js';
-import { chownTree } from '../../runner/src/cells/cellUser.js';
+import { chownTree } from '../../runner/src/hostguard/cellUser.js';
 import { resolveCellWorktree } from '../../runner/src/workspace/inspectWorktree.js';
-import { holdWorktree } from '../../runner/src/workspace/pinnedDirectory.js';
+import { holdWorktree } from '../../runner/src/hostguard/pinnedDirectory.js';
 import { git } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 

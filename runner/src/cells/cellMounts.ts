@@ -1,8 +1,8 @@
 import { posix } from 'node:path';
 import type { SharedDependency } from '../protocol/cellSpec.js';
 import type { CellWorktree } from '../workspace/inspectWorktree.js';
-import { isInside } from '../workspace/pathInside.js';
-import { refuseWorktreeLocation, SYSTEM_TREES, type WorktreeLocationFacts } from './worktreeLocation.js';
+import { isInside } from '../hostguard/pathInside.js';
+import { refuseWorktreeLocation, SYSTEM_TREES, type WorktreeLocationFacts } from '../hostguard/worktreeLocation.js';
 
 /** What a cell mounts besides its root: the worktree where the cell sees it, and shared dependencies. */
 export interface CellMountPlan {

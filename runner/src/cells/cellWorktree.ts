@@ -2,19 +2,19 @@ import type { CellSpec } from '../protocol/cellSpec.js';
 import type { CellResult } from '../protocol/cellResult.js';
 import { captureWorktreeDiff, emptyDiff } from '../workspace/captureWorktreeDiff.js';
 import { type CellWorktree, resolveCellWorktree } from '../workspace/inspectWorktree.js';
-import { HOST_PATH_MAX } from '../workspace/neutralizeHazards.js';
+import { HOST_PATH_MAX } from '../hostguard/neutralizeHazards.js';
 import { neutralizeOrWithhold } from '../workspace/withholdWorktree.js';
-import { type CellUser, cellUserFor, dedicatedCellUser } from './cellUser.js';
+import { type CellUser, cellUserFor, dedicatedCellUser } from '../hostguard/cellUser.js';
 import { probeSandboxLayout } from './sandboxLayout.js';
-import { refuseWorktreeLocation } from './worktreeLocation.js';
+import { refuseWorktreeLocation } from '../hostguard/worktreeLocation.js';
 import { type CellMountPlan, planCellMounts, refuseMountPlan, refuseSharedSource } from './cellMounts.js';
 import { type MountedDependencies, mountDependencyLayers } from './dependencyLayers.js';
 import { lstatSync } from 'node:fs';
 import { dirname, isAbsolute, join, normalize, relative } from 'node:path';
-import { isInside } from '../workspace/pathInside.js';
-import { untrustedDirectory, untrustedStep } from '../workspace/pathTrust.js';
-import { withPinnedDirectory } from '../workspace/pinnedDirectory.js';
-import { statDirectoryBeneath } from '../workspace/openBeneath.js';
+import { isInside } from '../hostguard/pathInside.js';
+import { untrustedDirectory, untrustedStep } from '../hostguard/pathTrust.js';
+import { withPinnedDirectory } from '../hostguard/pinnedDirectory.js';
+import { statDirectoryBeneath } from '../hostguard/openBeneath.js';
 import { InputError } from '../protocol/inputError.js';
 
 export interface PreparedWorktree {

@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { readRegularPath } from '../workspace/readRegularFile.js';
+import { readRegularPath } from '../hostguard/readRegularFile.js';
 
 /** Where a cell (or a bake's install step) finds the host's CA bundle. */
 export const CELL_CA_PATH = '/etc/forge/ca.pem';

@@ -1,6 +1,6 @@
 import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, relative, sep } from 'node:path';
-import { isInside } from '../workspace/pathInside.js';
+import { isInside } from '../hostguard/pathInside.js';
 import { runnerStateDir } from './cellIdentity.js';
 
 /**

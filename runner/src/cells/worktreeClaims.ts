@@ -2,8 +2,8 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileS
 import { dirname, join } from 'node:path';
 import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { InputError } from '../protocol/inputError.js';
-import { isInside } from '../workspace/pathInside.js';
-import { withPinnedDirectory } from '../workspace/pinnedDirectory.js';
+import { isInside } from '../hostguard/pathInside.js';
+import { withPinnedDirectory } from '../hostguard/pinnedDirectory.js';
 import { ATTEMPTS_DIR_NAME } from '../workspace/attemptsDirName.js';
 
 /** What a running cell holds: its tree, the `.git` directory it sees read-only, the git data its diff reads. */

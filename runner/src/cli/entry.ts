@@ -3,7 +3,7 @@
 // loads the rest of the runner while it answers the handshake, and main.ts loads one command's
 // module (runner/src/cli/main.ts: COMMANDS).
 import { createRequire } from 'node:module';
-import { closeInheritedDescriptors } from '../cells/inheritedDescriptors.js';
+import { closeInheritedDescriptors } from '../hostguard/inheritedDescriptors.js';
 import { nativeAbiProblem } from '../store/nativeBinding.js';
 import { enableCompileCache } from './compileCache.js';
 import { RUNNER_VERSION } from './version.js';

@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { readRegularFile } from '../workspace/readRegularFile.js';
+import { readRegularFile } from '../hostguard/readRegularFile.js';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';

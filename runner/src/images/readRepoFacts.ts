@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { readRegularFile } from '../workspace/readRegularFile.js';
+import { readRegularFile } from '../hostguard/readRegularFile.js';
 import type { RepoFacts } from './detectStack.js';
 
 /**

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { handOverToCellUser } from '../cells/cellUser.js';
+import { handOverToCellUser } from '../hostguard/cellUser.js';
 import { isEmptyPatch, type PatchBytes, patchStructure } from './patchBytes.js';
 import { type RepoLocation, resolveCommit } from './repoLocation.js';
 import { type GitOutput, nulRecords, runGit, withGitView } from './safeGit.js';

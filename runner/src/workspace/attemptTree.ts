@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { copiedFromOutside } from './applyPatch.js';
 import { locateRepository } from './attemptWorktree.js';
-import { rememberObjectDirs } from './checkoutOwnership.js';
+import { rememberObjectDirs } from '../hostguard/checkoutOwnership.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
 import { repoTarget } from './repoLocation.js';
 import { type GitView, runGit, withGitView } from './safeGit.js';

@@ -1,6 +1,6 @@
 import { closeSync, constants, mkdirSync, openSync, readSync, symlinkSync, writeSync } from 'node:fs';
-import { openEntryBeneath } from './openBeneath.js';
-import { O_PATH, openDirectoryNoFollow } from './pinnedDirectory.js';
+import { openEntryBeneath } from '../hostguard/openBeneath.js';
+import { O_PATH, openDirectoryNoFollow } from '../hostguard/pinnedDirectory.js';
 
 /** In a worktree's own git directory: the files the runner copied in (NUL-separated), kept out of every captured diff. */
 export const INCLUDED_FILES_NAME = 'forge-included';

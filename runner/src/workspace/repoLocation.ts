@@ -2,10 +2,10 @@ import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
-import { dedicatedCellUser } from '../cells/cellUser.js';
-import { isInside } from './pathInside.js';
+import { dedicatedCellUser } from '../hostguard/cellUser.js';
+import { isInside } from '../hostguard/pathInside.js';
 import { type GitTarget, runGit, userGlobalGitConfig } from './safeGit.js';
-import { readRegularPath } from './readRegularFile.js';
+import { readRegularPath } from '../hostguard/readRegularFile.js';
 
 /**
  * Where a work tree's git data lives, resolved once by the runner while the tree is still

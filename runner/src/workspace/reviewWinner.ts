@@ -1,10 +1,10 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { rememberCheckoutOwners } from './checkoutOwnership.js';
+import { rememberCheckoutOwners } from '../hostguard/checkoutOwnership.js';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { applyPatchFile } from './applyPatch.js';
 import { assertRealDirectory, attemptsDir, BRANCH_PREFIX, destroyAttemptWorktree, locateRepository } from './attemptWorktree.js';
-import { displayText, isUtf8Text } from './displayText.js';
+import { displayText, isUtf8Text } from '../hostguard/displayText.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
 import { repoTarget } from './repoLocation.js';
 import { type GitCallOptions, type GitOutput, runGit } from './safeGit.js';

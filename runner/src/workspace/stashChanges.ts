@@ -1,6 +1,6 @@
 import { InputError } from '../protocol/inputError.js';
 import { locateRepository } from './attemptWorktree.js';
-import { rememberCheckoutOwners, rememberObjectDirs } from './checkoutOwnership.js';
+import { rememberCheckoutOwners, rememberObjectDirs } from '../hostguard/checkoutOwnership.js';
 import { configuredFilters, repoTarget } from './repoLocation.js';
 import { workingTreeStatus } from './workingTreeStatus.js';
 import { runGit } from './safeGit.js';

@@ -1,5 +1,5 @@
 import { chmodSync, chownSync, fstatSync } from 'node:fs';
-import { describeScanStop, type HazardScan, neutralizeHazards } from './neutralizeHazards.js';
+import { describeScanStop, type HazardScan, neutralizeHazards } from '../hostguard/neutralizeHazards.js';
 
 /**
  * A tree the hazard walk could not finish may still hold setuid files and FIFOs that anyone

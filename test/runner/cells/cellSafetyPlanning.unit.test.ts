@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { ancestorsBelowMasks, buildBubblewrapArgs } from '../../../runner/src/cells/bubblewrapArgs.js';
-import { chooseCellUser, dedicatedCellUser } from '../../../runner/src/cells/cellUser.js';
-import { fdinfoFlags } from '../../../runner/src/cells/inheritedDescriptors.js';
+import { chooseCellUser, dedicatedCellUser } from '../../../runner/src/hostguard/cellUser.js';
+import { fdinfoFlags } from '../../../runner/src/hostguard/inheritedDescriptors.js';
 import { virtiofsdInodeBudget } from '../../../runner/src/cells/qemu/qemuRuntime.js';
-import { refuseWorktreeLocation } from '../../../runner/src/cells/worktreeLocation.js';
+import { refuseWorktreeLocation } from '../../../runner/src/hostguard/worktreeLocation.js';
 import { printable } from '../../../runner/src/cli/formatCellResult.js';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chownTree } from '../../../runner/src/cells/cellUser.js';
+import { chownTree } from '../../../runner/src/hostguard/cellUser.js';
 import { checkRepository } from '../../../runner/src/repair/fix/checkRepository.js';
 import { copiedFromOutside } from '../../../runner/src/workspace/applyPatch.js';
 import { attemptTree } from '../../../runner/src/workspace/attemptTree.js';

@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeScanStop, neutralizeHazards } from '../../../runner/src/workspace/neutralizeHazards.js';
-import { withPinnedDirectory } from '../../../runner/src/workspace/pinnedDirectory.js';
+import { describeScanStop, neutralizeHazards } from '../../../runner/src/hostguard/neutralizeHazards.js';
+import { withPinnedDirectory } from '../../../runner/src/hostguard/pinnedDirectory.js';
 import { neutralizeOrWithhold } from '../../../runner/src/workspace/withholdWorktree.js';
 
 const ROOT = process.geteuid?.() === 0;
@@ -60,7 +60,7 @@ describe('neutralizeHazards: the walk after a cell', () => {
     const script = join(top, '..', `${top.split('/').pop()}-walk.mts`);
     writeFileSync(
       script,
-      `import { neutralizeHazards } from ${JSON.stringify(join(process.cwd(), 'runner/src/workspace/neutralizeHazards.ts'))};\n` +
+      `import { neutralizeHazards } from ${JSON.stringify(join(process.cwd(), 'runner/src/hostguard/neutralizeHazards.ts'))};\n` +
         `console.log(JSON.stringify(neutralizeHazards(${JSON.stringify(top)})));\n`,
     );
     try {

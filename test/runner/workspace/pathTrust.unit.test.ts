@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type PathStep, untrustedStep } from '../../../runner/src/workspace/pathTrust.js';
+import { type PathStep, untrustedStep } from '../../../runner/src/hostguard/pathTrust.js';
 
 const dir = (path: string, uid: number, mode: number): PathStep => ({ path, uid, mode: 0o040000 | mode, dev: 1, ino: path.length });
 const ROOT_ONLY = new Set([0]);

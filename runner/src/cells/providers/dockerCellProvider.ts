@@ -9,7 +9,7 @@ import type { ProviderHealth } from '../../protocol/health.js';
 import type { IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
-import { type CellUser, describeCellUser } from '../cellUser.js';
+import { type CellUser, describeCellUser } from '../../hostguard/cellUser.js';
 import { prepareCellMounts, prepareCellWorktree } from '../cellWorktree.js';
 import { findHostCaBundle } from '../hostCaBundle.js';
 import { buildContainerSpec, DOCKER_WORKDIR, LABEL_CELL } from '../dockerContainerSpec.js';

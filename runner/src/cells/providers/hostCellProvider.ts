@@ -13,7 +13,7 @@ import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { pruneCellLogs } from '../cellLogRetention.js';
 import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
-import { type CellUser, chownTree, describeCellUser } from '../cellUser.js';
+import { type CellUser, chownTree, describeCellUser } from '../../hostguard/cellUser.js';
 import { caBundleEnv, findHostCaBundle } from '../hostCaBundle.js';
 import { EgressProxy } from '../egressProxy.js';
 import { type HostCellEgress, openHostCellEgress } from '../hostCellEgress.js';
@@ -22,7 +22,7 @@ import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
 import { probeSandboxLayout, realStateDir, type SandboxLayout, withStateDirHidden } from '../sandboxLayout.js';
-import { holdWorktree } from '../../workspace/pinnedDirectory.js';
+import { holdWorktree } from '../../hostguard/pinnedDirectory.js';
 import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 
 export type BubblewrapMode = 'auto' | 'require' | 'off';

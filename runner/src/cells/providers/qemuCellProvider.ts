@@ -13,7 +13,7 @@ import { CELL_HOME, CELL_SCRATCH } from '../bubblewrapArgs.js';
 import { livePoolCounts, MIN_MEMORY_MIB, poolSettings, VmPool, type VmRuntime, type VmShape } from '../qemu/vmPool.js';
 import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
-import { type CellUser, describeCellUser } from '../cellUser.js';
+import { type CellUser, describeCellUser } from '../../hostguard/cellUser.js';
 import { vetCellMounts } from '../cellWorktree.js';
 import { prepareCellWorktree } from '../cellWorktree.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';

@@ -43,7 +43,7 @@ import {
 } from '../swarm/dependencyLayer.js';
 import { digestReference, judgeRegistryImage, pushedDigest } from '../swarm/registryTrust.js';
 import type { SwarmImageRecords } from '../../store/swarmImageRecords.js';
-import { isInside } from '../../workspace/pathInside.js';
+import { isInside } from '../../hostguard/pathInside.js';
 import { connectSwarmManager } from '../swarm/swarmManager.js';
 
 export interface SwarmCellProviderOptions {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../../protocol/inputError.js';
-import { fdPath, O_PATH, openDirectoryNoFollow } from '../../workspace/pinnedDirectory.js';
+import { fdPath, O_PATH, openDirectoryNoFollow } from '../../hostguard/pinnedDirectory.js';
 
 /**
  * Host mounts of a pooled VM's hand-over share. The share directory is a shared mount of its

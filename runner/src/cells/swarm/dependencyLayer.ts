@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { InputError } from '../../protocol/inputError.js';
-import { O_PATH, withPinnedDirectory } from '../../workspace/pinnedDirectory.js';
+import { O_PATH, withPinnedDirectory } from '../../hostguard/pinnedDirectory.js';
 import { type TarEntry, tarParts } from './tarArchive.js';
 
 /**

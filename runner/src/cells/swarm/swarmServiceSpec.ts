@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { CreateServiceOptions } from 'dockerode';
 import type { CellSpec } from '../../protocol/cellSpec.js';
 import { LABEL_CELL, LABEL_RUN, LABEL_RUNNER_HOST, LABEL_RUNNER_PID } from '../dockerContainerSpec.js';
-import { isInside } from '../../workspace/pathInside.js';
+import { isInside } from '../../hostguard/pathInside.js';
 import { SWARM_BUSYBOX, SWARM_CELL_SCRIPT, SWARM_INPUT_TAR, SWARM_NONCE_SECRET, SWARM_WRAPPER, wrapperDigest } from './swarmCellScript.js';
 
 const MiB = 1024 * 1024;

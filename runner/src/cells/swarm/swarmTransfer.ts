@@ -7,7 +7,7 @@ import type { ReturnedFrame } from './swarmCellScript.js';
 import { SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT } from './swarmCellScript.js';
 import { readTar, type TarEntry, writeTar } from './tarArchive.js';
 import { gitTreeEntries } from './gitTreeEntries.js';
-import { rememberCheckoutOwners, rememberObjectDirs } from '../../workspace/checkoutOwnership.js';
+import { rememberCheckoutOwners, rememberObjectDirs } from '../../hostguard/checkoutOwnership.js';
 
 /**
  * What travels between the runner and a swarm cell, made and read with git so nothing of the

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { CELL_HOME, CELL_SCRATCH } from '../../cells/bubblewrapArgs.js';
 import { buildCellEnvironment } from '../../cells/cellEnvironment.js';
 import { runnerStateDir } from '../../cells/cellIdentity.js';
-import { dedicatedCellUser } from '../../cells/cellUser.js';
+import { dedicatedCellUser } from '../../hostguard/cellUser.js';
 import { baseInitramfs, guestReportedReady, guestStartReport, requestArchive } from '../../cells/qemu/guestImage.js';
 import { buildQemuArgs } from '../../cells/qemu/qemuArgs.js';
 import {

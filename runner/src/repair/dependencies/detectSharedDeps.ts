@@ -2,10 +2,10 @@ import { type Dirent, existsSync, lstatSync, readdirSync, realpathSync } from 'n
 import { isAbsolute, join, normalize, relative } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../../protocol/inputError.js';
-import { statDirectoryBeneath } from '../../workspace/openBeneath.js';
-import { readRegularPath } from '../../workspace/readRegularFile.js';
+import { statDirectoryBeneath } from '../../hostguard/openBeneath.js';
+import { readRegularPath } from '../../hostguard/readRegularFile.js';
 import { looksLikeSecret } from '../trust/secretNames.js';
-import { isInside } from '../../workspace/pathInside.js';
+import { isInside } from '../../hostguard/pathInside.js';
 
 /** An installed dependency directory every cell of a run sees, without a copy. */
 export interface SharedDependencyFound {

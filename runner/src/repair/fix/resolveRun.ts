@@ -1,7 +1,7 @@
 import { ProviderNameSchema, type ProviderName } from '../../protocol/cellResult.js';
 import { InputError } from '../../protocol/inputError.js';
 import { locateRepository } from '../../workspace/attemptWorktree.js';
-import { readFileBeneath } from '../../workspace/openBeneath.js';
+import { readFileBeneath } from '../../hostguard/openBeneath.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
 import { runGit } from '../../workspace/safeGit.js';
 

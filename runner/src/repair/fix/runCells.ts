@@ -17,7 +17,7 @@ import { runReport } from '../verdicts/judgeTestRun.js';
 import { testRunCrash } from '../verdicts/testRunCrash.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
 import { runGit } from '../../workspace/safeGit.js';
-import { readFileBeneath } from '../../workspace/openBeneath.js';
+import { readFileBeneath } from '../../hostguard/openBeneath.js';
 import { hookProgramNotTheTool, npmrcActiveKey } from '../verdicts/hookProgram.js';
 import { join } from 'node:path';
 import { CellScheduler } from '../../cells/cellScheduler.js';

@@ -1,5 +1,5 @@
 import { closeSync, constants, openSync, readdirSync } from 'node:fs';
-import { readRegularPath } from '../../workspace/readRegularFile.js';
+import { readRegularPath } from '../../hostguard/readRegularFile.js';
 import { ToolError } from './toolError.js';
 import { WorktreeFiles } from './worktreeFiles.js';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InputError } from '../../protocol/inputError.js';
-import { readFileBeneath } from '../../workspace/openBeneath.js';
+import { readFileBeneath } from '../../hostguard/openBeneath.js';
 import { FORGE_CONFIG_FILE, type ForgeConfig, ForgeConfigSchema } from '../dependencies/detectSharedDeps.js';
 
 /**

@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { CELL_REPORTS_DIR } from '../../workspace/baseIgnoreRules.js';
-import { readRegularPath } from '../../workspace/readRegularFile.js';
+import { readRegularPath } from '../../hostguard/readRegularFile.js';
 import { parsePytestJunitXml } from './junitXml.js';
 import type { TestReport } from './testReport.js';
 

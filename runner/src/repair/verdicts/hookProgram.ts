@@ -1,6 +1,6 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import { join, normalize } from 'node:path';
-import { readFileBeneath } from '../../workspace/openBeneath.js';
+import { readFileBeneath } from '../../hostguard/openBeneath.js';
 
 /**
  * Pure: the program a registry-only hook script starts (`npm`, `aud`, ...) and whether npx

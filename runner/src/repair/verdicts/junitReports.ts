@@ -1,5 +1,5 @@
 import { closeSync, constants, type Dir, fstatSync, openSync, opendirSync } from 'node:fs';
-import { readRegularPath } from '../../workspace/readRegularFile.js';
+import { readRegularPath } from '../../hostguard/readRegularFile.js';
 import { parseJunitXml } from './junitXml.js';
 import { mergeReports, type TestReport } from './testReport.js';
 

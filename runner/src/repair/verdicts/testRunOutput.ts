@@ -1,5 +1,5 @@
 import type { CellResult } from '../../protocol/cellResult.js';
-import { readRegularPath } from '../../workspace/readRegularFile.js';
+import { readRegularPath } from '../../hostguard/readRegularFile.js';
 
 /**
  * Variables that make test runners name their tests in their ordinary console output without

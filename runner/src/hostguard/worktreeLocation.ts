@@ -1,5 +1,5 @@
 import { isAbsolute } from 'node:path';
-import { isInside } from '../workspace/pathInside.js';
+import { isInside } from './pathInside.js';
 
 /** System trees no cell may get read-write, nor anything below them. */
 export const SYSTEM_TREES = [

@@ -1,6 +1,6 @@
 import { closeSync, constants, lchownSync, lstatSync, openSync, readdirSync } from 'node:fs';
 import { normalize } from 'node:path';
-import { O_PATH } from '../workspace/pinnedDirectory.js';
+import { O_PATH } from './pinnedDirectory.js';
 import { InputError } from '../protocol/inputError.js';
 
 /**
