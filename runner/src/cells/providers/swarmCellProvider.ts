@@ -1,3 +1,4 @@
+import { dedicatedCellUser } from '../../hostguard/cellUser.js';
 import Docker from 'dockerode';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -77,7 +78,11 @@ const MiB = 1024 * 1024;
 const MAX_CONFIG_BYTES = 500 * 1024;
 /** Most bytes of an attempt's changes (as a tar archive) one swarm cell takes. */
 const MAX_INPUT_BYTES = 256 * MiB;
-const CELL_UID = 65532;
+/**
+ * The cell user's id inside the task (its group is the same number: the wrapper enters both),
+ * decided where host cells decide theirs (FORGE_CELL_UID, default 65532).
+ */
+const cellUid = (): number => dedicatedCellUser(process.env).uid;
 const POLL_MS = 250;
 
 /** The fields of Engine API nodes and tasks this provider reads. */
@@ -244,7 +249,7 @@ export class SwarmCellProvider implements CellProvider {
         `${((res?.NanoCPUs ?? 0) / 1e9).toFixed(1)} CPUs`,
         `${((res?.MemoryBytes ?? 0) / 1024 / MiB).toFixed(1)} GiB`,
         `engine ${n.Description?.Engine?.EngineVersion ?? '?'}`,
-        'isolation: container with capabilities dropped, links taken down inside the task, command as uid 65532 with no_new_privs',
+        `isolation: container with capabilities dropped, links taken down inside the task, command as uid ${cellUid()} with no_new_privs`,
       ].join(', ');
     }
     let registry: string;
@@ -475,7 +480,7 @@ export class SwarmCellProvider implements CellProvider {
             prune,
             image,
             workdir: cell.workdir,
-            cellUid: CELL_UID,
+            cellUid: cellUid(),
             runnerPid: process.pid,
             runnerHost: hostname(),
             configs: { script: { id: scriptCfg.id, name: `${cellId}-script` }, input },
@@ -720,9 +725,9 @@ export class SwarmCellProvider implements CellProvider {
         throw e;
       });
     const treeId = src && base ? await treeOf(src, base) : 'empty';
-    const tag = baseImageTag({ imageId: inspected.Id, treeId, workdir, cellUid: CELL_UID });
+    const tag = baseImageTag({ imageId: inspected.Id, treeId, workdir, cellUid: cellUid() });
     return this.registryImage(registry, SWARM_BASE_REPOSITORY, tag, `the base image ${SWARM_BASE_REPOSITORY}:${tag}`, async () => {
-      const layer = src && base ? await baseLayerTar(src, base, workdir, CELL_UID, busybox) : emptyBaseLayer(workdir, busybox);
+      const layer = src && base ? await baseLayerTar(src, base, workdir, cellUid(), busybox) : emptyBaseLayer(workdir, busybox);
       const now = Math.floor(Date.now() / 1000);
       return [
         writeTar([
@@ -763,7 +768,7 @@ export class SwarmCellProvider implements CellProvider {
     const tag = createHash('sha256').update(base).update('\0').update(fingerprint).digest('hex').slice(0, 40);
     const what = `the image with the installed dependencies (${deps.map((d) => d.target).join(', ')})`;
     return this.registryImage(registry, SWARM_DEPS_REPOSITORY, tag, what, () => {
-      const layer = dependencyLayerTar(deps, CELL_UID);
+      const layer = dependencyLayerTar(deps, cellUid());
       // What the tag promises is what the layer holds: a tree that changed since the walk is not sent under it.
       if (layer.fingerprint !== fingerprint)
         throw new InputError(
@@ -923,7 +928,7 @@ export class SwarmCellProvider implements CellProvider {
       net: 'none',
       filesystem:
         "image root with the base tree as a layer (container layer discarded with the task); the worktree is a copy on the node (the attempt's changes written in, changed files sent back); private tmpfs /tmp unless the worktree lives there; nothing mounted from the runner; never an engine socket",
-      user: `uid ${CELL_UID} (the dedicated cell user) with no_new_privs; the wrapper around it is root with only ${SWARM_WRAPPER_CAPABILITIES.join(', ')}`,
+      user: `uid ${cellUid()} (the dedicated cell user) with no_new_privs; the wrapper around it is root with only ${SWARM_WRAPPER_CAPABILITIES.join(', ')}`,
       masked_paths: [],
       rlimits: rlimits ?? { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null },
       cgroup: {
@@ -952,7 +957,7 @@ function emptyBaseLayer(workdir: string, busybox: string): Buffer {
     { name: `${SWARM_TOOLS_DIR.slice(1)}/busybox`, type: 'file', mode: 0o755, ...root, data: readFileSync(busybox) },
     { name: `${SWARM_TOOLS_DIR.slice(1)}/wrapper.sh`, type: 'file', mode: 0o644, ...root, data: Buffer.from(SWARM_WRAPPER_SCRIPT) },
     ...parts.slice(0, -1).map((_, i) => ({ name: parts.slice(0, i + 1).join('/'), type: 'dir' as const, mode: 0o755, ...root })),
-    { name: parts.join('/'), type: 'dir', mode: 0o755, uid: CELL_UID, gid: CELL_UID, mtime },
+    { name: parts.join('/'), type: 'dir', mode: 0o755, uid: cellUid(), gid: cellUid(), mtime },
   ]);
 }
 
