@@ -1,10 +1,10 @@
 import { dedicatedCellUser } from '../../hostguard/cellUser.js';
 import Docker from 'dockerode';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import type { CellSpecInput } from '../../protocol/cellSpec.js';
 import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
@@ -18,34 +18,24 @@ import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { findBusybox } from '../qemu/guestImage.js';
 import { engineUlimits, type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
-import { buildCellScript, type ReturnedFrame, SWARM_INPUT_TAR, SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT } from '../swarm/swarmCellScript.js';
+import { buildCellScript, type ReturnedFrame } from '../swarm/swarmCellScript.js';
 import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 import {
-  baseImageTag,
   buildSwarmServiceSpec,
   judgeTasks,
   parseRegistry,
-  SWARM_BASE_REPOSITORY,
-  SWARM_DEPS_REPOSITORY,
-  SWARM_INPUT_REPOSITORY,
   SWARM_WRAPPER_CAPABILITIES,
   swarmCellLabels,
   type TaskView,
 } from '../swarm/swarmServiceSpec.js';
 import { FRAME_IDLE_MS, FrameCollector, nextFrameWaitStep } from '../swarm/frameArrival.js';
-import { applyReturnedChanges, baseLayerTar, type CellInputState, cellInputTar, recordCellInput, treeOf } from '../swarm/swarmTransfer.js';
-import { TAR_END, tarFileParts, tarParts, writeTar } from '../swarm/tarArchive.js';
-import {
-  type DependencySource,
-  type DependencyWalk,
-  dependencyFingerprint,
-  dependencyLayerTar,
-  leftOutWarnings,
-} from '../swarm/dependencyLayer.js';
-import { digestReference, judgeRegistryImage, pushedDigest } from '../swarm/registryTrust.js';
-import type { SwarmImageRecords } from '../../store/swarmImageRecords.js';
+import { applyReturnedChanges, type CellInputState, cellInputTar, recordCellInput } from '../swarm/swarmTransfer.js';
+import { writeTar } from '../swarm/tarArchive.js';
+import { type DependencySource, leftOutWarnings } from '../swarm/dependencyLayer.js';
 import { isInside } from '../../hostguard/pathInside.js';
 import { connectSwarmManager } from '../swarm/swarmManager.js';
+import { type InputImage, RegistryImages } from '../swarm/registryImages.js';
+import { SwarmUnavailableError } from '../swarm/swarmUnavailable.js';
 
 export interface SwarmCellProviderOptions {
   /** The manager: unix:///path, tcp://host:port (TLS with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) or ssh://user@host; default DOCKER_HOST. */
@@ -59,9 +49,7 @@ export interface SwarmCellProviderOptions {
 }
 
 /** The cluster cannot take cells (no manager, registry down): one line that says what to do. */
-export class SwarmUnavailableError extends Error {
-  override readonly name = 'SwarmUnavailableError';
-}
+export { SwarmUnavailableError };
 
 /** A cell's task was lost with its node: the cell may run once more elsewhere. */
 class NodeLostError extends Error {
@@ -122,20 +110,6 @@ interface Handle {
   finished: () => boolean;
 }
 
-/** An image of the registry a cell may use: named by the digest this runner pushed or verified. */
-interface PushedImage {
-  ref: string;
-  /** Said in the cell's warnings: the registry held something else under its tag. */
-  warning: string | null;
-}
-
-/** The image of one cell's large changes: its local tag and pushed digest (both removed after the cell). */
-interface InputImage {
-  tagged: string;
-  digest: string;
-  ref: string;
-}
-
 interface Waited {
   exitCode: number | null;
   removed: boolean;
@@ -157,8 +131,7 @@ export class SwarmCellProvider implements CellProvider {
   private readonly managerName: string;
   private readonly cleanups = new Set<Promise<void>>();
   /** Images in the registry this provider's cells use, by tag: what it verified or built. */
-  private readonly images = new Map<string, Promise<PushedImage>>();
-  private readonly depKeys = new Map<string, Promise<DependencyWalk>>();
+  private readonly images: RegistryImages;
   private nodeNames = new Map<string, { name: string; state: string }>();
   private nodesFetched = 0;
   private hardLimits: HardLimits | null = null;
@@ -172,6 +145,7 @@ export class SwarmCellProvider implements CellProvider {
     this.constraints = options.constraints ?? [];
     this.stateDir = options.stateDir ?? runnerStateDir(this.env);
     this.logDir = join(this.stateDir, 'cells');
+    this.images = new RegistryImages(this.docker, this.stateDir, (registry, path) => this.registryUrl(registry, path), cellUid);
   }
 
   async drain(): Promise<void> {
@@ -311,7 +285,7 @@ export class SwarmCellProvider implements CellProvider {
       .filter((d) => isInside(d.target, workdir))
       .map((d) => ({ source: named.get(d.target) ?? d.source, target: d.target }));
     const unsent = plan.deps.filter((d) => !isInside(d.target, workdir)).map((d) => d.target);
-    const depsWalk = deps.length > 0 ? await this.dependencyKey(deps) : null;
+    const depsWalk = deps.length > 0 ? await this.images.dependencyKey(deps) : null;
     const retries: { node: string; reason: string }[] = [];
     const avoid: string[] = [];
     // Changes too large for a config: one image over the base, shared by a resubmission, removed after.
@@ -348,7 +322,7 @@ export class SwarmCellProvider implements CellProvider {
         // After the cell's own removal (tracked by then): an image a container still uses cannot go.
         const pending = [...this.cleanups];
         const ref = inputImage.ref;
-        this.track(Promise.all(pending).then(async () => this.removeInputImage(registry, await ref.catch(() => null))));
+        this.track(Promise.all(pending).then(async () => this.images.removeInputImage(registry, await ref.catch(() => null))));
       }
     }
   }
@@ -446,15 +420,22 @@ export class SwarmCellProvider implements CellProvider {
             output: ctx.output,
             finished: ctx.finished,
           });
-          const base = await this.baseImage(spec.image, cell.src, cell.state?.base ?? null, cell.workdir, cell.registry, cell.busybox);
-          const layered = cell.depsKey ? await this.dependencyImage(base.ref, cell.deps, cell.depsKey, cell.registry) : null;
+          const base = await this.images.baseImage(
+            spec.image,
+            cell.src,
+            cell.state?.base ?? null,
+            cell.workdir,
+            cell.registry,
+            cell.busybox,
+          );
+          const layered = cell.depsKey ? await this.images.dependencyImage(base.ref, cell.deps, cell.depsKey, cell.registry) : null;
           for (const w of [base.warning, layered?.warning]) if (w && !cell.imageWarnings.includes(w)) cell.imageWarnings.push(w);
           // A resubmission says what its first try found in the registry too.
           isolation.warnings.push(...cell.imageWarnings);
           let image = layered?.ref ?? base.ref;
           if (cell.inputTar.length > MAX_CONFIG_BYTES) {
             const under = image;
-            cell.inputImage.ref ??= this.inputImage(under, cell.inputTar, cell.registry);
+            cell.inputImage.ref ??= this.images.inputImage(under, cell.inputTar, cell.registry);
             image = (await cell.inputImage.ref).ref;
           }
           const secret = await docker.createSecret({
@@ -702,223 +683,6 @@ export class SwarmCellProvider implements CellProvider {
     return this.nodeNames.get(id)?.name ?? id;
   }
 
-  /**
-   * The cell's image with the base tree on top, in the registry: built and pushed once per
-   * (image, tree, place) by this runner, and afterwards used by the digest it recorded.
-   */
-  private async baseImage(
-    image: string,
-    src: WorktreeSource | null,
-    base: string | null,
-    workdir: string,
-    registry: string,
-    busybox: string,
-  ): Promise<PushedImage> {
-    const inspected = await this.docker
-      .getImage(image)
-      .inspect()
-      .catch((e: { statusCode?: number }) => {
-        if (e.statusCode === 404)
-          throw new InputError(
-            `image "${image}" is not in the manager's Docker engine; build it there with forge-runner bake or docker import`,
-          );
-        throw e;
-      });
-    const treeId = src && base ? await treeOf(src, base) : 'empty';
-    const tag = baseImageTag({ imageId: inspected.Id, treeId, workdir, cellUid: cellUid() });
-    return this.registryImage(registry, SWARM_BASE_REPOSITORY, tag, `the base image ${SWARM_BASE_REPOSITORY}:${tag}`, async () => {
-      const layer = src && base ? await baseLayerTar(src, base, workdir, cellUid(), busybox) : emptyBaseLayer(workdir, busybox);
-      const now = Math.floor(Date.now() / 1000);
-      return [
-        writeTar([
-          {
-            name: 'Dockerfile',
-            type: 'file',
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            mtime: now,
-            // By image id: the name could have been pulled or retagged since it was inspected.
-            data: Buffer.from(`FROM ${inspected.Id}\nADD layer.tar /\n`),
-          },
-          { name: 'layer.tar', type: 'file', mode: 0o644, uid: 0, gid: 0, mtime: now, data: layer },
-        ]),
-      ];
-    });
-  }
-
-  /** The dependencies' walk (fingerprint and what it left out), once per provider (one run): the checkout's installed tree does not change under a run. */
-  private dependencyKey(deps: DependencySource[]): Promise<DependencyWalk> {
-    const key = JSON.stringify(deps);
-    let known = this.depKeys.get(key);
-    if (!known) {
-      known = Promise.resolve().then(() => dependencyFingerprint(deps));
-      this.depKeys.set(key, known);
-      known.catch(() => this.depKeys.delete(key));
-    }
-    return known;
-  }
-
-  /**
-   * The installed dependencies as a layer over the base (each at its target in the worktree,
-   * owned by the cell user), content-addressed by base and fingerprint: built and pushed once
-   * by this runner, then used by the digest it recorded.
-   */
-  private dependencyImage(base: string, deps: DependencySource[], fingerprint: string, registry: string): Promise<PushedImage> {
-    const tag = createHash('sha256').update(base).update('\0').update(fingerprint).digest('hex').slice(0, 40);
-    const what = `the image with the installed dependencies (${deps.map((d) => d.target).join(', ')})`;
-    return this.registryImage(registry, SWARM_DEPS_REPOSITORY, tag, what, () => {
-      const layer = dependencyLayerTar(deps, cellUid());
-      // What the tag promises is what the layer holds: a tree that changed since the walk is not sent under it.
-      if (layer.fingerprint !== fingerprint)
-        throw new InputError(
-          `shared dependencies ${deps.map((d) => d.source).join(', ')} changed while they were sent to the swarm; share only directories nothing else is changing`,
-        );
-      const meta = { mode: 0o644, uid: 0, gid: 0, mtime: Math.floor(Date.now() / 1000) };
-      // Streamed: the layer's file contents are never joined into one buffer. The base by digest.
-      return [
-        ...tarParts([{ name: 'Dockerfile', type: 'file', ...meta, data: Buffer.from(`FROM ${base}\nADD deps.tar /\n`) }], false),
-        ...tarFileParts('deps.tar', layer.parts, meta),
-        TAR_END(),
-      ];
-    });
-  }
-
-  /**
-   * An image of the registry cells may use: what the registry holds under `tag` when it is one
-   * this runner pushed (its record in the store), else built here and pushed, its digest
-   * recorded. Cells name it by that digest. A tag that named something else is said once, in
-   * the warnings of the cells that waited for the rebuild.
-   */
-  private registryImage(
-    registry: string,
-    repository: string,
-    tag: string,
-    what: string,
-    context: () => Promise<Buffer[]> | Buffer[],
-  ): Promise<PushedImage> {
-    const key = `${registry}/${repository}:${tag}`;
-    let made = this.images.get(key);
-    if (!made) {
-      made = (async () => {
-        const recorded = await this.withImageRecords((r) => r.digests(registry, repository, tag));
-        const verdict = judgeRegistryImage({ repository, tag, recorded, tagDigest: await this.registryDigest(registry, repository, tag) });
-        if (verdict.kind === 'use') return { ref: digestReference(registry, repository, verdict.digest), warning: null };
-        const { digest } = await this.buildAndPush(registry, repository, tag, await context(), what);
-        await this.withImageRecords((r) => r.record(registry, repository, tag, digest));
-        return { ref: digestReference(registry, repository, digest), warning: verdict.warning };
-      })();
-      const settled = made;
-      this.images.set(key, settled);
-      settled.then(
-        (m) => {
-          if (this.images.get(key) === settled) this.images.set(key, Promise.resolve({ ...m, warning: null }));
-        },
-        () => this.images.delete(key),
-      );
-    }
-    return made;
-  }
-
-  /** Builds `context` on the manager's engine as registry/repository:tag and pushes it; the digest is the one the engine reports. */
-  private async buildAndPush(
-    registry: string,
-    repository: string,
-    tag: string,
-    context: Buffer[],
-    what: string,
-  ): Promise<{ tagged: string; digest: string }> {
-    const tagged = `${registry}/${repository}:${tag}`;
-    const build = await this.docker.buildImage(Readable.from(context), { t: tagged, rm: true, forcerm: true });
-    await followProgress(this.docker, build, `building ${what}`);
-    // The engine wants an auth header even for a registry without credentials (its own config supplies them).
-    const push = await this.docker.getImage(tagged).push({ authconfig: { serveraddress: registry } });
-    const events = await followProgress(this.docker, push, `pushing ${tagged} to the registry ${registry}`);
-    // Never the registry's answer for the tag: someone may have pushed over it already.
-    const digest =
-      pushedDigest(events) ??
-      ((await this.docker
-        .getImage(tagged)
-        .inspect()
-        .then((i) => (i.RepoDigests ?? []).find((d) => d.startsWith(`${registry}/${repository}@sha256:`))?.split('@')[1])
-        .catch(() => undefined)) ||
-        null);
-    if (!digest) throw new SwarmUnavailableError(`the registry ${registry} did not keep ${tagged}; check its storage`);
-    return { tagged, digest };
-  }
-
-  /** The store's record of pushed images, opened for one use (better-sqlite3 is loaded only by swarm cells that push). */
-  private async withImageRecords<T>(use: (records: SwarmImageRecords) => T): Promise<T> {
-    const [{ openStore }, { SwarmImageRecords }] = await Promise.all([
-      import('../../store/openStore.js'),
-      import('../../store/swarmImageRecords.js'),
-    ]);
-    const db = openStore(join(this.stateDir, 'forge.db'));
-    try {
-      return use(new SwarmImageRecords(db));
-    } finally {
-      db.close();
-    }
-  }
-
-  /**
-   * The attempt's changes as a layer over the cell's base image (COPY of the input archive,
-   * root-only, where the config would have put it), pushed under a content-addressed tag.
-   * Built for the cell (never looked up) and named by the digest of this push.
-   */
-  private async inputImage(base: string, inputTar: Buffer, registry: string): Promise<InputImage> {
-    const tag = createHash('sha256').update(base).update('\0').update(inputTar).digest('hex').slice(0, 40);
-    const now = Math.floor(Date.now() / 1000);
-    const context = writeTar([
-      {
-        name: 'Dockerfile',
-        type: 'file',
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-        mtime: now,
-        // The base by digest: what this runner pushed, whatever a tag names meanwhile.
-        data: Buffer.from(`FROM ${base}\nCOPY input.tar ${SWARM_INPUT_TAR}\n`),
-      },
-      { name: 'input.tar', type: 'file', mode: 0o400, uid: 0, gid: 0, mtime: now, data: inputTar },
-    ]);
-    const pushed = await this.buildAndPush(
-      registry,
-      SWARM_INPUT_REPOSITORY,
-      tag,
-      [context],
-      `the image that carries the attempt's changes (${inputTar.length} bytes)`,
-    );
-    return { ...pushed, ref: digestReference(registry, SWARM_INPUT_REPOSITORY, pushed.digest) };
-  }
-
-  /** After the cell: the input image leaves the registry (where it allows deletes) and the manager's engine. Nodes keep what they pulled. */
-  private async removeInputImage(registry: string, pushed: { tagged: string; digest: string } | null): Promise<void> {
-    if (!pushed) return;
-    await fetch(this.registryUrl(registry, `/v2/${SWARM_INPUT_REPOSITORY}/manifests/${pushed.digest}`), {
-      method: 'DELETE',
-      signal: AbortSignal.timeout(10_000),
-    }).catch(() => undefined);
-    await this.docker
-      .getImage(pushed.tagged)
-      .remove()
-      .catch(() => undefined);
-  }
-
-  /** What the registry's tag names now (a claim by whoever pushed last), or null. */
-  private async registryDigest(registry: string, repository: string, tag: string): Promise<string | null> {
-    try {
-      const r = await fetch(this.registryUrl(registry, `/v2/${repository}/manifests/${tag}`), {
-        method: 'HEAD',
-        headers: { Accept: 'application/vnd.docker.distribution.manifest.v2+json' },
-        signal: AbortSignal.timeout(10_000),
-      });
-      return r.ok ? r.headers.get('docker-content-digest') : null;
-    } catch {
-      return null;
-    }
-  }
-
   private describeIsolation(spec: ReturnType<typeof parseCellSpec> | null, rlimits: IsolationReport['rlimits'] | null): IsolationReport {
     const limits = spec?.limits;
     return {
@@ -946,31 +710,6 @@ export class SwarmCellProvider implements CellProvider {
 function nodeLabel(n: SwarmNode): string {
   // Engines on one machine share a hostname (and reach the manager from one address): the id tells them apart.
   return `${n.Description?.Hostname ?? '?'}/${(n.ID ?? '?').slice(0, 12)}`;
-}
-
-function emptyBaseLayer(workdir: string, busybox: string): Buffer {
-  const mtime = Math.floor(Date.now() / 1000);
-  const root = { uid: 0, gid: 0, mtime };
-  const parts = workdir.split('/').filter(Boolean);
-  return writeTar([
-    { name: SWARM_TOOLS_DIR.slice(1), type: 'dir', mode: 0o755, ...root },
-    { name: `${SWARM_TOOLS_DIR.slice(1)}/busybox`, type: 'file', mode: 0o755, ...root, data: readFileSync(busybox) },
-    { name: `${SWARM_TOOLS_DIR.slice(1)}/wrapper.sh`, type: 'file', mode: 0o644, ...root, data: Buffer.from(SWARM_WRAPPER_SCRIPT) },
-    ...parts.slice(0, -1).map((_, i) => ({ name: parts.slice(0, i + 1).join('/'), type: 'dir' as const, mode: 0o755, ...root })),
-    { name: parts.join('/'), type: 'dir', mode: 0o755, uid: cellUid(), gid: cellUid(), mtime },
-  ]);
-}
-
-async function followProgress(docker: Docker, stream: NodeJS.ReadableStream, what: string): Promise<Record<string, unknown>[]> {
-  const events = await new Promise<Record<string, unknown>[]>((resolve, reject) =>
-    docker.modem.followProgress(stream, (err: Error | null, out: Record<string, unknown>[]) => (err ? reject(err) : resolve(out))),
-  ).catch((e: Error) => {
-    throw new SwarmUnavailableError(`${what} failed: ${e.message.split('\n')[0]}`);
-  });
-  const failed = events.find((e) => e.error || e.errorDetail);
-  if (failed)
-    throw new SwarmUnavailableError(`${what} failed: ${String(failed.error ?? JSON.stringify(failed.errorDetail)).split('\n')[0]}`);
-  return events;
 }
 
 /** Swarm lets a config or secret go only once no service names it; the service's removal can take a moment. */
