@@ -9,6 +9,7 @@ import {
   launchChromium,
   prepareUserData,
   requireCodeServer,
+  runFromPalette,
   type RunningCodeServer,
   startCodeServer,
 } from '../helpers/codeServer.js';
@@ -72,14 +73,7 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  const palette = async (command: string, on: Page = page) => {
-    await on.keyboard.press('F1');
-    const input = on.locator('.quick-input-widget input');
-    await input.waitFor();
-    await input.fill(`>${command}`);
-    await on.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor();
-    await on.keyboard.press('Enter');
-  };
+  const palette = (command: string, on: Page = page) => runFromPalette(on, command);
 
   it('shows cell health in the status bar once the runner is up', async () => {
     const item = page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ });

@@ -9,6 +9,7 @@ import {
   launchChromium,
   prepareUserData,
   requireCodeServer,
+  runFromPalette,
   type RunningCodeServer,
   startCodeServer,
 } from '../helpers/codeServer.js';
@@ -68,14 +69,8 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
     await page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ }).waitFor({ timeout: 120_000 });
     await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
   };
-  const palette = async (command: string) => {
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor();
-    await input.fill(`>${command}`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor();
-    await page.keyboard.press('Enter');
-  };
+  const palette = (command: string) => runFromPalette(page, command);
+
   /** Fix Issue in Cells from the palette, the issue written in the draft, Start Fix. */
   const startFix = async (issue: string) => {
     await palette('Forge: Fix Issue in Cells');

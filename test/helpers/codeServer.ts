@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'mocha';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { requireFeature } from './requirement.js';
 
 /** code-server 4.100.3 (scripts/install-code-server.sh) and Debian's Chromium, as ../shared/FACTS.md describes. */
@@ -139,4 +139,14 @@ export function launchChromium(): Promise<Browser> {
       '--disable-quic',
     ],
   });
+}
+
+/** Runs a command from the palette (F1), once the palette lists it. */
+export async function runFromPalette(page: Page, command: string): Promise<void> {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor();
+  await input.fill(`>${command}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor();
+  await page.keyboard.press('Enter');
 }

@@ -44,14 +44,7 @@ export function brokenEnvironmentReport(
   const { run, deps, cells, verdict, broken } = input;
   const message = describeBrokenEnvironment(broken);
   const report: FixReport = {
-    run_id: run.runId,
-    status: 'broken_environment',
-    repo: run.repo,
-    base_commit: run.base,
-    test_cmd: run.testCmd,
-    provider: deps.provider.name,
-    image: run.image,
-    model: deps.model.spec,
+    ...reportHead(input, 'broken_environment'),
     baseline: verdict,
     environment: broken,
     dependencies: cells.dependencies,
@@ -77,14 +70,7 @@ export function finishReport(input: ReportInput): FixOutcome & { patch: PatchByt
   const { winner } = selection;
   const closest = selection.best ?? winner;
   const report: FixReport = {
-    run_id: run.runId,
-    status: fixed ? 'fixed' : 'not_fixed',
-    repo: run.repo,
-    base_commit: run.base,
-    test_cmd: run.testCmd,
-    provider: deps.provider.name,
-    image: run.image,
-    model: deps.model.spec,
+    ...reportHead(input, fixed ? 'fixed' : 'not_fixed'),
     baseline: baseline.verdict,
     environment: null,
     dependencies: cells.dependencies,
@@ -111,6 +97,23 @@ export function finishReport(input: ReportInput): FixOutcome & { patch: PatchByt
   if (fixed) store.setReview(run.runId, settled.appliedTo?.startsWith('working tree') ? 'applied' : 'pending');
   deps.progress(fixed ? `${report.ending} (on ${settled.winnerBranch})` : report.ending);
   return { report, exitCode: fixed ? 0 : 1, patch: fixed && winner ? winner.patch : (selection.best?.patch ?? EMPTY_PATCH) };
+}
+
+/** What every report of a run says first: the run, where and with what it ran. */
+function reportHead(
+  { run, deps }: RunScope,
+  status: FixReport['status'],
+): Pick<FixReport, 'run_id' | 'status' | 'repo' | 'base_commit' | 'test_cmd' | 'provider' | 'image' | 'model'> {
+  return {
+    run_id: run.runId,
+    status,
+    repo: run.repo,
+    base_commit: run.base,
+    test_cmd: run.testCmd,
+    provider: deps.provider.name,
+    image: run.image,
+    model: deps.model.spec,
+  };
 }
 
 function attemptReport(r: AttemptResult): AttemptReport {
