@@ -154,7 +154,12 @@ export class RunCells {
       if (waited) deps.cellWait?.({ attemptIdx, purpose }, null);
     };
     return acquired.then(
-      (release) => (stopWaiting(), release),
+      (release) => {
+        stopWaiting();
+        // The waiting line is the last one shown for this attempt until it says more: end it.
+        if (waited) deps.progress(`${who}: running (a cell came free)`);
+        return release;
+      },
       (e: unknown) => {
         stopWaiting();
         throw e;
