@@ -426,25 +426,25 @@ describe('real outputs (issue 26)', () => {
   });
 });
 
-describe("TAP that never prints a plan (a new user's drive, issue 27)", () => {
+describe('TAP that never prints a plan (issue 27 drive, red team of the same stop)', () => {
   const tap = (...lines: string[]) => `TAP version 13\n${lines.join('\n')}\n`;
 
-  it("is the project's own shape when the baseline printed none either: a run showing every baseline test passing is green", () => {
+  // Without a plan nothing shows a run reached its end: a change that stops the run silently
+  // (a promise that never settles, an exit from the code under test) looks like one that
+  // finished. A rule that trusted plan-less TAP when the baseline had none was broken by a red
+  // team (a baseline ending in node's plain "Error: boom", a fail-fast harness): it stays cut short.
+  it('is cut short, not green, even when the baseline printed no plan either', () => {
     const base = baselineOf(1, tap('not ok 1 - secs'));
     const v = judgeTestRun(0, tap('ok 1 - secs'), base);
-    assert.equal(v.green, true, v.failing_incomplete ?? '');
-    assert.equal(v.failing_complete, true);
+    assert.equal(v.green, false);
+    assert.match(v.failing_incomplete ?? '', /stops after test 1 without a plan/);
   });
 
-  it('is still cut short when it shows fewer tests than the baseline, ends in an error, or the baseline had a plan', () => {
-    const base = baselineOf(1, tap('ok 1 - parse', 'not ok 2 - secs', 'ok 3 - format'));
-    const early = judgeTestRun(0, tap('ok 1 - parse', 'ok 2 - secs'), base);
-    assert.equal(early.green, false);
-    assert.match(early.failing_incomplete ?? '', /stops after test 2 without a plan/);
-    const crashed = judgeTestRun(0, tap('ok 1 - parse', 'ok 2 - secs', 'ok 3 - format', 'TypeError: boom'), base);
-    assert.equal(crashed.green, false);
-    const planned = baselineOf(1, tap('not ok 1 - secs', '1..1'));
-    assert.equal(judgeTestRun(0, tap('ok 1 - secs'), planned).green, false);
+  it("red team: a baseline that crashed after its failing test (node's plain 'Error: boom') or stopped fail-fast gives no cover to a run that stops early", () => {
+    const crashed = baselineOf(1, tap('ok 1 - adds', 'not ok 2 - secs', '/repo/lib.js:5', '', 'Error: boom', '', 'Node.js v20.20.2'));
+    assert.equal(judgeTestRun(0, tap('ok 1 - adds', 'ok 2 - secs'), crashed).green, false);
+    const failFast = baselineOf(1, 'ok 1 - adds\nnot ok 2 - secs\n');
+    assert.equal(judgeTestRun(0, 'ok 1 - adds\nok 2 - secs\n', failFast).green, false);
   });
 });
 

@@ -81,7 +81,6 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline | Brok
       verdict,
       tests: report ? [...report.tests] : [],
       framework: report?.framework ?? null,
-      ...(report?.planless ? { planless: report.planless } : {}),
     });
     baseline = { verdict, report, judged: judgedBaseline(report, verdict) };
   }
@@ -104,15 +103,8 @@ function parseStoredBaseline(json: string | null): Baseline | null {
     verdict: Verdict;
     tests: [string, TestOutcome][];
     framework: string | null;
-    planless?: TestReport['planless'];
   };
   stored.verdict = storedVerdict(JSON.stringify(stored.verdict));
-  const report = stored.framework
-    ? countTests({
-        ...emptyReport(stored.framework),
-        tests: new Map(stored.tests),
-        ...(stored.planless === 'ended' || stored.planless === 'crashed' ? { planless: stored.planless } : {}),
-      })
-    : null;
+  const report = stored.framework ? countTests({ ...emptyReport(stored.framework), tests: new Map(stored.tests) }) : null;
   return { verdict: stored.verdict, report, judged: judgedBaseline(report, stored.verdict) };
 }

@@ -1,6 +1,6 @@
 import { baselineFailuresUnseen, failingListCompleteness, type Judged, regressionsFrom, type RunEnd } from './failingSet.js';
 import { failedNetworkHook, type HookFailure, lifecycleStages } from './npmLifecycle.js';
-import { parseTestOutput, planlessLikeItsBaseline } from './parsers.js';
+import { parseTestOutput } from './parsers.js';
 import { combineReports, countTests, plain, type TestReport } from './testReport.js';
 
 export interface Verdict {
@@ -103,9 +103,10 @@ export function judgeTestRun(
         const r = parseTestOutput(s.output);
         return Boolean(r && r.failed === 0 && r.passed > 0);
       });
-  const report = planlessLikeItsBaseline(
-    runReport(written, (main ? parseTestOutput(main.output) : null) ?? parseTestOutput(output), (opts.end ?? WHOLE_RUN).logWhole),
-    baseline?.report ?? null,
+  const report = runReport(
+    written,
+    (main ? parseTestOutput(main.output) : null) ?? parseTestOutput(output),
+    (opts.end ?? WHOLE_RUN).logWhole,
   );
   const failing = report ? [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : [];
   const listed = failingListCompleteness(report, { exitCode, hookExcused: hook !== null, ...(opts.end ?? WHOLE_RUN) });

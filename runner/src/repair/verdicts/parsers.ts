@@ -594,20 +594,7 @@ export function parseTapCutShort(out: string): TestReport | null {
   return {
     ...countTests(lines),
     cutShort: `its TAP output stops after test ${last[1]} without a plan${crash ? ` (${crash.slice(0, 200)})` : ''}, so tests after it did not run`,
-    planless: crash ? 'crashed' : 'ended',
   };
-}
-
-/**
- * Pure: a TAP run with no plan is the project's own shape, not a run cut short, when its
- * baseline printed none either, both ended without an error after their last result, and this
- * run shows every test the baseline ran (a change that stops the run early shows fewer).
- */
-export function planlessLikeItsBaseline(now: TestReport | null, base: TestReport | null): TestReport | null {
-  if (!now?.cutShort || now.planless !== 'ended' || base?.planless !== 'ended' || base.tests.size === 0) return now;
-  if (![...base.tests.keys()].every((name) => now.tests.has(name))) return now;
-  const { cutShort: _cut, ...whole } = now;
-  return whole;
 }
 
 const PARSERS = [

@@ -10,11 +10,6 @@ export interface TestReport {
   tests: Map<string, TestOutcome>;
   /** The output stopped before the framework's own end (a crash mid-run): why, in words. */
   cutShort?: string;
-  /**
-   * A TAP stream with no plan at all: whether an error followed its last result ('crashed')
-   * or not ('ended'). Some projects' TAP never prints one (planlessLikeItsBaseline).
-   */
-  planless?: 'ended' | 'crashed';
 }
 
 export function emptyReport(framework: string): TestReport {
