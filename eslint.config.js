@@ -55,6 +55,41 @@ export const layerRules = [
     },
   },
   {
+    // The store is the bottom of the persistence side: rows in, rows out, no other layer's code.
+    name: 'forge/layers/store-imports-nothing',
+    files: ['runner/src/store/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'vscode', message: 'The runner is a plain Node process: it never imports the VS Code API.' }],
+          patterns: [
+            {
+              regex: '^\\.{1,2}/(?:\\.\\./)*(?!store/)[^./][^/]*/',
+              message: 'The store imports no other layer of the runner (a row type it keeps is declared in store/).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Descriptor-relative paths are spelled in one place (hostguard/beneath.ts), where each step is O_NOFOLLOW.
+    name: 'forge/layers/descriptor-paths-in-hostguard',
+    files: ['runner/src/**/*.ts'],
+    ignores: ['runner/src/hostguard/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'Literal[value=/\\/proc\\/self\\/fd/], TemplateElement[value.raw=/\\/proc\\/self\\/fd/]',
+          message:
+            'Open names beneath a directory descriptor through runner/src/hostguard/beneath.ts (openAt, lstatAt, readRegularAt, replaceAt...), not a /proc/self/fd path of your own.',
+        },
+      ],
+    },
+  },
+  {
     name: 'forge/layers/extension-protocol-only',
     files: ['extension/src/**/*.ts'],
     rules: {

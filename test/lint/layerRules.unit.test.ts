@@ -37,7 +37,7 @@ describe('lint: layer rules (eslint.config.js)', function () {
   }
 
   it('the repository config includes every layer block', () => {
-    assert.equal(layerRules.length, 5);
+    assert.equal(layerRules.length, 7);
     for (const block of layerRules) assert.ok(config.includes(block), `${block.name} missing from the default export`);
   });
 
@@ -69,6 +69,34 @@ describe('lint: layer rules (eslint.config.js)', function () {
       ['runner/src/hostguard/x.ts', "import { openSync } from 'node:fs';\nexport const o = openSync;\n"],
     ] as const)
       assert.deepEqual(await restricted(file, code), [], `${file}: ${code}`);
+  });
+
+  it('the store imports no other layer (issue 28: no folder cycle through a row type)', async () => {
+    const bad = await restricted(
+      'runner/src/store/x.ts',
+      "import type { SlotRow } from '../cells/cellScheduling.js';\nexport type R = SlotRow;\n",
+    );
+    assert.equal(bad.length, 1);
+    assert.match(bad[0]!, /imports no other layer/);
+    assert.equal((await restricted('runner/src/store/x.ts', "import 'vscode';\n")).length, 1, 'the store block keeps the vscode rule');
+    assert.deepEqual(await restricted('runner/src/store/x.ts', "import type { Db } from './openStore.js';\nexport type D = Db;\n"), []);
+  });
+
+  it('/proc/self/fd paths are spelled only in hostguard (issue 28: one beneath primitive)', async () => {
+    const syntax = async (file: string, code: string) => {
+      const [result] = await eslint.lintText(code, { filePath: `${root}/${file}` });
+      return result!.messages.filter((m) => m.ruleId === 'no-restricted-syntax').map((m) => m.message);
+    };
+    for (const code of [
+      'export const p = (fd: number, n: string) => `/proc/self/fd/${fd}/${n}`;\n',
+      "export const p = '/proc/self/fd/3';\n",
+    ]) {
+      const errors = await syntax('runner/src/repair/tools/x.ts', code);
+      assert.equal(errors.length, 1, code);
+      assert.match(errors[0]!, /hostguard\/beneath\.ts/);
+    }
+    assert.deepEqual(await syntax('runner/src/hostguard/x.ts', "export const p = '/proc/self/fd/3';\n"), []);
+    assert.deepEqual(await syntax('runner/src/cells/x.ts', "export const p = '/proc/self/limits';\n"), []);
   });
 
   it('cells never import repair (value or type imports, at any depth)', async () => {

@@ -5,7 +5,7 @@ import { assembleCellResult, type CellEnding } from './assembleCellResult.js';
 import { BoundedOutputCollector } from './boundedOutput.js';
 import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { collectAfterCell } from './cellWorktree.js';
-import { claimWorktree, treeClaimOf } from './worktreeClaims.js';
+import { claimWorktree, treeClaimOf } from '../hostguard/worktreeClaims.js';
 import { join } from 'node:path';
 import type { EgressProxy } from './egressProxy.js';
 import type { CellRunOptions } from './provider.js';

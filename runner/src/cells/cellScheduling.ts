@@ -5,17 +5,9 @@
  * overlapping runs once starved vitest into crashes that counted as failing tests).
  */
 
-export interface SlotRow {
-  id: number;
-  pid: number;
-  run_id: string;
-  memory_mib: number;
-  /** Runs only when nothing else does (a crashed test cell's second try). */
-  exclusive: boolean;
-  state: 'waiting' | 'running';
-  /** Order of arrival. */
-  ticket: number;
-}
+import type { SlotRow } from '../store/cellSlots.js';
+
+export type { SlotRow } from '../store/cellSlots.js';
 
 export interface CellBudget {
   /** Cells running at once on this machine. */

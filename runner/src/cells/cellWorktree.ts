@@ -10,6 +10,7 @@ import { refuseWorktreeLocation } from '../hostguard/worktreeLocation.js';
 import { type CellMountPlan, planCellMounts, refuseMountPlan, refuseSharedSource } from './cellMounts.js';
 import { type MountedDependencies, mountDependencyLayers } from './dependencyLayers.js';
 import { lstatSync } from 'node:fs';
+import { lstatAt } from '../hostguard/beneath.js';
 import { dirname, isAbsolute, join, normalize, relative } from 'node:path';
 import { isInside } from '../hostguard/pathInside.js';
 import { untrustedDirectory, untrustedStep } from '../hostguard/pathTrust.js';
@@ -209,7 +210,7 @@ function sameGitData(topFd: number, worktree: CellWorktree): void {
   if (worktree.gitIdentity) {
     let st: { dev: number; ino: number } | null = null;
     try {
-      st = lstatSync(`/proc/self/fd/${topFd}/.git`);
+      st = lstatAt(topFd, '.git');
     } catch {
       st = null;
     }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { closeSync, constants, fstatSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lchownSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { descriptorPath, lstatAt, openDirectoryAt } from '../hostguard/beneath.js';
 import type { CellMountPlan } from './cellMounts.js';
 
 /** A shared dependency as the provider mounts it: a host directory at a cell path. */
@@ -30,11 +31,10 @@ export const CACHE_DIRS = ['.cache', '.vite', '.vitest'];
  * gets mounted is what was vetted even if a component is swapped for a link meanwhile.
  */
 export function openDirNoFollow(path: string): number {
-  const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
   let fd = openSync('/', constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     for (const part of path.split('/').filter(Boolean)) {
-      const next = openSync(`/proc/self/fd/${fd}/${part}`, flags);
+      const next = openDirectoryAt(fd, part, constants.O_RDONLY);
       closeSync(fd);
       fd = next;
     }
@@ -74,6 +74,9 @@ async function markOpaque(dir: string): Promise<void> {
 }
 
 /** mount(8) with `fd` as its descriptor 3 and no path canonicalization (it would follow links). */
+/** A layer's source as the mount process names it: the vetted directory it inherits as its descriptor 3. */
+const INHERITED_SOURCE = descriptorPath(3);
+
 function mountWith(fd: number | null, args: string[]): Promise<{ ok: boolean; said: string }> {
   return new Promise((resolve) => {
     const child = spawn('mount', ['-c', ...args], { stdio: ['ignore', 'ignore', 'pipe', ...(fd === null ? [] : [fd])] });
@@ -125,7 +128,7 @@ export async function mountDependencyLayers(
       try {
         const caches = CACHE_DIRS.filter((c) => {
           try {
-            return lstatSync(`/proc/self/fd/${fd}/${c}`).isDirectory();
+            return lstatAt(fd, c).isDirectory();
           } catch {
             return false;
           }
@@ -154,7 +157,7 @@ export async function mountDependencyLayers(
             'overlay',
             'forge-deps',
             '-o',
-            `lowerdir=/proc/self/fd/3,upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`,
+            `lowerdir=${INHERITED_SOURCE},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}`,
             merged,
           ]);
           if (overlay.ok) {
@@ -163,7 +166,7 @@ export async function mountDependencyLayers(
           }
           warnings.push(`${d.source}: read-only without a writable layer (overlay mount failed: ${overlay.said})`);
         }
-        const bind = await mountWith(fd, ['--bind', '/proc/self/fd/3', merged]);
+        const bind = await mountWith(fd, ['--bind', INHERITED_SOURCE, merged]);
         if (!bind.ok) throw new Error(`mount --bind ${d.source}: ${bind.said}`);
         const ro = await mountWith(null, ['-o', 'remount,bind,ro,nosuid,nodev', merged]);
         if (!ro.ok) throw new Error(`remount ${d.source} read-only: ${ro.said}`);

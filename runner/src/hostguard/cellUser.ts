@@ -1,6 +1,6 @@
 import { closeSync, constants, lchownSync, lstatSync, openSync, readdirSync } from 'node:fs';
 import { normalize } from 'node:path';
-import { O_PATH } from './pinnedDirectory.js';
+import { descriptorPath, entryPath, O_PATH, openDirectoryAt } from './beneath.js';
 import { InputError } from '../protocol/inputError.js';
 
 /**
@@ -93,14 +93,12 @@ export function chownTree(dir: string, to: { uid: number; gid: number }, skip: s
   // Names as bytes: a name that is not UTF-8 would otherwise be looked up under another name.
   const skipped = new Set(skip.map((s) => Buffer.from(normalize(s).replace(/\/+$/, '')).toString('latin1')));
   const inDir = (fd: number, rel: Buffer | null) => {
-    const at = Buffer.from(`/proc/self/fd/${fd}/`);
-    for (const e of readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true, encoding: 'buffer' })) {
+    for (const e of readdirSync(descriptorPath(fd), { withFileTypes: true, encoding: 'buffer' })) {
       const relName = rel ? Buffer.concat([rel, Buffer.from('/'), e.name]) : e.name;
       if (skipped.has(relName.toString('latin1'))) continue;
-      const path = Buffer.concat([at, e.name]);
-      lchownSync(path, uid, gid);
+      lchownSync(entryPath(fd, e.name), uid, gid);
       if (!e.isDirectory()) continue;
-      const sub = openSync(path, O_PATH | constants.O_NOFOLLOW | constants.O_DIRECTORY);
+      const sub = openDirectoryAt(fd, e.name);
       try {
         inDir(sub, relName);
       } finally {

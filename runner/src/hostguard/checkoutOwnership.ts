@@ -1,6 +1,5 @@
 import { closeSync, constants, lchownSync, lstatSync, openSync, readdirSync } from 'node:fs';
-
-const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
+import { entryPath, lstatAt, openDirectoryAt } from './beneath.js';
 
 interface Owner {
   uid: number;
@@ -51,10 +50,10 @@ function restoreBeneath(top: string, parts: string[], owners: (Owner | null)[], 
   }
   try {
     for (let i = 0; i < parts.length; i++) {
-      const entry = at(fd, parts[i]!);
+      const name = parts[i]!;
       let st;
       try {
-        st = lstatSync(entry);
+        st = lstatAt(fd, name);
       } catch {
         return; // deleted by the patch
       }
@@ -63,12 +62,12 @@ function restoreBeneath(top: string, parts: string[], owners: (Owner | null)[], 
       // Existing directories keep their owner; new ones and every written file are given back.
       if (st.uid === 0 && (isFile || was === null)) {
         const to = was ?? fallback;
-        lchownSync(entry, to.uid, to.gid);
+        lchownSync(entryPath(fd, name), to.uid, to.gid);
       }
       if (isFile) return;
       let next: number;
       try {
-        next = openSync(entry, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+        next = openDirectoryAt(fd, name);
       } catch {
         return;
       }

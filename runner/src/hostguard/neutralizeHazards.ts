@@ -1,7 +1,7 @@
-import { chmodSync, closeSync, constants, type Dir, type Dirent, fstatSync, lstatSync, openSync, opendirSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, type Dir, type Dirent, fstatSync, openSync } from 'node:fs';
 import type { CellResult } from '../protocol/cellResult.js';
 import { displayText } from './displayText.js';
-import { O_PATH } from './pinnedDirectory.js';
+import { chmodDescriptor, lstatAt, O_PATH, openAt, openDirectoryAt, openDirectoryStream, reopen, unlinkAt } from './beneath.js';
 
 export type NeutralizedEntry = CellResult['neutralized'][number];
 
@@ -30,10 +30,7 @@ export const HOST_PATH_MAX = 4096;
 /** Entries read from the kernel per batch: a directory of millions of names is never held in memory at once. */
 const DIR_BATCH = 256;
 
-const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
-/** An entry below an open directory: each step goes through a descriptor, never a long path. */
-const at = (fd: number, name: Buffer | string): Buffer =>
-  Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), typeof name === 'string' ? Buffer.from(name) : name]);
+const { O_RDONLY, O_DIRECTORY } = constants;
 
 /** Pure: the one line saying why a walk that stopped early could not vouch for the tree. */
 export function describeScanStop(stop: ScanStop): string {
@@ -95,7 +92,7 @@ export function neutralizeHazards(
   const enter = (fd: number, rel: string, bytes: number): boolean => {
     try {
       // The descriptor's own name: the directory that was opened, whatever happened to its path.
-      const dir = opendirSync(`/proc/self/fd/${fd}`, { bufferSize: DIR_BATCH, encoding: 'buffer' as BufferEncoding });
+      const dir = openDirectoryStream(fd, { bufferSize: DIR_BATCH, raw: true });
       frames.push({ fd, dir, rel, bytes });
       return true;
     } catch {
@@ -104,7 +101,7 @@ export function neutralizeHazards(
     }
   };
   // The top is the caller's (a pinned descriptor's /proc name, which must be followed).
-  const topFd = openDirectory(Buffer.from(top), uid, 0);
+  const topFd = openDirectory(() => openSync(top, O_PATH | O_DIRECTORY), uid);
   if (topFd === null || !enter(topFd, '', opts.topBytes ?? Buffer.byteLength(top)))
     return { neutralized, incomplete: { kind: 'unreadable', path: '.' }, tooLong };
   try {
@@ -135,13 +132,13 @@ export function neutralizeHazards(
       let done = true;
       if (kind === null) {
         try {
-          kind = kindOf(lstatSync(at(dir.fd, e.name))) ?? 'other';
+          kind = kindOf(lstatAt(dir.fd, e.name)) ?? 'other';
         } catch (err) {
           done = (err as NodeJS.ErrnoException).code === 'ENOENT';
         }
       }
       if (kind === 'dir') {
-        const fd = openDirectory(at(dir.fd, e.name), uid, O_NOFOLLOW);
+        const fd = openDirectory(() => openDirectoryAt(dir.fd, e.name), uid);
         done = fd !== null && enter(fd, rel(), bytes);
       } else if (kind === 'fifo' || kind === 'socket' || kind === 'device') {
         done = tryRemoving(dir.fd, e.name);
@@ -167,19 +164,19 @@ export function neutralizeHazards(
  * search or write for its owner (others may still search it): the runner gives itself those
  * back (nothing runs in the tree any more), so nothing below it escapes the walk.
  */
-function openDirectory(path: Buffer, uid: number, noFollow: number): number | null {
+function openDirectory(open: () => number, uid: number): number | null {
   let handle: number;
   try {
-    handle = openSync(path, O_PATH | O_DIRECTORY | noFollow);
+    handle = open();
   } catch {
     return null;
   }
   try {
     if (uid !== 0) {
       const st = fstatSync(handle);
-      if (st.uid === uid && (st.mode & 0o700) !== 0o700) chmodSync(`/proc/self/fd/${handle}`, (st.mode & 0o7777) | 0o700);
+      if (st.uid === uid && (st.mode & 0o700) !== 0o700) chmodDescriptor(handle, (st.mode & 0o7777) | 0o700);
     }
-    return openSync(`/proc/self/fd/${handle}`, O_RDONLY | O_DIRECTORY);
+    return reopen(handle, O_RDONLY | O_DIRECTORY);
   } catch {
     return null;
   } finally {
@@ -190,7 +187,7 @@ function openDirectory(path: Buffer, uid: number, noFollow: number): number | nu
 /** Unlinks a special file; false when it is still there. */
 function tryRemoving(dirFd: number, name: Buffer): boolean {
   try {
-    unlinkSync(at(dirFd, name));
+    unlinkAt(dirFd, name);
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'ENOENT';
@@ -204,9 +201,9 @@ function tryRemoving(dirFd: number, name: Buffer): boolean {
 function clearSetId(dirFd: number, name: Buffer, rel: () => string, record: (e: NeutralizedEntry) => void): boolean {
   let fd: number;
   try {
-    const st = lstatSync(at(dirFd, name));
+    const st = lstatAt(dirFd, name);
     if (!st.isFile() || (st.mode & 0o6000) === 0) return true;
-    fd = openSync(at(dirFd, name), O_PATH | O_NOFOLLOW);
+    fd = openAt(dirFd, name, O_PATH);
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'ENOENT';
   }
@@ -214,7 +211,7 @@ function clearSetId(dirFd: number, name: Buffer, rel: () => string, record: (e: 
     const now = fstatSync(fd);
     if (!now.isFile() || (now.mode & 0o6000) === 0) return true;
     // fchmod refuses O_PATH descriptors; the descriptor's own name reaches the same inode.
-    chmodSync(`/proc/self/fd/${fd}`, now.mode & 0o1777);
+    chmodDescriptor(fd, now.mode & 0o1777);
     record({ path: rel(), found: 'setid', action: 'cleared' });
     return true;
   } catch {

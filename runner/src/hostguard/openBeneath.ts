@@ -1,5 +1,5 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync } from 'node:fs';
-import { O_PATH } from './pinnedDirectory.js';
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+import { lstatAt, O_PATH, openAt, readlinkAt, readUpTo, reopen } from './beneath.js';
 
 /**
  * What a repository (or a tree a cell wrote) names is opened beneath a directory the runner
@@ -41,7 +41,7 @@ function walkBeneath(
     at = at ? `${at}/${part}` : part;
     const last = i === parts.length - 1;
     try {
-      fd = track(openSync(`/proc/self/fd/${fd}/${part}`, (last ? lastFlags : O_PATH | constants.O_DIRECTORY) | constants.O_NOFOLLOW));
+      fd = track(openAt(fd, part, last ? lastFlags : O_PATH | constants.O_DIRECTORY));
     } catch (e) {
       const code = errnoOf(e);
       if (code === 'ENOENT') return { kind: 'absent' };
@@ -57,7 +57,7 @@ function walkBeneath(
 
 function linkOrNot(parentFd: number, name: string): string {
   try {
-    const fd = openSync(`/proc/self/fd/${parentFd}/${name}`, O_PATH | constants.O_NOFOLLOW);
+    const fd = openAt(parentFd, name, O_PATH);
     try {
       return fstatSync(fd).isSymbolicLink() ? 'a symbolic link' : 'not a directory';
     } finally {
@@ -106,14 +106,7 @@ export function readFileBeneath(top: string, rel: string, maxBytes: number): Ben
     const st = fstatSync(opened.fd);
     if (!st.isFile()) return { kind: 'refused', why: `${rel} is not a regular file` };
     if (st.size > maxBytes) return { kind: 'refused', why: `${rel} is ${st.size} bytes (at most ${maxBytes} are read)` };
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(opened.fd, buf, off, buf.length - off, null);
-      if (n <= 0) break;
-      off += n;
-    }
-    return { kind: 'ok', bytes: buf.subarray(0, off) };
+    return { kind: 'ok', bytes: readUpTo(opened.fd, st.size) };
   });
 }
 
@@ -158,21 +151,21 @@ export function openEntryBeneath(
     const name = parts.at(-1)!;
     let fd: number;
     try {
-      fd = track(openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | constants.O_NOFOLLOW));
+      fd = track(openAt(dirFd, name, O_PATH));
     } catch (e) {
       return errnoOf(e) === 'ENOENT' ? { kind: 'absent' } : { kind: 'refused', why: `${rel} cannot be opened (${errnoOf(e)})` };
     }
     const st = fstatSync(fd);
     if (st.isSymbolicLink()) {
       // readlink through the parent's descriptor: the link read is the one that was opened.
-      const target = readlinkSync(`/proc/self/fd/${dirFd}/${name}`);
-      const now = lstatSync(`/proc/self/fd/${dirFd}/${name}`);
+      const target = readlinkAt(dirFd, name);
+      const now = lstatAt(dirFd, name);
       if (now.ino !== st.ino || now.dev !== st.dev) return { kind: 'refused', why: `${rel} changed while it was opened` };
       return { kind: 'ok', type: 'link', target };
     }
     if (!st.isFile()) return { kind: 'refused', why: `${rel} is not a regular file` };
     if (st.size > maxBytes) return { kind: 'refused', why: `${rel} is ${st.size} bytes (at most ${maxBytes} are copied)` };
-    const readFd = track(openSync(`/proc/self/fd/${fd}`, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY));
+    const readFd = track(reopen(fd, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY));
     const again = fstatSync(readFd);
     if (!again.isFile() || again.ino !== st.ino || again.dev !== st.dev)
       return { kind: 'refused', why: `${rel} changed while it was opened` };

@@ -1,9 +1,9 @@
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { InputError } from '../protocol/inputError.js';
+import { O_PATH, openAt, openDirectoryAt } from './beneath.js';
 import type { PathStep } from './pathTrust.js';
 
-/** Linux open(2) flag (not in Node's fs.constants): a descriptor that only names a file. */
-export const O_PATH = 0o10000000;
+export { O_PATH } from './beneath.js';
 
 /** The name of an open descriptor that other processes of the runner (mount, bwrap) can use too. */
 export const fdPath = (fd: number): string => `/proc/${process.pid}/fd/${fd}`;
@@ -26,7 +26,7 @@ export function openDirectoryNoFollow(
   for (const part of path.split('/').filter(Boolean)) {
     at += `/${part}`;
     try {
-      fd = track(openSync(`/proc/self/fd/${fd}/${part}`, O_PATH | constants.O_NOFOLLOW | constants.O_DIRECTORY));
+      fd = track(openDirectoryAt(fd, part));
     } catch (e) {
       throw new InputError(`${what} ${path} changed since it was checked (${at}: ${(e as NodeJS.ErrnoException).code})`);
     }
@@ -100,7 +100,7 @@ export function holdWorktree(
     let gitFd: number | null = null;
     if (withGit) {
       try {
-        gitFd = track(openSync(`/proc/self/fd/${fd}/.git`, O_PATH | constants.O_NOFOLLOW));
+        gitFd = track(openAt(fd, '.git', O_PATH));
       } catch (e) {
         throw new InputError(`the worktree's .git changed since it was checked (${(e as NodeJS.ErrnoException).code})`);
       }

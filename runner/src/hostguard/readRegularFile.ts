@@ -1,5 +1,6 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { readOpenedRegular } from './beneath.js';
 
 /**
  * A file of a tree a cell may have written, read the way the host may read it: the entry
@@ -15,17 +16,7 @@ export function readRegularPath(path: string, maxBytes: number): Buffer | { tooL
     return null;
   }
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return null;
-    if (st.size > maxBytes) return { tooLarge: st.size };
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, null);
-      if (n <= 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
+    return readOpenedRegular(fd, maxBytes);
   } finally {
     closeSync(fd);
   }

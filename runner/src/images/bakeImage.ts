@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { replaceAt } from '../hostguard/beneath.js';
 import { readRegularFile } from '../hostguard/readRegularFile.js';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -268,15 +269,7 @@ async function record(repo: string, result: BakeResult): Promise<BakeResult> {
     );
   }
   try {
-    const at = (name: string) => `/proc/self/fd/${dirFd}/${name}`;
-    const tmp = `.bake.json.${randomBytes(6).toString('hex')}`;
-    const fd = openSync(at(tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-    try {
-      writeFileSync(fd, JSON.stringify(result, null, 2) + '\n');
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(at(tmp), at('bake.json'));
+    replaceAt(dirFd, 'bake.json', Buffer.from(JSON.stringify(result, null, 2) + '\n'), 0o644);
   } finally {
     closeSync(dirFd);
   }

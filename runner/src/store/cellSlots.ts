@@ -1,5 +1,17 @@
-import type { SlotRow } from '../cells/cellScheduling.js';
 import type { Db } from './openStore.js';
+
+/** One cell's place in the machine's queue, as the store keeps it. */
+export interface SlotRow {
+  id: number;
+  pid: number;
+  run_id: string;
+  memory_mib: number;
+  /** Runs only when nothing else does (a crashed test cell's second try). */
+  exclusive: boolean;
+  state: 'waiting' | 'running';
+  /** Order of arrival. */
+  ticket: number;
+}
 
 /**
  * The machine's queue of cells (table cell_slots), shared by every runner process through the

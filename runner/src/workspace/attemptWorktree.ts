@@ -9,7 +9,7 @@ import { isInside } from '../hostguard/pathInside.js';
 import { discoverRepository, type RepoLocation, repoTarget, resolveCommit } from './repoLocation.js';
 import { runGit } from './safeGit.js';
 import { copyIncludedFiles, INCLUDED_FILES_NAME } from './copyIncludedFiles.js';
-import { ATTEMPTS_DIR_NAME } from './attemptsDirName.js';
+import { ATTEMPTS_DIR_NAME } from '../hostguard/attemptsDirName.js';
 
 export { ATTEMPTS_DIR_NAME };
 

@@ -1,6 +1,7 @@
-import { closeSync, constants, mkdirSync, openSync, readSync, symlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, readSync, writeSync } from 'node:fs';
+import { mkdirAt, openAt, openDirectoryAt, symlinkAt } from '../hostguard/beneath.js';
 import { openEntryBeneath } from '../hostguard/openBeneath.js';
-import { O_PATH, openDirectoryNoFollow } from '../hostguard/pinnedDirectory.js';
+import { openDirectoryNoFollow } from '../hostguard/pinnedDirectory.js';
 
 /** In a worktree's own git directory: the files the runner copied in (NUL-separated), kept out of every captured diff. */
 export const INCLUDED_FILES_NAME = 'forge-included';
@@ -59,22 +60,21 @@ function writeBeneath(top: string, rel: string, what: { fd: number; mode: number
     let dir = openDirectoryNoFollow(top, track, 'the worktree').fd;
     const parts = rel.split('/').filter(Boolean);
     for (const part of parts.slice(0, -1)) {
-      const at = `/proc/self/fd/${dir}/${part}`;
       try {
-        mkdirSync(at, { mode: 0o755 });
+        mkdirAt(dir, part, 0o755);
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return `cannot make ${part} (${(e as NodeJS.ErrnoException).code})`;
+        return `cannot make ${part} (${(e as NodeJS.ErrnoException).code})`;
       }
       try {
-        dir = track(openSync(at, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+        dir = track(openDirectoryAt(dir, part));
       } catch {
         return `${part} in the worktree is not a directory (a link the tree holds?)`;
       }
     }
-    const dst = `/proc/self/fd/${dir}/${parts.at(-1)!}`;
+    const name = parts.at(-1)!;
     if ('target' in what) {
       try {
-        symlinkSync(what.target, dst);
+        symlinkAt(what.target, dir, name);
       } catch (e) {
         return `cannot make the link (${(e as NodeJS.ErrnoException).code})`;
       }
@@ -82,7 +82,7 @@ function writeBeneath(top: string, rel: string, what: { fd: number; mode: number
     }
     let out: number;
     try {
-      out = track(openSync(dst, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, what.mode & 0o755));
+      out = track(openAt(dir, name, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, what.mode & 0o755));
     } catch (e) {
       return `cannot create it in the worktree (${(e as NodeJS.ErrnoException).code})`;
     }

@@ -1,4 +1,5 @@
 import { chmodSync, chownSync, fstatSync } from 'node:fs';
+import { descriptorPath } from '../hostguard/beneath.js';
 import { describeScanStop, type HazardScan, neutralizeHazards } from '../hostguard/neutralizeHazards.js';
 
 /**
@@ -9,7 +10,7 @@ import { describeScanStop, type HazardScan, neutralizeHazards } from '../hostgua
  * why it could not be done.
  */
 export function withholdTree(fd: number): string | null {
-  const self = `/proc/self/fd/${fd}`;
+  const self = descriptorPath(fd);
   const uid = process.geteuid?.() ?? 0;
   const gid = process.getegid?.() ?? 0;
   try {
@@ -41,7 +42,7 @@ export function neutralizeOrWithhold(fd: number, opts: Parameters<typeof neutral
   let scan: HazardScan;
   let why: string | null;
   try {
-    scan = neutralizeHazards(`/proc/self/fd/${fd}`, opts);
+    scan = neutralizeHazards(descriptorPath(fd), opts);
     why = scan.incomplete ? describeScanStop(scan.incomplete) : null;
   } catch (e) {
     scan = { neutralized: [], incomplete: null, tooLong: 0 };

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { parseGuestStatus, requestArchive } from '../../../runner/src/cells/qemu/guestImage.js';
 import { mountsUnder } from '../../../runner/src/cells/qemu/handoverMounts.js';
 import { buildQemuArgs } from '../../../runner/src/cells/qemu/qemuArgs.js';
-import { poolSettings, shapeKey, type VmShape, vmsToBoot } from '../../../runner/src/cells/qemu/vmPool.js';
+import { shapeKey, type VmShape } from '../../../runner/src/cells/qemu/microVm.js';
+import { poolSettings, vmsToBoot } from '../../../runner/src/cells/qemu/vmPool.js';
 
 const machine = { cores: 2, memoryMib: 24_000 };
 

@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -17,7 +17,9 @@ import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../e
 import { EgressProxy } from '../egressProxy.js';
 import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
-import { engineUlimits, type HardLimits, parseProcLimits, planRlimits } from '../rlimits.js';
+import { engineUlimits, planRlimits } from '../rlimits.js';
+import { PendingCleanups } from '../pendingCleanups.js';
+import { runnerHardLimits } from '../runnerHardLimits.js';
 
 export interface DockerCellProviderOptions {
   /** Engine socket; default DOCKER_HOST (unix://) or /var/run/docker.sock. */
@@ -43,8 +45,7 @@ export class DockerCellProvider implements CellProvider {
   private readonly env: NodeJS.ProcessEnv;
   private readonly stateDir: string;
   private readonly logDir: string;
-  private readonly cleanups = new Set<Promise<void>>();
-  private hardLimits: HardLimits | null = null;
+  private readonly cleanups = new PendingCleanups();
   private egressState: Promise<EgressState> | null = null;
 
   constructor(options: DockerCellProviderOptions = {}) {
@@ -56,7 +57,7 @@ export class DockerCellProvider implements CellProvider {
   }
 
   async drain(): Promise<void> {
-    while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
+    await this.cleanups.drain();
     const egress = this.egressState;
     this.egressState = null;
     if (egress) {
@@ -79,16 +80,6 @@ export class DockerCellProvider implements CellProvider {
     })();
     this.egressState.catch(() => (this.egressState = null));
     return this.egressState;
-  }
-
-  private track(work: Promise<unknown>): void {
-    const p: Promise<void> = work
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-      .finally(() => this.cleanups.delete(p));
-    this.cleanups.add(p);
   }
 
   async health(): Promise<ProviderHealth> {
@@ -132,7 +123,7 @@ export class DockerCellProvider implements CellProvider {
       cgroupPids: true,
       uidProcessCount: 0,
       // dockerd usually runs with the same hard limits as the runner; runc cannot exceed them.
-      hardLimits: (this.hardLimits ??= parseProcLimits(readFileSync('/proc/self/limits', 'utf8'))),
+      hardLimits: runnerHardLimits(),
     });
     const ulimits = engineUlimits(rl);
     const egress = spec.allow_net === false ? null : await this.egress();
@@ -213,7 +204,7 @@ export class DockerCellProvider implements CellProvider {
           if (!h) await kill(c);
           // Removal is not on the result's clock; drain() waits for it.
           // The layers go once the container that had them mounted is gone.
-          this.track(c.remove({ force: true, v: true }).finally(() => mounts.deps.release()));
+          this.cleanups.track(c.remove({ force: true, v: true }).finally(() => mounts.deps.release()));
         },
       },
     );

@@ -1,28 +1,30 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { CellSpec, CellSpecInput } from '../../protocol/cellSpec.js';
 import type { CellResult } from '../../protocol/cellResult.js';
 import type { ProviderHealth } from '../../protocol/health.js';
 import type { CgroupReport, IsolationReport } from '../../protocol/isolation.js';
 import { InputError } from '../../protocol/inputError.js';
-import { afterDropArgv, buildBubblewrapArgs, CELL_HOME, ROOT_STAGE_PATH, setprivArgs } from '../bubblewrapArgs.js';
 import { type BubblewrapProbe, findOnPath, probeBubblewrap } from '../bubblewrapProbe.js';
-import { buildCellEnvironment } from '../cellEnvironment.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
 import { pruneCellLogs } from '../cellLogRetention.js';
 import { type CellLauncher, spawnLauncher } from '../cellLauncher.js';
 import { type CellCgroup, type CgroupSupport, detectCgroupSupport } from '../cgroup.js';
-import { type CellUser, chownTree, describeCellUser } from '../../hostguard/cellUser.js';
+import { type CellUser, describeCellUser } from '../../hostguard/cellUser.js';
 import { caBundleEnv, findHostCaBundle } from '../hostCaBundle.js';
 import { EgressProxy } from '../egressProxy.js';
 import { type HostCellEgress, openHostCellEgress } from '../hostCellEgress.js';
-import { prepareCellMounts, prepareCellWorktree, vetCellMounts } from '../cellWorktree.js';
+import { prepareCellWorktree } from '../cellWorktree.js';
+import { planBubblewrapCell } from '../host/bubblewrapCellPlan.js';
+import type { HostCellPlan } from '../host/hostCellPlan.js';
+import { planPlainCell } from '../host/plainCellPlan.js';
 import { runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
-import { type HardLimits, parseProcLimits, planRlimits, ulimitPairs } from '../rlimits.js';
+import { type HardLimits, planRlimits, ulimitPairs } from '../rlimits.js';
+import { PendingCleanups } from '../pendingCleanups.js';
+import { runnerHardLimits } from '../runnerHardLimits.js';
 import { probeSandboxLayout, realStateDir, type SandboxLayout, withStateDirHidden } from '../sandboxLayout.js';
-import { holdWorktree } from '../../hostguard/pinnedDirectory.js';
 import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 
 export type BubblewrapMode = 'auto' | 'require' | 'off';
@@ -60,7 +62,7 @@ export class HostCellProvider implements CellProvider {
   private readonly stateDir: string;
   private readonly prewarm: number;
   private environment: Promise<Environment> | null = null;
-  private readonly cleanups = new Set<Promise<void>>();
+  private readonly cleanups = new PendingCleanups();
   private readonly warm: CellLauncher[] = [];
   private draining = false;
   /** The egress proxy of this provider's allow_net cells: no TCP listener, one Unix socket per cell. */
@@ -85,7 +87,7 @@ export class HostCellProvider implements CellProvider {
         setpriv: await findOnPath('setpriv', this.env),
         cgroups: detectCgroupSupport(),
         layout: withStateDirHidden(probeSandboxLayout(this.env), realStateDir(ensureDir(this.stateDir))),
-        hardLimits: parseProcLimits(readFileSync('/proc/self/limits', 'utf8')),
+        hardLimits: runnerHardLimits(),
         logDir: ensureDir(join(this.stateDir, 'cells')),
       }))();
     return this.environment;
@@ -93,7 +95,7 @@ export class HostCellProvider implements CellProvider {
 
   /** Old cell logs are pruned once per provider, in the background (see cellLogRetention). */
   private withLogRetention(env: Environment): Environment {
-    this.track(pruneCellLogs(env.logDir).then(() => undefined));
+    this.cleanups.track(pruneCellLogs(env.logDir).then(() => undefined));
     return env;
   }
 
@@ -103,16 +105,11 @@ export class HostCellProvider implements CellProvider {
     await new Promise((r) => setImmediate(r));
     const warm = this.warm.splice(0);
     await Promise.all(warm.map((l) => l.dispose()));
-    while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
+    await this.cleanups.drain();
     const proxy = this.egressProxy;
     this.egressProxy = null;
     await proxy?.close();
     this.draining = false;
-  }
-
-  private track(work: Promise<void>): void {
-    const p: Promise<void> = work.catch(() => undefined).finally(() => this.cleanups.delete(p));
-    this.cleanups.add(p);
   }
 
   async health(): Promise<ProviderHealth> {
@@ -187,55 +184,38 @@ export class HostCellProvider implements CellProvider {
   }
 
   private async runPrepared(c: PreparedHostCell): Promise<CellResult> {
-    const { spec, options, env, worktree, user, useBwrap, dropTo, cellId, logPath, argv, egress } = c;
+    const { spec, env, worktree, user, useBwrap, dropTo, cellId, argv, egress } = c;
 
-    // Prewarmed launchers carry no cell-specific state until claimed: under bubblewrap the
-    // environment, mounts and working directory all travel in bwrap's own arguments.
-    let launcher: CellLauncher | null = null;
-    let plainScratch: string | null = null;
-    let command: string[];
-    const mountWarnings: string[] = [];
-    const mounts = useBwrap
-      ? await prepareCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir, cellId, user })
-      : (vetCellMounts(spec, worktree, (top) => top, { env: this.env, stateDir: this.stateDir }), null);
-    if (!useBwrap && (spec.shared_deps.length > 0 || (spec.mount_at && spec.mount_at !== worktree?.top))) {
-      mountWarnings.push("mount_at and shared dependencies need bubblewrap: the cell ran at the worktree's own path without them");
+    const input = {
+      spec,
+      worktree,
+      user,
+      dropTo,
+      cellId,
+      argv,
+      egress,
+      hostEnv: this.env,
+      stateDir: this.stateDir,
+      launcher: (launcherEnv: Record<string, string>, cwd: string, warm: boolean) =>
+        (warm ? this.takeWarm() : null) ?? this.startLauncher(env, launcherEnv, cwd),
+    };
+    const planned = useBwrap
+      ? await planBubblewrapCell(input, { bwrap: env.bubblewrap.path!, layout: env.layout, caEnv: this.caEnv(env.layout) })
+      : await planPlainCell(input);
+    // Released by the cell's cleanup, or here when the cell fails before or after it: once either way.
+    let released: Promise<void> | null = null;
+    const plan = { ...planned, release: () => (released ??= planned.release()) };
+    try {
+      return await this.runPlanned(c, plan);
+    } catch (e) {
+      await plan.release();
+      throw e;
     }
-    // A root runner's bwrap binds the worktree it checked, held open, not whatever its path names by then.
-    const held =
-      useBwrap && dropTo && worktree
-        ? holdWorktree(worktree.top, worktree.identity, worktree.gitEntry !== null, worktree.gitIdentity)
-        : null;
-    if (useBwrap) {
-      // The proxy variables after the spec's, as docker cells get them.
-      const cellEnv = buildCellEnvironment(this.env, CELL_HOME, '/tmp', { ...this.caEnv(env.layout), ...spec.env, ...egress?.env });
-      mountWarnings.push(...mounts!.deps.warnings);
-      command = [
-        env.bubblewrap.path!,
-        ...buildBubblewrapArgs({
-          layout: env.layout,
-          worktree: worktree?.top ?? null,
-          gitMetadata: worktree?.gitEntry ?? null,
-          egress: egress ? { socket: egress.socket, node: realpathSync(process.execPath) } : null,
-          env: cellEnv,
-          argv,
-          dropTo,
-          ...(mounts!.plan.worktree ? { worktreeTarget: mounts!.plan.worktree.target } : {}),
-          ...(held ? { held: { top: held.top, git: held.git } } : {}),
-          deps: mounts!.deps.mounts,
-        }),
-      ];
-      launcher = this.takeWarm() ?? this.startLauncher(env, { PATH: this.env.PATH ?? '' }, '/');
-    } else {
-      plainScratch = mkdtempSync(join(tmpdir(), `forge-${cellId}-`));
-      for (const d of ['home', 'tmp', 'work']) mkdirSync(join(plainScratch, d));
-      if (dropTo) chownTree(plainScratch, user);
-      const cellEnv = buildCellEnvironment(this.env, join(plainScratch, 'home'), join(plainScratch, 'tmp'), spec.env);
-      // A root launcher must not carry the spec's environment (LD_PRELOAD...): it is set after the drop.
-      command = dropTo ? [...setprivArgs(dropTo), ...afterDropArgv(cellEnv, argv)] : argv;
-      launcher = this.startLauncher(env, dropTo ? { PATH: ROOT_STAGE_PATH } : cellEnv, worktree?.top ?? join(plainScratch, 'work'));
-    }
+  }
 
+  private async runPlanned(c: PreparedHostCell, plan: HostCellPlan): Promise<CellResult> {
+    const { spec, options, env, worktree, user, useBwrap, cellId, logPath, egress } = c;
+    const { launcher, command } = plan;
     const cgroup = launcher.cgroup;
     let cgroupReport = cgroupCapability(env.cgroups);
     if (cgroup) cgroupReport = cgroup.configure(spec.limits);
@@ -249,7 +229,7 @@ export class HostCellProvider implements CellProvider {
     });
     const isolation = this.describeIsolation(env, egress !== null, cgroupReport, rlimits, user);
     if (user.warning) isolation.warnings.push(user.warning);
-    isolation.warnings.push(...mountWarnings);
+    isolation.warnings.push(...plan.warnings);
     const child = launcher.child;
 
     const killTree = () => {
@@ -281,7 +261,7 @@ export class HostCellProvider implements CellProvider {
         settle: async ({ streamClosed }, status) => {
           // The command is over: anything it left behind (daemons, background jobs) dies with the
           // cell. Under bubblewrap the kernel already killed the pid namespace with its init.
-          if (!useBwrap) {
+          if (plan.reapLeftovers) {
             if (child.pid !== undefined) {
               try {
                 process.kill(-child.pid, 'SIGKILL');
@@ -298,14 +278,12 @@ export class HostCellProvider implements CellProvider {
         },
         kill: killTree,
         cleanup: async () => {
-          held?.close();
           // Removing the group waits for the dying processes to leave it; the result need not wait.
-          if (cgroup) this.track(cgroup.release());
+          if (cgroup) this.cleanups.track(cgroup.release());
           try {
-            if (plainScratch) await removeScratch(plainScratch);
+            await plan.release();
           } finally {
             await egress?.close();
-            await mounts?.deps.release();
           }
           // Spawning is a synchronous fork of the runner: do it after the caller has its result.
           if (useBwrap && this.prewarm > 0) setImmediate(() => this.refillWarm(env));
@@ -339,7 +317,7 @@ export class HostCellProvider implements CellProvider {
     while (this.warm.length > 0) {
       const l = this.warm.shift()!;
       if (l.idle()) return l;
-      this.track(l.dispose());
+      this.cleanups.track(l.dispose());
     }
     return null;
   }
@@ -485,19 +463,3 @@ function countProcessesOfUid(uid: number): number {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
-/**
- * A plain cell's scratch directory, which the cell (running as the runner's user when the
- * runner is not root) may have made unreadable: given back its owner's permissions, then removed.
- */
-async function removeScratch(dir: string): Promise<void> {
-  try {
-    rmSync(dir, { recursive: true, force: true });
-  } catch {
-    // chmod -R never follows a link it meets; a mode-000 directory is opened up before it is entered.
-    // Loaded here only: evaluating execa costs every one-shot `cell run` ~20 ms.
-    const { execa } = await import('execa');
-    await execa('chmod', ['-R', 'u+rwX', '--', dir], { reject: false });
-    rmSync(dir, { recursive: true, force: true });
-  }
-}

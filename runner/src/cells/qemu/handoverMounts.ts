@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../../protocol/inputError.js';
-import { fdPath, O_PATH, openDirectoryNoFollow } from '../../hostguard/pinnedDirectory.js';
+import { O_PATH, openAt } from '../../hostguard/beneath.js';
+import { fdPath, openDirectoryNoFollow } from '../../hostguard/pinnedDirectory.js';
 
 /**
  * Host mounts of a pooled VM's hand-over share. The share directory is a shared mount of its
@@ -74,7 +75,7 @@ export function mountWorktree(top: string, identity: { dev: number; ino: number 
       throw new InputError(`the worktree ${top} is not the directory that was checked; refusing to hand it over`);
     let gitFd: number | null = null;
     try {
-      gitFd = track(openSync(`/proc/self/fd/${topFd}/.git`, O_PATH | constants.O_NOFOLLOW));
+      gitFd = track(openAt(topFd, '.git', O_PATH));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
     }
@@ -88,7 +89,7 @@ export function mountWorktree(top: string, identity: { dev: number; ino: number 
     mount(['--make-private', stage], 'cannot make the worktree staging mount private');
     if (gitFd !== null) {
       const stageFd = track(openSync(stage, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW));
-      const gitTarget = track(openSync(`/proc/self/fd/${stageFd}/.git`, O_PATH | constants.O_NOFOLLOW));
+      const gitTarget = track(openAt(stageFd, '.git', O_PATH));
       const [a, b] = [fstatSync(gitFd), fstatSync(gitTarget)];
       if (a.dev !== b.dev || a.ino !== b.ino) throw new InputError("the worktree's .git changed while it was handed over; refusing");
       mount(['--bind', fdPath(gitFd), fdPath(gitTarget)], "cannot hand the worktree's .git over");

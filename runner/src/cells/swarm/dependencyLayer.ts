@@ -1,8 +1,9 @@
 import { createHash, type Hash } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, readdirSync, readSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { InputError } from '../../protocol/inputError.js';
-import { O_PATH, withPinnedDirectory } from '../../hostguard/pinnedDirectory.js';
+import { descriptorPath, lstatAt, O_PATH, openAt, readlinkAt, reopen } from '../../hostguard/beneath.js';
+import { withPinnedDirectory } from '../../hostguard/pinnedDirectory.js';
 import { type TarEntry, tarParts } from './tarArchive.js';
 
 /**
@@ -107,23 +108,22 @@ function walkDependencies(deps: readonly DependencySource[], onEntry: (dep: Depe
           return;
         }
         const inDir = (fd: number, rel: string) => {
-          for (const name of readdirSync(`/proc/self/fd/${fd}`).sort()) {
+          for (const name of readdirSync(descriptorPath(fd)).sort()) {
             if (++entries > SWARM_DEPS_MAX_ENTRIES)
               throw new InputError(
                 `shared dependency ${d.source} has more than ${SWARM_DEPS_MAX_ENTRIES} entries, too many to send to swarm nodes; bake them into the image (forge-runner bake) or pass --no-shared-deps`,
               );
-            const at = `/proc/self/fd/${fd}/${name}`;
             const r = rel ? `${rel}/${name}` : name;
-            let st = lstatSync(at);
+            let st = lstatAt(fd, name);
             if (st.isSymbolicLink()) {
-              const linkname = readlinkSync(at);
+              const linkname = readlinkAt(fd, name);
               h.update(`link\0${r}\0${linkname}\n`);
               onEntry(d, { kind: 'link', rel: r, st, linkname }, h);
               continue;
             }
             if (!st.isDirectory() && !st.isFile()) continue;
             // A name only (O_PATH): nothing is opened for reading before what it is has been judged.
-            const sub = openSync(at, O_PATH | constants.O_NOFOLLOW);
+            const sub = openAt(fd, name, O_PATH);
             try {
               st = fstatSync(sub);
               if (!st.isDirectory() && !st.isFile()) continue;
@@ -148,7 +148,7 @@ function walkDependencies(deps: readonly DependencySource[], onEntry: (dep: Depe
                   );
                 h.update(`file\0${meta}\0${st.size}\0`);
                 // The same inode, now for reading: the descriptor, not the name, is reopened.
-                const content = openSync(`/proc/self/fd/${sub}`, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+                const content = reopen(sub, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
                 try {
                   onEntry(d, { kind: 'file', rel: r, st, fd: content }, h);
                 } finally {

@@ -1,5 +1,5 @@
-import { closeSync, constants, openSync, readdirSync } from 'node:fs';
-import { readRegularPath } from '../../hostguard/readRegularFile.js';
+import { closeSync, constants } from 'node:fs';
+import { listDirectory, openDirectoryAt, readRegularAt } from '../../hostguard/beneath.js';
 import { ToolError } from './toolError.js';
 import { WorktreeFiles } from './worktreeFiles.js';
 
@@ -124,7 +124,7 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
     while (stack.length > 0 && !stopped) {
       const dir = stack.pop()!;
       try {
-        const entries = readdirSync(`/proc/self/fd/${dir.fd}/`, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
+        const { entries } = listDirectory(dir.fd);
         const subdirs: { fd: number; rel: string }[] = [];
         for (const e of entries) {
           if (matches.length >= TOOL_LIMITS.searchMatches) {
@@ -136,18 +136,17 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
             break;
           }
           if (SEARCH_SKIPPED.has(e.name)) continue;
-          const path = `/proc/self/fd/${dir.fd}/${e.name}`;
           if (e.isDirectory()) {
             try {
               subdirs.push({
-                fd: openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW),
+                fd: openDirectoryAt(dir.fd, e.name, constants.O_RDONLY),
                 rel: prefix(dir.rel, e.name),
               });
             } catch {
               /* changed meanwhile: skipped */
             }
           } else if (e.isFile()) {
-            const text = readSmallText(path, TOOL_LIMITS.searchFileBytes);
+            const text = readSmallText(dir.fd, e.name, TOOL_LIMITS.searchFileBytes);
             if (text === null) continue;
             bytes += text.length;
             if (bytes > TOOL_LIMITS.searchTotalBytes) {
@@ -176,7 +175,7 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
 }
 
 /** A regular text file's content when it is at most `max` bytes; null otherwise. */
-function readSmallText(path: string, max: number): string | null {
-  const data = readRegularPath(path, max);
+function readSmallText(dirFd: number, name: string, max: number): string | null {
+  const data = readRegularAt(dirFd, name, max);
   return Buffer.isBuffer(data) && !isBinary(data) ? data.toString('utf8') : null;
 }

@@ -1,33 +1,21 @@
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  type Dirent,
-  fchmodSync,
-  fchownSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readlinkSync,
-  readSync,
-  realpathSync,
-  renameSync,
-  type Stats,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, constants, type Dirent, fchownSync, fstatSync, openSync, realpathSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
+import {
+  lstatAtOrNull,
+  listDirectory,
+  mkdirAt,
+  openAt,
+  openDirectoryAt,
+  readlinkAt,
+  readUpTo,
+  replaceAt,
+} from '../../hostguard/beneath.js';
 import { ToolError } from './toolError.js';
 
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, O_NOCTTY } = constants;
+const { O_RDONLY, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, O_NOCTTY } = constants;
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
-const FILE_READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+const FILE_READ_FLAGS = O_RDONLY | O_NONBLOCK | O_NOCTTY;
 const MAX_SYMLINKS = 40;
-
-/** A path below an open directory: every step goes through the descriptor, never a re-resolved path. */
-const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
 
 /**
  * The attempt's worktree as the agent's file tools see it. Every path the model gives is
@@ -53,7 +41,7 @@ export class WorktreeFiles {
     const r = this.resolve(requested, { followFinal: true, createDirs: false });
     try {
       if (r.name === '') throw new ToolError(`${display(requested)} is a directory`);
-      const fd = openOrRefuse(at(r.dirFd, r.name), FILE_READ_FLAGS, requested);
+      const fd = openOrRefuse(() => openAt(r.dirFd, r.name, FILE_READ_FLAGS), requested);
       try {
         const st = fstatSync(fd);
         if (!st.isFile()) throw new ToolError(`${display(requested)} is not a regular file`);
@@ -76,28 +64,11 @@ export class WorktreeFiles {
     const r = this.resolve(requested, { followFinal: true, createDirs: true });
     try {
       if (r.name === '') throw new ToolError(`${display(requested)} is a directory`);
-      const existing = lstatOrNull(at(r.dirFd, r.name));
+      const existing = lstatAtOrNull(r.dirFd, r.name);
       if (existing?.isDirectory()) throw new ToolError(`${display(requested)} is a directory`);
       // Keep an existing file's permission bits, never its setuid/setgid bits.
       const mode = existing?.isFile() ? existing.mode & 0o777 : 0o644;
-      const tmp = `.forge-write-${randomBytes(6).toString('hex')}`;
-      const fd = openSync(at(r.dirFd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
-      try {
-        for (let off = 0; off < content.length;) off += writeSync(fd, content, off);
-        fchmodSync(fd, mode);
-        this.giveToOwner(fd, r.dirFd);
-      } catch (e) {
-        closeSync(fd);
-        unlinkSync(at(r.dirFd, tmp));
-        throw e;
-      }
-      closeSync(fd);
-      try {
-        renameSync(at(r.dirFd, tmp), at(r.dirFd, r.name));
-      } catch (e) {
-        unlinkSync(at(r.dirFd, tmp));
-        throw e;
-      }
+      replaceAt(r.dirFd, r.name, content, mode, (fd) => this.giveToOwner(fd, r.dirFd));
       return r.rel;
     } finally {
       closeSync(r.dirFd);
@@ -112,7 +83,7 @@ export class WorktreeFiles {
   private listUnchecked(requested: unknown): { entries: Dirent[]; rel: string } {
     const dir = this.openDirectory(requested);
     try {
-      return { entries: readdirSync(at(dir.fd, ''), { withFileTypes: true }), rel: dir.rel };
+      return { entries: listDirectory(dir.fd).entries, rel: dir.rel };
     } finally {
       closeSync(dir.fd);
     }
@@ -127,9 +98,9 @@ export class WorktreeFiles {
     const r = this.resolve(requested, { followFinal: true, createDirs: false });
     if (r.name === '') return { fd: r.dirFd, rel: r.rel };
     try {
-      const st = lstatOrNull(at(r.dirFd, r.name));
+      const st = lstatAtOrNull(r.dirFd, r.name);
       if (!st?.isDirectory()) throw new ToolError(`${display(requested)} is not a directory`);
-      return { fd: openOrRefuse(at(r.dirFd, r.name), DIR_FLAGS, requested), rel: r.rel };
+      return { fd: openOrRefuse(() => openDirectoryAt(r.dirFd, r.name, O_RDONLY), requested), rel: r.rel };
     } finally {
       closeSync(r.dirFd);
     }
@@ -158,12 +129,11 @@ export class WorktreeFiles {
         }
         if (c === '.git') throw new ToolError(`path ${display(requested)} is git metadata; the repository's history is not editable`);
         const last = queue.length === 0;
-        const here = at(top().fd, c);
-        const st = lstatOrNull(here);
+        const st = lstatAtOrNull(top().fd, c);
         if (st?.isSymbolicLink() && (!last || opts.followFinal)) {
           if (++links > MAX_SYMLINKS) throw new ToolError(`path ${display(requested)} has too many levels of symbolic links`);
           queue.unshift(
-            ...this.linkComponents(requested, readlinkSync(here), () => {
+            ...this.linkComponents(requested, readlinkAt(top().fd, c), () => {
               // An absolute target inside the worktree restarts from the root.
               while (stack.length > 1) closeSync(stack.pop()!.fd);
             }),
@@ -173,8 +143,8 @@ export class WorktreeFiles {
         if (last && !st?.isDirectory()) return this.finish(stack, c, closeAllBut);
         if (!st) {
           if (!opts.createDirs) throw new ToolError(`${display(requested)} does not exist`);
-          mkdirSync(here, 0o755);
-          const fd = openOrRefuse(here, DIR_FLAGS, requested);
+          mkdirAt(top().fd, c, 0o755);
+          const fd = openOrRefuse(() => openDirectoryAt(top().fd, c, O_RDONLY), requested);
           this.giveToOwner(fd, top().fd);
           stack.push({ fd, name: c });
           continue;
@@ -182,7 +152,7 @@ export class WorktreeFiles {
         if (!st.isDirectory())
           throw new ToolError(`${display(requested)}: ${[...stack.slice(1).map((s) => s.name), c].join('/')} is not a directory`);
         if (last) return this.finish(stack, c, closeAllBut);
-        stack.push({ fd: openOrRefuse(here, DIR_FLAGS, requested), name: c });
+        stack.push({ fd: openOrRefuse(() => openDirectoryAt(top().fd, c, O_RDONLY), requested), name: c });
       }
       // The path named the root or a directory reached by `..`: return that directory itself.
       const dir = top();
@@ -238,22 +208,9 @@ export class WorktreeFiles {
   }
 }
 
-function readUpTo(fd: number, max: number): Buffer {
-  const buf = Buffer.alloc(Math.min(max, 1024 * 1024));
-  const chunks: Buffer[] = [];
-  let total = 0;
-  while (total < max) {
-    const n = readSync(fd, buf, 0, Math.min(buf.length, max - total), null);
-    if (n <= 0) break;
-    chunks.push(Buffer.from(buf.subarray(0, n)));
-    total += n;
-  }
-  return Buffer.concat(chunks);
-}
-
-function openOrRefuse(path: string, flags: number, requested: unknown): number {
+function openOrRefuse(open: () => number, requested: unknown): number {
   try {
-    return openSync(path, flags);
+    return open();
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ELOOP') throw new ToolError(`${display(requested)} changed into a symbolic link while it was opened; try again`);
@@ -261,14 +218,6 @@ function openOrRefuse(path: string, flags: number, requested: unknown): number {
     if (code === 'ENOTDIR') throw new ToolError(`${display(requested)} is not a directory`);
     if (code === 'EACCES') throw new ToolError(`${display(requested)} is not readable`);
     throw e;
-  }
-}
-
-function lstatOrNull(path: string): Stats | null {
-  try {
-    return lstatSync(path);
-  } catch {
-    return null;
   }
 }
 

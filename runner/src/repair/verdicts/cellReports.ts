@@ -1,6 +1,6 @@
-import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
+import { fileIdentityAt, openDirectoryAt, readRegularAt } from '../../hostguard/beneath.js';
 import { CELL_REPORTS_DIR } from '../../workspace/baseIgnoreRules.js';
-import { readRegularPath } from '../../hostguard/readRegularFile.js';
 import { parsePytestJunitXml } from './junitXml.js';
 import type { TestReport } from './testReport.js';
 
@@ -51,7 +51,7 @@ export function readCellReport(worktree: string, before: CellReportSnapshot): Te
   const id = identity(worktree, PYTEST_REPORT);
   if (id === null || before.get(PYTEST_REPORT) === id) return null;
   return withReportsDir(worktree, (dir) => {
-    const content = readRegularPath(`/proc/self/fd/${dir}/${PYTEST_REPORT}`, MAX_REPORT_BYTES);
+    const content = readRegularAt(dir, PYTEST_REPORT, MAX_REPORT_BYTES);
     return Buffer.isBuffer(content) ? parsePytestJunitXml(content.toString('utf8')) : null;
   });
 }
@@ -61,7 +61,7 @@ function withReportsDir<T>(worktree: string, work: (fd: number) => T | null): T 
   let dir: number | null = null;
   try {
     top = openSync(worktree, constants.O_RDONLY | constants.O_DIRECTORY);
-    dir = openSync(`/proc/self/fd/${top}/${CELL_REPORTS_DIR}`, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    dir = openDirectoryAt(top, CELL_REPORTS_DIR);
     return work(dir);
   } catch {
     return null;
@@ -73,16 +73,5 @@ function withReportsDir<T>(worktree: string, work: (fd: number) => T | null): T 
 
 /** "dev:ino:ctime" of a regular report file, without following a link or blocking on a FIFO; null otherwise. */
 function identity(worktree: string, name: string): string | null {
-  return withReportsDir(worktree, (dir) => {
-    let fd: number | null = null;
-    try {
-      fd = openSync(`/proc/self/fd/${dir}/${name}`, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      const st = fstatSync(fd, { bigint: true });
-      return st.isFile() ? `${st.dev}:${st.ino}:${st.ctimeNs}` : null;
-    } catch {
-      return null;
-    } finally {
-      if (fd !== null) closeSync(fd);
-    }
-  });
+  return withReportsDir(worktree, (dir) => fileIdentityAt(dir, name));
 }

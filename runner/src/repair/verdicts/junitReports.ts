@@ -1,5 +1,5 @@
-import { closeSync, constants, type Dir, fstatSync, openSync, opendirSync } from 'node:fs';
-import { readRegularPath } from '../../hostguard/readRegularFile.js';
+import { closeSync, constants, type Dir, openSync } from 'node:fs';
+import { fileIdentityAt, openDirectoryAt, openDirectoryStream, readRegularAt } from '../../hostguard/beneath.js';
 import { parseJunitXml } from './junitXml.js';
 import { mergeReports, type TestReport } from './testReport.js';
 
@@ -42,7 +42,7 @@ export type ReportSnapshot = ReadonlySet<string>;
  */
 export function snapshotJunitReports(worktree: string, limits: Readonly<JunitLimits> = JUNIT_LIMITS): ReportSnapshot {
   const seen = new Set<string>();
-  scanReportFiles(worktree, limits, (_path, id) => {
+  scanReportFiles(worktree, limits, (_dir, _name, id) => {
     seen.add(id);
     return true;
   });
@@ -69,13 +69,13 @@ export function readJunitReports(
   let bytes = 0;
   let overflow = false;
   try {
-    const complete = scanReportFiles(worktree, limits, (path, id) => {
+    const complete = scanReportFiles(worktree, limits, (dir, name, id) => {
       if (before.has(id)) return true;
       if (files >= limits.maxFiles || bytes >= limits.maxTotalBytes) {
         overflow = true;
         return false;
       }
-      const content = readRegularPath(path, limits.maxFileBytes);
+      const content = readRegularAt(dir, name, limits.maxFileBytes);
       if (!Buffer.isBuffer(content)) {
         overflow ||= content !== null;
         return true;
@@ -94,11 +94,15 @@ export function readJunitReports(
 }
 
 /**
- * Calls `visit` with each `TEST-*.xml` regular file in the report directories (its
- * /proc/self/fd path and identity) until it returns false. False when the walk was cut short
+ * Calls `visit` with each `TEST-*.xml` regular file in the report directories (its open
+ * directory, name and identity) until it returns false. False when the walk was cut short
  * (a bound reached, or visit stopped it).
  */
-function scanReportFiles(worktree: string, limits: Readonly<JunitLimits>, visit: (path: string, id: string) => boolean): boolean {
+function scanReportFiles(
+  worktree: string,
+  limits: Readonly<JunitLimits>,
+  visit: (dir: number, name: string, id: string) => boolean,
+): boolean {
   let entries = 0;
   let stopped = false;
   /** Names in a directory, at most what is left of the entry budget; null when the budget ran out. */
@@ -106,7 +110,7 @@ function scanReportFiles(worktree: string, limits: Readonly<JunitLimits>, visit:
     const names: string[] = [];
     let handle: Dir | null = null;
     try {
-      handle = opendirSync(`/proc/self/fd/${dir}`);
+      handle = openDirectoryStream(dir);
       for (let e = handle.readSync(); e !== null; e = handle.readSync()) {
         if (++entries > limits.maxEntries) {
           stopped = true;
@@ -124,9 +128,8 @@ function scanReportFiles(worktree: string, limits: Readonly<JunitLimits>, visit:
   const readReportsIn = (dir: number): void => {
     for (const name of list(dir, (n, _d, isFile) => isFile && /^TEST-.*\.xml$/.test(n))) {
       if (stopped) return;
-      const path = `/proc/self/fd/${dir}/${name}`;
-      const id = identity(path);
-      if (id && !visit(path, id)) stopped = true;
+      const id = fileIdentityAt(dir, name);
+      if (id && !visit(dir, name, id)) stopped = true;
     }
   };
   const readModule = (dir: number): void => {
@@ -153,10 +156,7 @@ function withDir(dir: number | null, parts: readonly string[], work: (fd: number
   try {
     let fd = dir;
     for (const part of parts) {
-      fd = openSync(
-        fd === null ? part : `/proc/self/fd/${fd}/${part}`,
-        constants.O_RDONLY | constants.O_DIRECTORY | (fd === null ? 0 : constants.O_NOFOLLOW),
-      );
+      fd = fd === null ? openSync(part, constants.O_RDONLY | constants.O_DIRECTORY) : openDirectoryAt(fd, part, constants.O_RDONLY);
       opened.push(fd);
     }
     if (fd !== null) work(fd);
@@ -164,21 +164,5 @@ function withDir(dir: number | null, parts: readonly string[], work: (fd: number
     if (!['ENOENT', 'ENOTDIR', 'ELOOP', 'EACCES'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
   } finally {
     for (const fd of opened) closeSync(fd);
-  }
-}
-
-/** "dev:ino:ctime" of a regular file, without following a link or blocking on a FIFO; null otherwise. */
-function identity(path: string): string | null {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    const st = fstatSync(fd, { bigint: true });
-    return st.isFile() ? `${st.dev}:${st.ino}:${st.ctimeNs}` : null;
-  } finally {
-    closeSync(fd);
   }
 }

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { claimsConflict, claimWorktree, type TreeClaim } from '../../../runner/src/cells/worktreeClaims.js';
+import { claimsConflict, claimWorktree, type TreeClaim } from '../../../runner/src/hostguard/worktreeClaims.js';
 
 /** A tree; `git: true` gives it a .git directory (read-only in its cell) and the git data in it. */
 const tree = (top: string, opts: { git?: boolean; gitData?: string[] } = {}): TreeClaim => ({

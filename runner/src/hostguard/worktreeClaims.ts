@@ -1,10 +1,9 @@
 import { lstatSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { InputError } from '../protocol/inputError.js';
-import { isInside } from '../hostguard/pathInside.js';
-import { withPinnedDirectory } from '../hostguard/pinnedDirectory.js';
-import { ATTEMPTS_DIR_NAME } from '../workspace/attemptsDirName.js';
+import { ATTEMPTS_DIR_NAME } from './attemptsDirName.js';
+import { isInside } from './pathInside.js';
+import { withPinnedDirectory } from './pinnedDirectory.js';
 
 /** What a running cell holds: its tree, the `.git` directory it sees read-only, the git data its diff reads. */
 export interface TreeClaim {
@@ -134,8 +133,17 @@ function processStart(pid: number): string | null {
   }
 }
 
+/** The parts of a cell's checked worktree a claim is made of (a CellWorktree has them). */
+export interface ClaimedTree {
+  top: string;
+  /** `<top>/.git` when the worktree has one. */
+  gitEntry: string | null;
+  /** Where its diff reads git data from, when a diff is captured. */
+  source: { location: { indexFile: string; commonDir: string; objectsDir: string } } | null;
+}
+
 /** What a cell on this worktree claims (its `.git` looked at now, without following a link). */
-export function treeClaimOf(worktree: CellWorktree): TreeClaim {
+export function treeClaimOf(worktree: ClaimedTree): TreeClaim {
   let roGit: string | null = null;
   if (worktree.gitEntry) {
     try {
