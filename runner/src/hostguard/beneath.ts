@@ -267,3 +267,51 @@ export function replaceAt(dirFd: number, name: string, content: Buffer, mode: nu
     throw e;
   }
 }
+
+/** Pure: the components of a relative path given as text or bytes; null when one is `..` or it is absolute or empty. */
+function componentsOf(rel: EntryName): EntryName[] | null {
+  const bytes = typeof rel === 'string' ? Buffer.from(rel) : rel;
+  if (bytes[0] === 0x2f) return null;
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let i = 0; i <= bytes.length; i++) {
+    if (i === bytes.length || bytes[i] === 0x2f) {
+      const part = bytes.subarray(start, i);
+      start = i + 1;
+      if (part.length === 0 || (part.length === 1 && part[0] === 0x2e)) continue;
+      if (part.length === 2 && part[0] === 0x2e && part[1] === 0x2e) return null;
+      parts.push(part);
+    }
+  }
+  if (parts.length === 0) return null;
+  return typeof rel === 'string' ? parts.map((p) => p.toString()) : parts;
+}
+
+/**
+ * Runs `work` on the directory that holds the last component of `rel` beneath the directory
+ * `top` (the runner's own path: followed), every directory on the way opened without following
+ * a link, and that last name. Throws the errno of the step that failed.
+ */
+function atParentBeneath<T>(top: string, rel: EntryName, work: (dirFd: number, name: EntryName) => T): T {
+  const parts = componentsOf(rel);
+  if (!parts) throw Object.assign(new Error(`${String(rel)} is not a relative path beneath ${top}`), { code: 'EINVAL' });
+  return withDescriptors((track) => {
+    let fd = track(openSync(top, O_PATH | constants.O_DIRECTORY));
+    for (const part of parts.slice(0, -1)) fd = track(openDirectoryAt(fd, part));
+    return work(fd, parts.at(-1)!);
+  });
+}
+
+/** Opens the path `rel` beneath `top` (no link followed on the way or at the end) with `flags`; the caller closes it. */
+export function openBeneathPath(top: string, rel: EntryName, flags: number): number {
+  return atParentBeneath(top, rel, (dirFd, name) => openAt(dirFd, name, flags));
+}
+
+/** The entry `rel` beneath `top` as it is (a link described, not followed; no link followed on the way), or null. */
+export function lstatBeneathPath(top: string, rel: EntryName): Stats | null {
+  try {
+    return atParentBeneath(top, rel, (dirFd, name) => lstatAt(dirFd, name));
+  } catch {
+    return null;
+  }
+}

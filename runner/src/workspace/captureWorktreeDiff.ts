@@ -1,8 +1,9 @@
-import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, constants, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorktreeDiff } from '../protocol/cellResult.js';
 import { CELL_REPORTS_RULE, includedFileRules, translateIgnoreRules } from './baseIgnoreRules.js';
 import { INCLUDED_FILES_NAME } from './copyIncludedFiles.js';
+import { lstatBeneathPath, openBeneathPath } from '../hostguard/beneath.js';
 import { readRegularPath } from '../hostguard/readRegularFile.js';
 import { displayText, isUtf8Text } from '../hostguard/displayText.js';
 import type { PatchBytes } from './patchBytes.js';
@@ -213,7 +214,7 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
       const skip: Buffer[] = [];
       const nowDirectories: Buffer[] = [];
       for (const path of dirty) {
-        const st = lstatOrNull(inTree(top, path));
+        const st = lstatBeneathPath(top, path);
         if (!isUtf8Text(path)) {
           // A name JSON, the review and the extension cannot carry exactly is not carried at all.
           omitted.push({ path: displayText(path), reason: NOT_UTF8_NAME });
@@ -253,7 +254,7 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
           omitted.push({ path: shown, reason: NOT_UTF8_NAME });
           continue;
         }
-        const st = lstatOrNull(inTree(top, path));
+        const st = lstatBeneathPath(top, path);
         if (!st) omitted.push({ path: shown, reason: 'vanished while diffing' });
         else if (st.isSymbolicLink()) include.push(path);
         else if (!st.isFile()) omitted.push({ path: shown, reason: 'not a regular file' });
@@ -288,7 +289,7 @@ function startsWithShebang(top: string): (path: string) => boolean {
   return (path) => {
     let fd: number | null = null;
     try {
-      fd = openSync(join(top, path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      fd = openBeneathPath(top, path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
       const head = Buffer.alloc(2);
       return readSync(fd, head, 0, 2, 0) === 2 && head.toString('latin1') === '#!';
     } catch {
@@ -299,21 +300,8 @@ function startsWithShebang(top: string): (path: string) => boolean {
   };
 }
 
-/** A path below `top` as bytes (a name from git need not be UTF-8). */
-function inTree(top: string, rel: Buffer): Buffer {
-  return Buffer.concat([Buffer.from(`${top}/`), rel]);
-}
-
 function nulJoin(paths: Buffer[]): Buffer {
   return Buffer.concat(paths.flatMap((p) => [p, Buffer.from([0])]));
-}
-
-function lstatOrNull(path: string | Buffer) {
-  try {
-    return lstatSync(path);
-  } catch {
-    return null;
-  }
 }
 
 const ignoreRulesCache = new Map<string, string>();
