@@ -74,22 +74,8 @@ export class RegistryImages {
     return this.registryImage(registry, SWARM_BASE_REPOSITORY, tag, `the base image ${SWARM_BASE_REPOSITORY}:${tag}`, async () => {
       const layer =
         src && base ? await baseLayerTar(src, base, workdir, this.cellUid(), busybox) : emptyBaseLayer(workdir, busybox, this.cellUid());
-      const now = Math.floor(Date.now() / 1000);
-      return [
-        writeTar([
-          {
-            name: 'Dockerfile',
-            type: 'file',
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            mtime: now,
-            // By image id: the name could have been pulled or retagged since it was inspected.
-            data: Buffer.from(`FROM ${inspected.Id}\nADD layer.tar /\n`),
-          },
-          { name: 'layer.tar', type: 'file', mode: 0o644, uid: 0, gid: 0, mtime: now, data: layer },
-        ]),
-      ];
+      // By image id: the name could have been pulled or retagged since it was inspected.
+      return [dockerContext(`FROM ${inspected.Id}\nADD layer.tar /\n`, { name: 'layer.tar', mode: 0o644, data: layer })];
     });
   }
 
@@ -214,20 +200,8 @@ export class RegistryImages {
    */
   async inputImage(base: string, inputTar: Buffer, registry: string): Promise<InputImage> {
     const tag = createHash('sha256').update(base).update('\0').update(inputTar).digest('hex').slice(0, 40);
-    const now = Math.floor(Date.now() / 1000);
-    const context = writeTar([
-      {
-        name: 'Dockerfile',
-        type: 'file',
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-        mtime: now,
-        // The base by digest: what this runner pushed, whatever a tag names meanwhile.
-        data: Buffer.from(`FROM ${base}\nCOPY input.tar ${SWARM_INPUT_TAR}\n`),
-      },
-      { name: 'input.tar', type: 'file', mode: 0o400, uid: 0, gid: 0, mtime: now, data: inputTar },
-    ]);
+    // The base by digest: what this runner pushed, whatever a tag names meanwhile.
+    const context = dockerContext(`FROM ${base}\nCOPY input.tar ${SWARM_INPUT_TAR}\n`, { name: 'input.tar', mode: 0o400, data: inputTar });
     const pushed = await this.buildAndPush(
       registry,
       SWARM_INPUT_REPOSITORY,
@@ -289,4 +263,13 @@ async function followProgress(docker: Docker, stream: NodeJS.ReadableStream, wha
   if (failed)
     throw new SwarmUnavailableError(`${what} failed: ${String(failed.error ?? JSON.stringify(failed.errorDetail)).split('\n')[0]}`);
   return events;
+}
+
+/** A build context of a Dockerfile and the one archive it adds, both root's. */
+function dockerContext(dockerfile: string, file: { name: string; mode: number; data: Buffer }): Buffer {
+  const now = Math.floor(Date.now() / 1000);
+  return writeTar([
+    { name: 'Dockerfile', type: 'file', mode: 0o644, uid: 0, gid: 0, mtime: now, data: Buffer.from(dockerfile) },
+    { name: file.name, type: 'file', mode: file.mode, uid: 0, gid: 0, mtime: now, data: file.data },
+  ]);
 }
