@@ -121,13 +121,17 @@ export function openDirectoryStream(fd: number, opts: { bufferSize?: number; raw
   });
 }
 
-/** The entries of an open directory, in name order, links described not followed; at most `max` (then `cut`). */
-export function listDirectory(fd: number, max = Infinity): { entries: Dirent[]; cut: boolean } {
-  const entries: Dirent[] = [];
+/**
+ * The entries of an open directory, in byte order of their names, links described not
+ * followed; at most `max` (then `cut`). Names are their bytes: a name that is not UTF-8 is
+ * opened as itself, never as a lossy decode that names another file.
+ */
+export function listDirectory(fd: number, max = Infinity): { entries: Dirent<Buffer>[]; cut: boolean } {
+  const entries: Dirent<Buffer>[] = [];
   let cut = false;
-  const dir = openDirectoryStream(fd);
+  const dir = openDirectoryStream(fd, { raw: true });
   try {
-    for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
+    for (let e = dir.readSync() as Dirent<Buffer> | null; e !== null; e = dir.readSync() as Dirent<Buffer> | null) {
       if (entries.length >= max) {
         cut = true;
         break;
@@ -137,7 +141,7 @@ export function listDirectory(fd: number, max = Infinity): { entries: Dirent[]; 
   } finally {
     dir.closeSync();
   }
-  return { entries: entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), cut };
+  return { entries: entries.sort((a, b) => Buffer.compare(a.name, b.name)), cut };
 }
 
 /**

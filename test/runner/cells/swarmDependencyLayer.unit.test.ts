@@ -58,4 +58,16 @@ describe('swarm dependency layer: identity and what it carries (in-process, a te
         !e.message.includes('\n'),
     );
   });
+
+  it('a file name that is not UTF-8 is refused with one line naming it, not a raw ENOENT (red team, issue 28)', () => {
+    writeFileSync(Buffer.concat([Buffer.from(`${nm}/dep/`), Buffer.from([0x61, 0xff])]), 'x');
+    assert.throws(
+      () => dependencyFingerprint(deps()),
+      (e: Error) =>
+        e.constructor.name === 'InputError' &&
+        /has a file name that is not UTF-8 \(a\\xff in dep\)/.test(e.message) &&
+        /--no-shared-deps/.test(e.message) &&
+        !e.message.includes('\n'),
+    );
+  });
 });

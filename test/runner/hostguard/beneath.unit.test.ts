@@ -98,7 +98,7 @@ describe('hostguard/beneath: one name at a time beneath a descriptor, never thro
     assert.equal(readFileSync(join(dir, 'hard'), 'utf8'), 'mine\n');
     assert.equal(lstatAt(fd, 'hard').mode & 0o777, 0o600, 'the mode asked for, whatever the umask');
     assert.deepEqual(
-      listDirectory(fd).entries.filter((e) => e.name.startsWith('.forge-write-')),
+      listDirectory(fd).entries.filter((e) => e.name.toString().startsWith('.forge-write-')),
       [],
       'no temporary file is left',
     );
@@ -118,7 +118,7 @@ describe('hostguard/beneath: one name at a time beneath a descriptor, never thro
     assert.equal(some.entries.length, 5);
     const all = listDirectory(fd);
     assert.equal(all.cut, false);
-    const names = all.entries.map((e) => e.name);
+    const names = all.entries.map((e) => e.name.toString());
     assert.deepEqual(names, [...names].sort());
     const before = fileIdentityAt(fd, 'f00');
     assert.ok(before);

@@ -87,6 +87,24 @@ describe('JUnit XML reports a build tool wrote in the worktree', () => {
     assert.deepEqual([...readJunitReports(wt, none)!.tests.keys()], ['r.RealTest.ok']);
   });
 
+  it('a name that is not UTF-8 (86 bytes of 0xff, 258 once decoded) neither throws nor hides reports (red team, issue 28)', () => {
+    mkdirSync(Buffer.concat([Buffer.from(`${wt}/`), Buffer.alloc(86, 0xff)]));
+    const moduleDir = Buffer.concat([Buffer.from(`${wt}/`), Buffer.from([0x6d, 0xff])]);
+    mkdirSync(Buffer.concat([moduleDir, Buffer.from('/target/surefire-reports')]), { recursive: true });
+    const before = snapshotJunitReports(wt);
+    writeFileSync(Buffer.concat([moduleDir, Buffer.from('/target/surefire-reports/TEST-m.xml')]), suite('m.MTest', { ran: 'fail' }));
+    assert.equal(readJunitReports(wt, before)!.tests.get('m.MTest.ran'), 'fail', 'the module with a raw name is read as itself');
+  });
+
+  it('a snapshot cut short trusts no report after it: a committed report behind junk the cell then deletes is not taken (red team, issue 28)', () => {
+    write('target/surefire-reports/TEST-forged.xml', suite('f.Forged', { everything: 'pass' }));
+    for (let i = 0; i < 30; i++) mkdirSync(join(wt, `junk${i}`));
+    const limits = { ...JUNIT_LIMITS, maxEntries: 20 };
+    const before = snapshotJunitReports(wt, limits);
+    for (let i = 0; i < 30; i++) rmSync(join(wt, `junk${i}`), { recursive: true });
+    assert.equal(readJunitReports(wt, before, limits), null);
+  });
+
   it('gives way to the console when the bounds are reached (a partial report would hide regressions)', () => {
     for (let i = 0; i < 5; i++) write(`target/surefire-reports/TEST-${i}.xml`, suite(`t.T${i}`, { a: 'pass' }));
     const limits = { ...JUNIT_LIMITS, maxFiles: 100, maxFileBytes: 50_000 };

@@ -2,6 +2,8 @@ import { createHash, type Hash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, readdirSync, readSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { InputError } from '../../protocol/inputError.js';
+import { isUtf8 } from 'node:buffer';
+import { displayText } from '../../hostguard/displayText.js';
 import { descriptorPath, lstatAt, O_PATH, openAt, readlinkAt, reopen } from '../../hostguard/beneath.js';
 import { withPinnedDirectory } from '../../hostguard/pinnedDirectory.js';
 import { type TarEntry, tarParts } from './tarArchive.js';
@@ -108,7 +110,13 @@ function walkDependencies(deps: readonly DependencySource[], onEntry: (dep: Depe
           return;
         }
         const inDir = (fd: number, rel: string) => {
-          for (const name of readdirSync(descriptorPath(fd)).sort()) {
+          // Names as bytes: one that is not UTF-8 cannot travel as a tar name here, and a lossy decode would name another file.
+          for (const raw of readdirSync(descriptorPath(fd), { encoding: 'buffer' }).sort(Buffer.compare)) {
+            if (!isUtf8(raw))
+              throw new InputError(
+                `shared dependency ${d.source} has a file name that is not UTF-8 (${displayText(raw).slice(0, 200)}${rel ? ` in ${rel}` : ''}), which swarm cells cannot send: bake it into the image (forge-runner bake) or pass --no-shared-deps`,
+              );
+            const name = raw.toString('utf8');
             if (++entries > SWARM_DEPS_MAX_ENTRIES)
               throw new InputError(
                 `shared dependency ${d.source} has more than ${SWARM_DEPS_MAX_ENTRIES} entries, too many to send to swarm nodes; bake them into the image (forge-runner bake) or pass --no-shared-deps`,

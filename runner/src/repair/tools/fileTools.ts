@@ -1,4 +1,5 @@
 import { closeSync, constants } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
 import { listDirectory, openDirectoryAt, readRegularAt } from '../../hostguard/beneath.js';
 import { ToolError } from './toolError.js';
 import { WorktreeFiles } from './worktreeFiles.js';
@@ -15,6 +16,9 @@ export const TOOL_LIMITS = {
   searchFileBytes: 2 * 1024 * 1024,
   searchTotalBytes: 64 * 1024 * 1024,
   searchEntries: 50_000,
+  /** search's answer in all, and the path shown with each match: a deep tree cannot make it huge. */
+  searchOutputBytes: 64 * 1024,
+  searchPathChars: 300,
   writeBytes: 1024 * 1024,
   /** edit_file rewrites files up to this size. */
   editFileBytes: 8 * 1024 * 1024,
@@ -36,14 +40,32 @@ function isBinary(buf: Buffer): boolean {
 
 const HIDDEN = new Set(['.git', '.forge']);
 
+/**
+ * A name from the tree as the model reads it: control characters (a newline would forge a
+ * line of the answer) and bytes that are not UTF-8 shown as \xNN.
+ */
+export function shownName(name: Buffer | string): string {
+  const bytes = typeof name === 'string' ? Buffer.from(name) : name;
+  const text = isUtf8(bytes)
+    ? bytes.toString('utf8')
+    : [...bytes].map((b) => (b < 0x80 ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('');
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 export function listFiles(worktree: string, args: { path?: unknown }): string {
-  const { entries } = new WorktreeFiles(worktree).list(args.path ?? '.');
+  const { entries, cut } = new WorktreeFiles(worktree).list(args.path ?? '.');
   const names = entries
-    .filter((e) => !HIDDEN.has(e.name))
-    .map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name))
+    .filter((e) => !HIDDEN.has(e.name.toString('latin1')))
+    .map((e) => {
+      const name = shownName(e.name);
+      return e.isDirectory() ? `${name}/` : e.isSymbolicLink() ? `${name}@` : name;
+    })
     .sort();
   const shown = names.slice(0, TOOL_LIMITS.listEntries);
-  return shown.join('\n') + (names.length > shown.length ? `\n[... ${names.length - shown.length} more entries]` : '');
+  const more = names.length - shown.length;
+  if (cut) return `${shown.join('\n')}\n[... more entries: the directory has over ${names.length} (not all were read)]`;
+  return shown.join('\n') + (more > 0 ? `\n[... ${more} more entries]` : '');
 }
 
 export function readFile(worktree: string, args: { path?: unknown; start_line?: unknown; end_line?: unknown }): string {
@@ -117,14 +139,18 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
   const matches: string[] = [];
   let visited = 0;
   let bytes = 0;
+  let answer = 0;
   let stopped: string | null = null;
-  const stack: { fd: number; rel: string }[] = [{ fd: start.fd, rel: start.rel === '.' ? '' : start.rel }];
+  const stack: { fd: number; rel: string }[] = [{ fd: start.fd, rel: start.rel === '.' ? '' : shownName(start.rel) }];
   const prefix = (rel: string, name: string) => (rel === '' ? name : `${rel}/${name}`);
+  // A path deeper than a reader needs is shown by its end: the file's own name stays in view.
+  const shortened = (path: string) =>
+    path.length <= TOOL_LIMITS.searchPathChars ? path : `...${path.slice(path.length - TOOL_LIMITS.searchPathChars + 3)}`;
   try {
     while (stack.length > 0 && !stopped) {
       const dir = stack.pop()!;
       try {
-        const { entries } = listDirectory(dir.fd);
+        const { entries } = listDirectory(dir.fd, TOOL_LIMITS.searchEntries - visited + 1);
         const subdirs: { fd: number; rel: string }[] = [];
         for (const e of entries) {
           if (matches.length >= TOOL_LIMITS.searchMatches) {
@@ -135,12 +161,13 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
             stopped = `after ${TOOL_LIMITS.searchEntries} entries`;
             break;
           }
-          if (SEARCH_SKIPPED.has(e.name)) continue;
+          if (SEARCH_SKIPPED.has(e.name.toString('latin1'))) continue;
+          const name = shownName(e.name);
           if (e.isDirectory()) {
             try {
               subdirs.push({
                 fd: openDirectoryAt(dir.fd, e.name, constants.O_RDONLY),
-                rel: prefix(dir.rel, e.name),
+                rel: shortened(prefix(dir.rel, name)),
               });
             } catch {
               /* changed meanwhile: skipped */
@@ -154,9 +181,14 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
               break;
             }
             const lines = text.split('\n');
-            for (let i = 0; i < lines.length && matches.length < TOOL_LIMITS.searchMatches; i++) {
-              if (lines[i]!.includes(pattern)) matches.push(`${prefix(dir.rel, e.name)}:${i + 1}: ${lines[i]!.slice(0, 300)}`);
+            for (let i = 0; i < lines.length && matches.length < TOOL_LIMITS.searchMatches && !stopped; i++) {
+              if (!lines[i]!.includes(pattern)) continue;
+              const match = `${shortened(prefix(dir.rel, name))}:${i + 1}: ${lines[i]!.slice(0, 300)}`;
+              answer += match.length + 1;
+              if (answer > TOOL_LIMITS.searchOutputBytes) stopped = `after ${TOOL_LIMITS.searchOutputBytes} characters of matches`;
+              else matches.push(match);
             }
+            if (stopped) break;
           }
         }
         // Depth first, in name order: subdirectories go on the stack reversed.
@@ -170,12 +202,16 @@ export function searchFiles(worktree: string, args: { pattern?: unknown; path?: 
   }
   if (matches.length === 0) return `no matches for ${JSON.stringify(pattern)}${stopped ? ` (search stopped ${stopped})` : ''}`;
   const more =
-    matches.length >= TOOL_LIMITS.searchMatches ? '\n[... more matches not shown]' : stopped ? `\n[... search stopped ${stopped}]` : '';
+    stopped && stopped !== 'matches'
+      ? `\n[... search stopped ${stopped}]`
+      : matches.length >= TOOL_LIMITS.searchMatches
+        ? '\n[... more matches not shown]'
+        : '';
   return matches.join('\n') + more;
 }
 
 /** A regular text file's content when it is at most `max` bytes; null otherwise. */
-function readSmallText(dirFd: number, name: string, max: number): string | null {
+function readSmallText(dirFd: number, name: Buffer, max: number): string | null {
   const data = readRegularAt(dirFd, name, max);
   return Buffer.isBuffer(data) && !isBinary(data) ? data.toString('utf8') : null;
 }

@@ -16,6 +16,8 @@ const { O_RDONLY, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, O_NOCTTY } = constants;
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 const FILE_READ_FLAGS = O_RDONLY | O_NONBLOCK | O_NOCTTY;
 const MAX_SYMLINKS = 40;
+/** Entries a listing reads at most. */
+const LIST_READ_MAX = 20_000;
 
 /**
  * The attempt's worktree as the agent's file tools see it. Every path the model gives is
@@ -76,14 +78,16 @@ export class WorktreeFiles {
   }
 
   /** Entries of a directory (types as stored, links not followed). */
-  list(requested: unknown): { entries: Dirent[]; rel: string } {
+  list(requested: unknown): { entries: Dirent<Buffer>[]; rel: string; cut: boolean } {
     return asToolError(requested, () => this.listUnchecked(requested));
   }
 
-  private listUnchecked(requested: unknown): { entries: Dirent[]; rel: string } {
+  private listUnchecked(requested: unknown): { entries: Dirent<Buffer>[]; rel: string; cut: boolean } {
     const dir = this.openDirectory(requested);
     try {
-      return { entries: listDirectory(dir.fd).entries, rel: dir.rel };
+      // Bounded: a directory of millions of names is not read whole for a listing of 500.
+      const { entries, cut } = listDirectory(dir.fd, LIST_READ_MAX);
+      return { entries, rel: dir.rel, cut };
     } finally {
       closeSync(dir.fd);
     }

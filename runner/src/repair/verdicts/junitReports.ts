@@ -1,5 +1,5 @@
-import { closeSync, constants, type Dir, openSync } from 'node:fs';
-import { fileIdentityAt, openDirectoryAt, openDirectoryStream, readRegularAt } from '../../hostguard/beneath.js';
+import { closeSync, constants, type Dir, type Dirent, openSync } from 'node:fs';
+import { type EntryName, fileIdentityAt, openDirectoryAt, openDirectoryStream, readRegularAt } from '../../hostguard/beneath.js';
 import { parseJunitXml } from './junitXml.js';
 import { mergeReports, type TestReport } from './testReport.js';
 
@@ -42,12 +42,22 @@ export type ReportSnapshot = ReadonlySet<string>;
  */
 export function snapshotJunitReports(worktree: string, limits: Readonly<JunitLimits> = JUNIT_LIMITS): ReportSnapshot {
   const seen = new Set<string>();
-  scanReportFiles(worktree, limits, (_dir, _name, id) => {
-    seen.add(id);
-    return true;
-  });
+  let complete = false;
+  try {
+    complete = scanReportFiles(worktree, limits, (_dir, _name, id) => {
+      seen.add(id);
+      return true;
+    });
+  } catch {
+    complete = false;
+  }
+  // A snapshot that could not see every report cannot tell new ones from old: none is read after.
+  if (!complete) seen.add(SNAPSHOT_INCOMPLETE);
   return seen;
 }
+
+/** In a snapshot that was cut short or failed: no report file is taken as the cell's. */
+const SNAPSHOT_INCOMPLETE = 'incomplete';
 
 /**
  * The JUnit XML reports the test cell's build tool wrote in the worktree, merged into one
@@ -64,6 +74,7 @@ export function readJunitReports(
   before: ReportSnapshot,
   limits: Readonly<JunitLimits> = JUNIT_LIMITS,
 ): TestReport | null {
+  if (before.has(SNAPSHOT_INCOMPLETE)) return null;
   const reports: TestReport[] = [];
   let files = 0;
   let bytes = 0;
@@ -101,29 +112,30 @@ export function readJunitReports(
 function scanReportFiles(
   worktree: string,
   limits: Readonly<JunitLimits>,
-  visit: (dir: number, name: string, id: string) => boolean,
+  visit: (dir: number, name: Buffer, id: string) => boolean,
 ): boolean {
   let entries = 0;
   let stopped = false;
   /** Names in a directory, at most what is left of the entry budget; null when the budget ran out. */
-  const list = (dir: number, keep: (name: string, isDir: boolean, isFile: boolean) => boolean): string[] => {
-    const names: string[] = [];
+  // Names as bytes: one that is not UTF-8 is opened as itself, not as a decode naming nothing.
+  const list = (dir: number, keep: (name: string, isDir: boolean, isFile: boolean) => boolean): Buffer[] => {
+    const names: Buffer[] = [];
     let handle: Dir | null = null;
     try {
-      handle = openDirectoryStream(dir);
-      for (let e = handle.readSync(); e !== null; e = handle.readSync()) {
+      handle = openDirectoryStream(dir, { raw: true });
+      for (let e = handle.readSync() as Dirent<Buffer> | null; e !== null; e = handle.readSync() as Dirent<Buffer> | null) {
         if (++entries > limits.maxEntries) {
           stopped = true;
           break;
         }
-        if (keep(e.name, e.isDirectory(), e.isFile())) names.push(e.name);
+        if (keep(e.name.toString('latin1'), e.isDirectory(), e.isFile())) names.push(e.name);
       }
     } catch {
       // Unreadable or gone: nothing there.
     } finally {
       handle?.closeSync();
     }
-    return names.sort();
+    return names.sort(Buffer.compare);
   };
   const readReportsIn = (dir: number): void => {
     for (const name of list(dir, (n, _d, isFile) => isFile && /^TEST-.*\.xml$/.test(n))) {
@@ -151,17 +163,20 @@ function scanReportFiles(
 }
 
 /** Runs `work` on the directory `parts` below `dir` (or the absolute path, when dir is null), opened without following links; nothing when it is not there. */
-function withDir(dir: number | null, parts: readonly string[], work: (fd: number) => void): void {
+function withDir(dir: number | null, parts: readonly EntryName[], work: (fd: number) => void): void {
   const opened: number[] = [];
   try {
     let fd = dir;
-    for (const part of parts) {
-      fd = fd === null ? openSync(part, constants.O_RDONLY | constants.O_DIRECTORY) : openDirectoryAt(fd, part, constants.O_RDONLY);
-      opened.push(fd);
+    try {
+      for (const part of parts) {
+        fd = fd === null ? openSync(part, constants.O_RDONLY | constants.O_DIRECTORY) : openDirectoryAt(fd, part, constants.O_RDONLY);
+        opened.push(fd);
+      }
+    } catch {
+      // Not there, not a directory, a link, too long a name: no reports there.
+      return;
     }
     if (fd !== null) work(fd);
-  } catch (e) {
-    if (!['ENOENT', 'ENOTDIR', 'ELOOP', 'EACCES'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
   } finally {
     for (const fd of opened) closeSync(fd);
   }
