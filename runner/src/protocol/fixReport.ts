@@ -31,6 +31,12 @@ export const VerdictSchema = z
       .describe(
         'The test runner died before reporting any result, on its first try and on a second on an empty machine (out of memory, a limit, a signal): why. Not a verdict on the change: never green, never ranked as failing tests.',
       ),
+    reused_from: z
+      .string()
+      .nullable()
+      .describe(
+        "Set when no cell of its own ran for this verdict because an earlier run tested the very same tree: the attempt's own run_tests of turn N, or another attempt's verdict of the same change. Null when its own cell ran.",
+      ),
   })
   .strict();
 

@@ -20,8 +20,8 @@ export interface AgentContext {
   temperature: number;
   model: RepairModel;
   budget: AgentBudget;
-  /** Runs a command in a fresh cell on the attempt's worktree. */
-  runCell(command: string, purpose: 'run_tests' | 'run_command'): Promise<CellResult>;
+  /** Runs a command in a fresh cell on the attempt's worktree; `turn` is the model turn that asked. */
+  runCell(command: string, purpose: 'run_tests' | 'run_command', turn: number): Promise<CellResult>;
   recordTurn(turnIndex: number, reply: ModelReply, results: { call: ToolCall; result: string }[]): void;
   signal?: AbortSignal;
 }
@@ -64,7 +64,7 @@ export async function runAgentLoop(ctx: AgentContext): Promise<AgentOutcome> {
     const results: { call: ToolCall; result: string }[] = [];
     let finished: string | null = null;
     for (const call of reply.tool_calls) {
-      const result = await executeTool(ctx, call);
+      const result = await executeTool(ctx, call, turn);
       results.push({ call, result });
       messages.push({ role: 'tool', tool_call_id: call.id, content: result });
       if (call.name === 'finish') finished = typeof call.arguments.summary === 'string' ? call.arguments.summary : '';
@@ -76,7 +76,7 @@ export async function runAgentLoop(ctx: AgentContext): Promise<AgentOutcome> {
 }
 
 /** Runs one tool call; a mistake of the model becomes an error message back to it. */
-async function executeTool(ctx: AgentContext, call: ToolCall): Promise<string> {
+async function executeTool(ctx: AgentContext, call: ToolCall, turn: number): Promise<string> {
   const a = call.arguments;
   try {
     switch (call.name) {
@@ -91,10 +91,10 @@ async function executeTool(ctx: AgentContext, call: ToolCall): Promise<string> {
       case 'edit_file':
         return editFile(ctx.worktree, a);
       case 'run_tests':
-        return describeCell(await ctx.runCell(ctx.testCmd, 'run_tests'));
+        return describeCell(await ctx.runCell(ctx.testCmd, 'run_tests', turn));
       case 'run_command': {
         if (typeof a.command !== 'string' || a.command.trim() === '') throw new ToolError('command must be a non-empty string');
-        return describeCell(await ctx.runCell(a.command, 'run_command'));
+        return describeCell(await ctx.runCell(a.command, 'run_command', turn));
       }
       case 'finish':
         return 'finished';

@@ -221,7 +221,15 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     const provider = new FakeCellProvider(
       script((c) => (c.purpose === 'verdict' && c.attempt === 0 ? { ...calcTests(c), diff: { incomplete: 'deadline' } } : null)),
     );
-    const { report } = await runFix(request(), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [FINISH] }]]));
+    // Two different changes: an attempt with the same change as another would take that one's verdict, and run no cell.
+    const other = { ...FIX, arguments: { ...FIX.arguments, new_string: 'return sum(values) / len(values)\n    # fixed' } };
+    const { report } = await runFix(
+      request(),
+      deps(provider, [
+        [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }],
+        [{ tool_calls: [other] }, { tool_calls: [FINISH] }],
+      ]),
+    );
     assert.equal(report.status, 'fixed');
     assert.equal(report.attempts[0]!.status, 'failed');
     assert.match(report.attempts[0]!.error!, /could not be captured completely \(deadline\)/);

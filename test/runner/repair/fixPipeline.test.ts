@@ -12,6 +12,8 @@ import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
 import { git } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';
 import { requireQemu } from '../../helpers/qemu.js';
+import { openStore } from '../../../runner/src/store/openStore.js';
+import { RunStore } from '../../../runner/src/store/runStore.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
 function fix(repo: string, args: string[], env: Record<string, string> = {}) {
@@ -278,6 +280,68 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       assert.equal(r.report!.winner, null);
       assert.ok(r.report!.best);
       assert.equal(git(repo.dir, 'branch', '--list', 'forge/*'), '');
+    } finally {
+      rmSync(script, { force: true });
+      repo.cleanup();
+    }
+  });
+
+  it('never runs the same tree twice: a verdict takes the run_tests of its unchanged tree, or the same change of another attempt (issue 29)', () => {
+    const repo = sampleRepo('py-calc');
+    const script = join(repo.dir, '..', `reuse-${Date.now()}.json`);
+    const fixCall = (extra = '') => ({
+      name: 'edit_file',
+      arguments: {
+        path: 'calc.py',
+        old_string: 'return sum(values) / (len(values) + 1)',
+        new_string: `return sum(values) / len(values)${extra}`,
+      },
+    });
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          // Tests run on the fixed tree, nothing after: that run is the verdict.
+          [
+            { tool_calls: [fixCall()] },
+            { tool_calls: [{ name: 'run_tests', arguments: {} }] },
+            { tool_calls: [{ name: 'finish', arguments: {} }] },
+          ],
+          // A command after the tests may change what no patch shows: judged in a cell of its own.
+          [
+            { tool_calls: [fixCall('  # same fix')] },
+            { tool_calls: [{ name: 'run_tests', arguments: {} }] },
+            { tool_calls: [{ name: 'run_command', arguments: { command: 'true' } }] },
+            { tool_calls: [{ name: 'finish', arguments: {} }] },
+          ],
+          // Edited after its tests ran: not the tree they ran on.
+          [
+            { tool_calls: [{ name: 'run_tests', arguments: {} }] },
+            { tool_calls: [fixCall('  # edited after the tests')] },
+            { tool_calls: [{ name: 'finish', arguments: {} }] },
+          ],
+        ],
+      }),
+    );
+    try {
+      const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', `replay:${script}`, '--attempts', '3']);
+      assert.equal(r.status, 0, r.stderr);
+      const [a0, a1, a2] = r.report!.attempts;
+      assert.equal(a0!.verdict!.reused_from, "turn 1's run_tests (the tree is unchanged since)");
+      assert.equal(a0!.verdict!.green, true);
+      assert.equal(a1!.verdict!.reused_from, null);
+      assert.equal(a2!.verdict!.reused_from, null);
+      assert.equal(a1!.verdict!.green, true);
+      assert.match(r.stderr, /attempt 0: verdict reused from turn 1's run_tests/);
+      const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
+      const purposes = (i: number) => store.cells(r.report!.run_id, i).map((c) => c.purpose);
+      assert.deepEqual(purposes(0), ['run_tests'], 'no verdict cell for an unchanged tree');
+      assert.deepEqual(purposes(1), ['run_tests', 'run_command', 'verdict']);
+      assert.deepEqual(purposes(2), ['run_tests', 'verdict']);
+      // The winner is still re-tested on a fresh checkout: ground truth is never reused.
+      assert.equal(r.report!.ground_truth?.verdict?.reused_from, null);
+      assert.equal(r.report!.ground_truth?.verdict?.green, true);
     } finally {
       rmSync(script, { force: true });
       repo.cleanup();

@@ -19,6 +19,7 @@ const verdict = (green: boolean, failed = green ? 0 : 1): Verdict => ({
   regressions_unknown: null,
   hook_failures: [],
   could_not_run: null,
+  reused_from: null,
   green,
 });
 const patch = (lines: number, tag = 'x') =>

@@ -19,11 +19,15 @@ import { type AttemptResult, hookNote, regressionNote, type RunScope, throwIfCan
 import { purgePythonCaches } from './purgePythonCaches.js';
 import { baseTestsNote, verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
+import { AttemptTestRuns, RunVerdicts, treeKey } from './verdictReuse.js';
+import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
 
 export interface AttemptsInput extends RunScope {
   cells: RunCells;
   /** The baseline's per-test report: an attempt's regressions are judged against it. */
   baselineReport: Judged | null;
+  /** Verdicts by tree: attempts with the same change share one (made by runAttempts when absent). */
+  verdicts?: RunVerdicts;
 }
 
 export interface AttemptInput extends AttemptsInput {
@@ -45,6 +49,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
       .filter((a) => a.status === 'finished' || a.status === 'failed')
       .map((a) => [a.idx, a]),
   );
+  const verdicts = input.verdicts ?? new RunVerdicts();
   const results = await boundedParallel(
     run.temperatures.map((t, i) => ({ i, t })),
     concurrency,
@@ -60,7 +65,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
         path: join(attemptsDir(await locateRepository(run.repo)), `${run.runId}-a${i}`),
         branch: `forge/attempt/${run.runId}-a${i}`,
       }).catch(() => undefined);
-      return runAttempt({ ...input, index: i, temperature: t });
+      return runAttempt({ ...input, verdicts, index: i, temperature: t });
     },
     deps.signal,
   );
@@ -90,6 +95,8 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     omitted: [],
     error: null,
   };
+  const testRuns = new AttemptTestRuns();
+  const verdicts = input.verdicts ?? new RunVerdicts();
   store.startAttempt(runId, index);
   progress(`attempt ${index}: started (temperature ${temperature})`);
   try {
@@ -103,7 +110,19 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       temperature,
       model: deps.model,
       budget: { maxTurns: request.max_turns, deadline: Date.now() + request.timeout_per_attempt_s * 1000, maxTokens: request.max_tokens },
-      runCell: (command, purpose) => cells.cell(wt.path, command, purpose, index),
+      runCell: async (command, purpose, turn) => {
+        if (purpose !== 'run_tests') {
+          testRuns.treeTouched();
+          return cells.cell(wt.path, command, purpose, index);
+        }
+        // The tree it runs on is named first: a verdict on the same tree later takes this run.
+        const test = await testRuns.run(
+          turn,
+          () => treeKeyOf(wt, run.base),
+          () => cells.testCell(wt.path, 'run_tests', index),
+        );
+        return test.result;
+      },
       recordTurn: (turn, reply, results) =>
         store.recordTurn(
           runId,
@@ -124,23 +143,48 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     if (captured.incomplete)
       throw new Error(`its change could not be captured completely (${captured.incomplete}), so it cannot be reviewed or applied`);
     const baseTests = await verdictTree(run.repo, run.base, captured.patch);
+    const key = treeKey(captured);
     let change = captured;
     if (baseTests) {
-      result.verdict = await judgeOnTree(input, baseTests.commit, `${attemptId}-verdict`);
+      // Its code with the base's tests: the same change makes the same tree.
+      result.verdict = await verdicts.judge(key && `base-tests:${key}`, index, () =>
+        judgeOnTree(input, baseTests.commit, `${attemptId}-verdict`),
+      );
       progress(`attempt ${index}: ${baseTestsNote(baseTests.changed)}`);
     } else {
-      const { test: final, verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport);
-      throwIfCancelled(signal);
-      if (final.result.diff?.incomplete)
-        throw new Error(
-          `its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`,
-        );
-      result.verdict = verdict;
-      // What the verdict's run left in the tree is part of what its branch would hold.
-      change = await captureApplicablePatch({ location: wt.location, base: run.base });
-      if (change.incomplete)
-        throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
+      let ranHere = false;
+      const earlier = testRuns.sameTree(key);
+      result.verdict = await verdicts.judge(
+        key,
+        index,
+        async () => {
+          ranHere = true;
+          const { test: final, verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport);
+          throwIfCancelled(signal);
+          if (final.result.diff?.incomplete)
+            throw new Error(
+              `its change could not be captured completely (${final.result.diff.incomplete}), so it cannot be reviewed or applied`,
+            );
+          return verdict;
+        },
+        earlier
+          ? async () => {
+              // A run that crashed is tried again in a cell here, which may leave things in the tree.
+              ranHere = true;
+              const { verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport, earlier.test);
+              return { ...verdict, reused_from: `turn ${earlier.turn}'s run_tests (the tree is unchanged since)` };
+            }
+          : undefined,
+      );
+      if (ranHere) {
+        // What the verdict's run left in the tree is part of what its branch would hold
+        // (judged here; a verdict taken from another attempt ran no cell in this tree).
+        change = await captureApplicablePatch({ location: wt.location, base: run.base });
+        if (change.incomplete)
+          throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
+      }
     }
+    if (result.verdict.reused_from) progress(`attempt ${index}: verdict reused from ${result.verdict.reused_from}`);
     throwIfCancelled(signal);
     result.patch = change.patch;
     result.warnings = baseTests ? [...change.warnings, baseTestsNote(baseTests.changed)] : change.warnings;
@@ -234,4 +278,10 @@ async function boundedParallel<T, R>(items: T[], limit: number, work: (item: T) 
   });
   await Promise.all(lanes);
   return results;
+}
+
+/** The key of the tree an attempt's worktree holds now (stale Python caches gone first, as before a verdict). */
+async function treeKeyOf(wt: AttemptWorktree, base: string): Promise<string | null> {
+  await purgePythonCaches(wt.path);
+  return treeKey(await captureApplicablePatch({ location: wt.location, base }));
 }

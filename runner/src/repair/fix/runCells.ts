@@ -191,17 +191,23 @@ export class RunCells {
    * The test command in a cell; a run whose test runner died before reporting (testRunCrash.ts:
    * out of memory, a limit, a signal) is tried once more when no other cell runs on the
    * machine. `crash` says why when the second try died too: no verdict on the change.
+   * `first`: a run of the same tree already made (the attempt's own run_tests), taken as the first try.
    */
-  async testCellOnce(worktree: string, purpose: string, attemptIdx: number | null): Promise<{ test: TestRun; crash: string | null }> {
+  async testCellOnce(
+    worktree: string,
+    purpose: string,
+    attemptIdx: number | null,
+    first?: TestRun,
+  ): Promise<{ test: TestRun; crash: string | null }> {
     const crashOf = (t: TestRun) =>
       testRunCrash(
         { exitCode: t.result.exit_code, timedOut: t.result.timed_out, killedBy: t.result.killed_by, limitsHit: t.result.limits_hit },
         t.output,
         runReport(t.written, parseTestOutput(t.output), t.logWhole),
       );
-    const first = await this.testCell(worktree, purpose, attemptIdx);
-    const crash = crashOf(first);
-    if (!crash) return { test: first, crash: null };
+    const firstTry = first ?? (await this.testCell(worktree, purpose, attemptIdx));
+    const crash = crashOf(firstTry);
+    if (!crash) return { test: firstTry, crash: null };
     const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
     this.scope.deps.progress(`${who}: the tests could not run (${crash}); trying once more when no other cell runs`);
     const second = await this.testCell(worktree, `${purpose}_retry`, attemptIdx, undefined, true);
@@ -214,16 +220,17 @@ export class RunCells {
    * the network), which rests on what the output says, and output is the command's to write:
    * such a verdict is kept only for an npm test command whose posttest is the base commit's
    * registry-only script (npm audit...), and when the same command with npm's hooks off
-   * (npm_config_ignore_scripts) exits 0 in a second cell.
+   * (npm_config_ignore_scripts) exits 0 in a second cell. `first`: as testCellOnce takes it.
    */
   async judgedTestCell(
     worktree: string,
     purpose: string,
     attemptIdx: number | null,
     baseline: Judged | null,
+    first?: TestRun,
   ): Promise<{ test: TestRun; verdict: Verdict }> {
     const npmHooks = isNpmTestCommand(this.scope.run.testCmd);
-    const { test, crash } = await this.testCellOnce(worktree, purpose, attemptIdx);
+    const { test, crash } = await this.testCellOnce(worktree, purpose, attemptIdx, first);
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks, end: runEnd(test) });
     if (crash) return { test, verdict: { ...verdict, green: false, could_not_run: crash } };
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };

@@ -27,6 +27,8 @@ export interface Verdict {
   green: boolean;
   /** The test runner died before reporting, twice (out of memory, a limit, a signal): why. Such a run is no verdict on the change. */
   could_not_run: string | null;
+  /** This verdict is an earlier run's on the same tree (the attempt's own run_tests, or another attempt's verdict of the same change): which; null when its own cell ran. */
+  reused_from: string | null;
 }
 
 /**
@@ -131,6 +133,7 @@ export function judgeTestRun(
     regressions_unknown: found.known ? null : found.why,
     hook_failures: hook ? [hook] : [],
     could_not_run: null,
+    reused_from: null,
     // The exit status is the command's to set: a run that names a failure, stopped before its
     // framework's end, or does not show the baseline's failing tests passing is not green.
     green:

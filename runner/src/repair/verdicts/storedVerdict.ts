@@ -15,6 +15,7 @@ export function storedVerdict(json: string): Verdict {
     failing_incomplete: v.failing_incomplete !== undefined ? v.failing_incomplete : v.failing_complete ? null : OLDER,
     new_failing: v.new_failing ?? [],
     could_not_run: v.could_not_run ?? null,
+    reused_from: v.reused_from ?? null,
     regressions_unknown: v.regressions_unknown !== undefined ? v.regressions_unknown : v.regressions_known ? null : OLDER,
   };
 }

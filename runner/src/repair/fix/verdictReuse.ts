@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import type { PatchBytes } from '../../workspace/patchBytes.js';
+import type { Verdict } from '../verdicts/judgeTestRun.js';
+import type { TestRun } from './runCells.js';
+
+/*
+ * Never run the same tree twice. Within one run the test command, image, environment and
+ * shared dependencies are fixed, so a test run is named by the tree it ran on: the attempt's
+ * change as a patch over the base commit (what review, apply and ground truth carry). A patch
+ * that leaves something out (too large, not a regular file) or could not be captured names no
+ * tree: such runs are never reused.
+ */
+
+/** Pure: the key of the tree a captured change describes, or null when the capture does not name the whole tree. */
+export function treeKey(captured: { patch: PatchBytes; omitted: readonly unknown[]; incomplete: string | null }): string | null {
+  if (captured.incomplete !== null || captured.omitted.length > 0) return null;
+  return createHash('sha256').update(captured.patch).digest('hex');
+}
+
+/** Pure: whether a test run may stand for a verdict (a run cut short by the runner says nothing about the tree). */
+export function reusableRun(t: TestRun): boolean {
+  return !t.result.timed_out && t.result.killed_by === null;
+}
+
+/**
+ * One attempt's run_tests, remembered with the tree each ran on. A run_command (or anything
+ * else that may change what a patch does not show, such as ignored files) forgets them.
+ */
+export class AttemptTestRuns {
+  private last: { key: string; turn: number; test: TestRun } | null = null;
+
+  /** After a command that may have changed the tree beyond what its patch shows. */
+  treeTouched(): void {
+    this.last = null;
+  }
+
+  /** Runs the tests (`test`) on the tree `key` names (null: unknown), and remembers the run. */
+  async run(turn: number, key: () => Promise<string | null>, test: () => Promise<TestRun>): Promise<TestRun> {
+    const k = await key().catch(() => null);
+    const t = await test();
+    this.last = k !== null && reusableRun(t) ? { key: k, turn, test: t } : null;
+    return t;
+  }
+
+  /** The last run_tests when it ran on exactly the tree `key` names. */
+  sameTree(key: string | null): { turn: number; test: TestRun } | null {
+    return key !== null && this.last?.key === key ? this.last : null;
+  }
+}
+
+/** A verdict the run already has, shared by attempts whose change is the same. */
+export interface SharedVerdict {
+  verdict: Verdict;
+  attempt: number;
+}
+
+/**
+ * The verdicts of one run by tree: the first attempt to reach a tree judges it, the others
+ * with the same change wait for that verdict and take it. A verdict that could not run is
+ * not shared (the next attempt tries for itself).
+ */
+export class RunVerdicts {
+  private readonly byTree = new Map<string, Promise<SharedVerdict | null>>();
+
+  /**
+   * The verdict of `key`'s tree: `own`'s when the attempt already ran its tests on this tree
+   * (nothing to wait for), else another attempt's when it has one (or is judging it), else
+   * `judge`'s; what this attempt judged is offered to the others. `key` null: judged here.
+   */
+  async judge(key: string | null, attempt: number, judge: () => Promise<Verdict>, own?: () => Promise<Verdict>): Promise<Verdict> {
+    if (key === null) return (own ?? judge)();
+    const earlier = own ? undefined : this.byTree.get(key);
+    if (earlier) {
+      const shared = await earlier;
+      if (shared && shared.attempt !== attempt)
+        return { ...shared.verdict, reused_from: `attempt ${shared.attempt}'s verdict (the same change)` };
+    }
+    let offer!: (v: SharedVerdict | null) => void;
+    this.byTree.set(key, new Promise((resolve) => (offer = resolve)));
+    try {
+      const verdict = await (own ?? judge)();
+      offer(verdict.could_not_run ? null : { verdict, attempt });
+      return verdict;
+    } catch (e) {
+      offer(null);
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,119 @@
+// Never run the same tree twice (issue 29): which earlier run may stand for a verdict.
+import assert from 'node:assert/strict';
+import type { CellResult } from '../../../runner/src/protocol/cellResult.js';
+import type { TestRun } from '../../../runner/src/repair/fix/runCells.js';
+import { AttemptTestRuns, RunVerdicts, treeKey } from '../../../runner/src/repair/fix/verdictReuse.js';
+import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+
+const verdict = (green: boolean, extra: Partial<Verdict> = {}): Verdict => ({
+  exit_code: green ? 0 : 1,
+  framework: 'pytest',
+  passed: 1,
+  failed: green ? 0 : 1,
+  skipped: 0,
+  failing: [],
+  failing_complete: true,
+  failing_incomplete: null,
+  regressions: [],
+  new_failing: [],
+  regressions_known: true,
+  regressions_unknown: null,
+  hook_failures: [],
+  green,
+  could_not_run: null,
+  reused_from: null,
+  ...extra,
+});
+
+const testRun = (over: Partial<CellResult> = {}): TestRun => ({
+  result: { exit_code: 0, timed_out: false, killed_by: null, ...over } as CellResult,
+  output: '1 passed',
+  logWhole: true,
+  written: null,
+});
+
+describe('verdict reuse: never run the same tree twice', () => {
+  it('a tree is named by its whole patch; a capture that leaves something out names none', () => {
+    const a = treeKey({ patch: Buffer.from('diff a'), omitted: [], incomplete: null });
+    assert.equal(a, treeKey({ patch: Buffer.from('diff a'), omitted: [], incomplete: null }));
+    assert.notEqual(a, treeKey({ patch: Buffer.from('diff b'), omitted: [], incomplete: null }));
+    assert.equal(treeKey({ patch: Buffer.from('diff a'), omitted: [{ path: 'big', reason: 'too large' }], incomplete: null }), null);
+    assert.equal(treeKey({ patch: Buffer.from('diff a'), omitted: [], incomplete: 'deadline' }), null);
+  });
+
+  it("an attempt's run_tests stands for its verdict only on the same tree, with no command run since", async () => {
+    const runs = new AttemptTestRuns();
+    await runs.run(
+      3,
+      async () => 'tree-1',
+      async () => testRun(),
+    );
+    assert.equal(runs.sameTree('tree-1')?.turn, 3);
+    assert.equal(runs.sameTree('tree-2'), null, 'edited since');
+    assert.equal(runs.sameTree(null), null, 'a tree the capture cannot name');
+    runs.treeTouched();
+    assert.equal(runs.sameTree('tree-1'), null, 'a run_command since may have changed what no patch shows');
+    await runs.run(
+      5,
+      async () => 'tree-1',
+      async () => testRun({ timed_out: true }),
+    );
+    assert.equal(runs.sameTree('tree-1'), null, 'a run the runner cut short says nothing about the tree');
+    await runs.run(
+      6,
+      async () => {
+        throw new Error('capture failed');
+      },
+      async () => testRun(),
+    );
+    assert.equal(runs.sameTree('tree-1'), null, 'a tree that could not be named is not remembered');
+  });
+
+  it('attempts with the same change share one verdict; the first judges, the others wait for it', async () => {
+    const verdicts = new RunVerdicts();
+    let judged = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const first = verdicts.judge('same', 0, async () => {
+      judged++;
+      await gate;
+      return verdict(true);
+    });
+    const second = verdicts.judge('same', 1, async () => {
+      judged++;
+      return verdict(false);
+    });
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    assert.equal(judged, 1);
+    assert.equal(a.reused_from, null);
+    assert.equal(b.green, true);
+    assert.equal(b.reused_from, "attempt 0's verdict (the same change)");
+    const other = await verdicts.judge('different', 2, async () => verdict(false));
+    assert.equal(other.reused_from, null);
+  });
+
+  it("an attempt's own run on the tree is taken before waiting for another's; a verdict that could not run is not shared", async () => {
+    const verdicts = new RunVerdicts();
+    const never = new Promise<Verdict>(() => undefined);
+    void verdicts.judge('t', 0, () => never);
+    const own = await verdicts.judge(
+      't',
+      1,
+      () => never,
+      async () => verdict(true, { reused_from: "turn 2's run_tests" }),
+    );
+    assert.equal(own.reused_from, "turn 2's run_tests");
+    const crashed = await verdicts.judge('c', 0, async () => verdict(false, { could_not_run: 'out of memory' }));
+    assert.equal(crashed.could_not_run, 'out of memory');
+    let judgedAgain = false;
+    await verdicts.judge('c', 1, async () => ((judgedAgain = true), verdict(true)));
+    assert.equal(judgedAgain, true);
+    await assert.rejects(
+      verdicts.judge('f', 0, async () => {
+        throw new Error('boom');
+      }),
+    );
+    assert.equal((await verdicts.judge('f', 1, async () => verdict(true))).reused_from, null, 'a failed judge offers nothing');
+  });
+});
