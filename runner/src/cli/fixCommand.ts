@@ -25,6 +25,8 @@ interface FixFlags {
   issueText?: string;
   testCmd?: string;
   installCmd?: string;
+  /** commander: false from --no-reuse-verdicts. */
+  reuseVerdicts?: boolean;
   /** commander: false from --no-shared-deps. */
   sharedDeps?: boolean;
   allowNet?: string[];
@@ -71,6 +73,10 @@ export function registerFixCommand(program: Command): void {
     .option(
       '--no-shared-deps',
       'don\'t share the checkout\'s installed dependencies (node_modules, .venv, the Go module cache...) with the cells; see README "Dependencies"',
+    )
+    .option(
+      '--no-reuse-verdicts',
+      'test every attempt in a verdict cell of its own, even when its last run_tests already ran on the same tree or another attempt made the same change (slower; how runs were judged before)',
     )
     .option(
       '--include <glob>',
@@ -243,6 +249,7 @@ export async function fixFromFlags(
       ...(flags.testCmd ? { test_cmd: flags.testCmd } : {}),
       ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
       shared_deps: flags.sharedDeps !== false,
+      reuse_verdicts: flags.reuseVerdicts !== false,
       allow_net: allowNet,
       include: flags.include ?? [],
       share: flags.share ?? [],
@@ -320,6 +327,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
     ...(flags.share ? { share: flags.share } : {}),
     // commander gives true when --no-shared-deps is absent: only the explicit "no" is a choice.
     ...(flags.sharedDeps === false ? { shared_deps: false } : {}),
+    ...(flags.reuseVerdicts === false ? { reuse_verdicts: false } : {}),
   };
   const request = parseFixRequest(resumeRequest(row, given), flags);
   const provider = createProvider(row.provider, { prewarm: prewarmFor(row.attempts), ...swarmOptions(flags) });

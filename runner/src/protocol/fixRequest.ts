@@ -66,6 +66,12 @@ export const FixRequestSchema = z
     allow_net: z.array(hostName).default([]).describe('Hosts every cell of the run may reach through the egress proxy.'),
     max_tokens: whole(FIX_LIMITS.max_tokens),
     concurrency: z.number().int().min(1).max(FIX_LIMITS.attempts.max).optional(),
+    reuse_verdicts: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Take an earlier run of the same tree as a verdict (the attempt's last run_tests on its unchanged tree, or another attempt's verdict of the same change) instead of testing it again.",
+      ),
     out_dir: z.string().min(1).optional(),
     apply: z.boolean().default(false),
     branch: z.string().min(1).optional(),

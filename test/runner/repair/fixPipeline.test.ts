@@ -342,6 +342,24 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       // The winner is still re-tested on a fresh checkout: ground truth is never reused.
       assert.equal(r.report!.ground_truth?.verdict?.reused_from, null);
       assert.equal(r.report!.ground_truth?.verdict?.green, true);
+      // --no-reuse-verdicts: every attempt judged in a cell of its own, as before.
+      const again = fix(repo.dir, [
+        '--provider',
+        'host',
+        '--issue-file',
+        issue('py-calc'),
+        '--model',
+        `replay:${script}`,
+        '--attempts',
+        '3',
+        '--no-reuse-verdicts',
+      ]);
+      assert.equal(again.status, 0, again.stderr);
+      assert.ok(again.report!.attempts.every((a) => a.verdict!.reused_from === null));
+      assert.deepEqual(
+        store.cells(again.report!.run_id, 0).map((c) => c.purpose),
+        ['run_tests', 'verdict'],
+      );
     } finally {
       rmSync(script, { force: true });
       repo.cleanup();

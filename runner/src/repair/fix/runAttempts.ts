@@ -111,7 +111,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       model: deps.model,
       budget: { maxTurns: request.max_turns, deadline: Date.now() + request.timeout_per_attempt_s * 1000, maxTokens: request.max_tokens },
       runCell: async (command, purpose, turn) => {
-        if (purpose !== 'run_tests') {
+        if (purpose !== 'run_tests' || !request.reuse_verdicts) {
           testRuns.treeTouched();
           return cells.cell(wt.path, command, purpose, index);
         }
@@ -143,7 +143,8 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     if (captured.incomplete)
       throw new Error(`its change could not be captured completely (${captured.incomplete}), so it cannot be reviewed or applied`);
     const baseTests = await verdictTree(run.repo, run.base, captured.patch);
-    const key = treeKey(captured);
+    // --no-reuse-verdicts: no tree is named, so every verdict is judged in a cell of its own.
+    const key = request.reuse_verdicts ? treeKey(captured) : null;
     let change = captured;
     if (baseTests) {
       // Its code with the base's tests: the same change makes the same tree.
