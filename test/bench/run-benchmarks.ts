@@ -13,6 +13,7 @@ import { benchQemuCells } from './qemuCellOverhead.js';
 import { benchExtensionStartup } from './extensionStartup.js';
 import { benchCliStartup } from './cliStartup.js';
 import { findQemuTools } from '../../runner/src/cells/qemu/qemuRuntime.js';
+import { benchTimeToVerdict, TIME_TO_VERDICT_PROJECTS } from './timeToVerdict.js';
 
 const DOCKER_BENCH_IMAGE = process.env.FORGE_BENCH_IMAGE ?? 'forge-test/busybox:1';
 
@@ -48,6 +49,11 @@ async function main(): Promise<void> {
   }
   if (process.argv.includes('--only-deps')) {
     suites['shared dependencies'] = { rounds: 10, lines: await benchSharedDependencies(2_000, 200, 10) };
+    return report(suites);
+  }
+  if (process.argv.includes('--only-verdict')) {
+    const rounds = runsArg > 0 ? runs : 1;
+    suites['time to verdict (host cells)'] = { rounds, lines: benchTimeToVerdict(TIME_TO_VERDICT_PROJECTS, rounds, 'host') };
     return report(suites);
   }
   if (process.argv.includes('--only-diff')) {
