@@ -182,20 +182,33 @@ export function withDescriptors<T>(work: (track: (fd: number) => number, keep: (
   }
 }
 
-/** "dev:ino:ctime" of the regular file `name` in `dirFd`, never following a link or blocking on a FIFO; null otherwise. */
-export function fileIdentityAt(dirFd: number, name: EntryName): string | null {
+/** Flags of an open for reading that never blocks (a FIFO) and never takes a terminal. */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+/** Runs `work` on the file `open(READ_FLAGS)` opens, closed afterwards; null when it cannot be opened. */
+export function withFileForReading<T>(open: (flags: number) => number, work: (fd: number) => T): T | null {
   let fd: number;
   try {
-    fd = openAt(dirFd, name, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+    fd = open(READ_FLAGS);
   } catch {
     return null;
   }
   try {
-    const st = fstatSync(fd, { bigint: true });
-    return st.isFile() ? `${st.dev}:${st.ino}:${st.ctimeNs}` : null;
+    return work(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/** "dev:ino:ctime" of the regular file `name` in `dirFd`, never following a link or blocking on a FIFO; null otherwise. */
+export function fileIdentityAt(dirFd: number, name: EntryName): string | null {
+  return withFileForReading(
+    (flags) => openAt(dirFd, name, flags),
+    (fd) => {
+      const st = fstatSync(fd, { bigint: true });
+      return st.isFile() ? `${st.dev}:${st.ino}:${st.ctimeNs}` : null;
+    },
+  );
 }
 
 /** Reads at most `max` bytes of an open file from where it stands. */
@@ -226,17 +239,10 @@ export function readOpenedRegular(fd: number, maxBytes: number): Buffer | { tooL
  * blocking read), as readOpenedRegular says; null when it is not there.
  */
 export function readRegularAt(dirFd: number, name: EntryName, maxBytes: number): Buffer | { tooLarge: number } | null {
-  let fd: number;
-  try {
-    fd = openAt(dirFd, name, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch {
-    return null;
-  }
-  try {
-    return readOpenedRegular(fd, maxBytes);
-  } finally {
-    closeSync(fd);
-  }
+  return withFileForReading(
+    (flags) => openAt(dirFd, name, flags),
+    (fd) => readOpenedRegular(fd, maxBytes),
+  );
 }
 
 /** Writes all of `content` to an open file. */

@@ -1,6 +1,6 @@
-import { closeSync, constants, openSync } from 'node:fs';
+import { constants, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { readOpenedRegular } from './beneath.js';
+import { readOpenedRegular, withFileForReading } from './beneath.js';
 
 /**
  * A file of a tree a cell may have written, read the way the host may read it: the entry
@@ -9,17 +9,10 @@ import { readOpenedRegular } from './beneath.js';
  * `{ tooLarge }` when it is larger than `maxBytes`.
  */
 export function readRegularPath(path: string, maxBytes: number): Buffer | { tooLarge: number } | null {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch {
-    return null;
-  }
-  try {
-    return readOpenedRegular(fd, maxBytes);
-  } finally {
-    closeSync(fd);
-  }
+  return withFileForReading(
+    (flags) => openSync(path, flags | constants.O_NOFOLLOW),
+    (fd) => readOpenedRegular(fd, maxBytes),
+  );
 }
 
 /** readRegularPath of `dir/name`; a file over `maxBytes` is an error. */

@@ -3,25 +3,9 @@ import fc from 'fast-check';
 import { explainRanking } from '../../../runner/src/repair/explainRanking.js';
 import { normalizePatch, selectWinner, type Candidate } from '../../../runner/src/repair/selectWinner.js';
 import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+import { aVerdict } from '../../helpers/verdicts.js';
 
-const verdict = (green: boolean, failed = green ? 0 : 1): Verdict => ({
-  exit_code: green ? 0 : 1,
-  framework: 'pytest',
-  passed: 3,
-  failed,
-  skipped: 0,
-  failing: [],
-  failing_complete: true,
-  failing_incomplete: null,
-  regressions: [],
-  new_failing: [],
-  regressions_known: true,
-  regressions_unknown: null,
-  hook_failures: [],
-  could_not_run: null,
-  reused_from: null,
-  green,
-});
+const verdict = (green: boolean, failed = green ? 0 : 1): Verdict => aVerdict(green, { failed });
 const patch = (lines: number, tag = 'x') =>
   `diff --git a/f.py b/f.py\nindex 111..222 100644\n--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n` +
   Array.from({ length: lines }, (_, i) => `+${tag}${i}`).join('\n') +

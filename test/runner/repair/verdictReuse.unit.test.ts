@@ -4,26 +4,9 @@ import type { CellResult } from '../../../runner/src/protocol/cellResult.js';
 import type { TestRun } from '../../../runner/src/repair/fix/runCells.js';
 import { AttemptTestRuns, RunVerdicts, treeKey } from '../../../runner/src/repair/fix/verdictReuse.js';
 import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
+import { aVerdict } from '../../helpers/verdicts.js';
 
-const verdict = (green: boolean, extra: Partial<Verdict> = {}): Verdict => ({
-  exit_code: green ? 0 : 1,
-  framework: 'pytest',
-  passed: 1,
-  failed: green ? 0 : 1,
-  skipped: 0,
-  failing: [],
-  failing_complete: true,
-  failing_incomplete: null,
-  regressions: [],
-  new_failing: [],
-  regressions_known: true,
-  regressions_unknown: null,
-  hook_failures: [],
-  green,
-  could_not_run: null,
-  reused_from: null,
-  ...extra,
-});
+const verdict = aVerdict;
 
 const testRun = (over: Partial<CellResult> = {}): TestRun => ({
   result: { exit_code: 0, timed_out: false, killed_by: null, ...over } as CellResult,
