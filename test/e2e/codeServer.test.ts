@@ -153,6 +153,8 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await title.waitFor({ timeout: 30_000 });
     assert.match(await title.innerText(), /Attempt \d+\s*winner/);
     assert.match(await frame.locator('[data-testid="verdict"]').innerText(), /green: \d+ passed, 0 failed/);
+    // py-calc's winner ran its tests on its finished tree (turn 3, as Turns shows it): that run is its verdict (issue 29).
+    assert.match(await frame.locator('[data-testid="verdict-reused"]').innerText(), /Verdict reused from turn 3's run_tests/);
     assert.ok(Number((await frame.locator('[data-testid="turns"]').innerText()).split(' ')[0]) >= 1);
     await shot('attempt-details');
   });

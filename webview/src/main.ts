@@ -228,6 +228,13 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
       !v.regressions_known && v.regressions_unknown
         ? html`<div data-testid="regressions-unknown">Regressions not known in full: ${v.regressions_unknown}.</div>`
         : nothing
+    }
+    ${
+      v.reused_from
+        ? html`<div data-testid="verdict-reused" class="sub">
+            Verdict reused from ${v.reused_from}: the same tree was not tested twice.
+          </div>`
+        : nothing
     }`;
 }
 

@@ -328,12 +328,12 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       const r = fix(repo.dir, ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', `replay:${script}`, '--attempts', '3']);
       assert.equal(r.status, 0, r.stderr);
       const [a0, a1, a2] = r.report!.attempts;
-      assert.equal(a0!.verdict!.reused_from, "turn 1's run_tests (the tree is unchanged since)");
+      assert.equal(a0!.verdict!.reused_from, "turn 2's run_tests (the tree is unchanged since)");
       assert.equal(a0!.verdict!.green, true);
       assert.equal(a1!.verdict!.reused_from, null);
       assert.equal(a2!.verdict!.reused_from, null);
       assert.equal(a1!.verdict!.green, true);
-      assert.match(r.stderr, /attempt 0: verdict reused from turn 1's run_tests/);
+      assert.match(r.stderr, /attempt 0: verdict reused from turn 2's run_tests/);
       const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
       const purposes = (i: number) => store.cells(r.report!.run_id, i).map((c) => c.purpose);
       assert.deepEqual(purposes(0), ['run_tests'], 'no verdict cell for an unchanged tree');

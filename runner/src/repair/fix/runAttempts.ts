@@ -173,7 +173,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
               // A run that crashed is tried again in a cell here, which may leave things in the tree.
               ranHere = true;
               const { verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport, earlier.test);
-              return { ...verdict, reused_from: `turn ${earlier.turn}'s run_tests (the tree is unchanged since)` };
+              return { ...verdict, reused_from: `turn ${earlier.turn + 1}'s run_tests (the tree is unchanged since)` };
             }
           : undefined,
       );

@@ -34,7 +34,7 @@ export class AttemptTestRuns {
     this.last = null;
   }
 
-  /** Runs the tests (`test`) on the tree `key` names (null: unknown), and remembers the run. */
+  /** Runs the tests (`test`) on the tree `key` names (null: unknown), and remembers the run; `turn` as the store counts it (from 0). */
   async run(turn: number, key: () => Promise<string | null>, test: () => Promise<TestRun>): Promise<TestRun> {
     const k = await key().catch(() => null);
     const t = await test();
