@@ -23,6 +23,8 @@ export interface AgentContext {
   /** Runs a command in a fresh cell on the attempt's worktree; `turn` is the model turn that asked. */
   runCell(command: string, purpose: 'run_tests' | 'run_command', turn: number): Promise<CellResult>;
   recordTurn(turnIndex: number, reply: ModelReply, results: { call: ToolCall; result: string }[]): void;
+  /** Told the path of every file write_file or edit_file wrote (relative to the worktree, links resolved). */
+  fileWritten?(rel: string): void;
   signal?: AbortSignal;
 }
 
@@ -87,9 +89,9 @@ async function executeTool(ctx: AgentContext, call: ToolCall, turn: number): Pro
       case 'search':
         return searchFiles(ctx.worktree, a);
       case 'write_file':
-        return writeFile(ctx.worktree, a);
+        return writeFile(ctx.worktree, a, ctx.fileWritten);
       case 'edit_file':
-        return editFile(ctx.worktree, a);
+        return editFile(ctx.worktree, a, ctx.fileWritten);
       case 'run_tests':
         return describeCell(await ctx.runCell(ctx.testCmd, 'run_tests', turn));
       case 'run_command': {

@@ -366,6 +366,58 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     }
   });
 
+  it('a run is never reused past a write the patch cannot show (an ignored file its tests read): red team of issue 29', () => {
+    const repo = sampleRepo('py-calc');
+    writeFileSync(join(repo.dir, '.gitignore'), 'local_settings.py\n');
+    writeFileSync(join(repo.dir, 'conftest.py'), 'try:\n    import local_settings  # noqa: F401\nexcept ImportError:\n    pass\n');
+    git(repo.dir, 'add', '-A');
+    git(repo.dir, 'commit', '-q', '-m', 'local settings');
+    const script = join(repo.dir, '..', `ignored-${Date.now()}.json`);
+    const settings = (content: string) => ({ name: 'write_file', arguments: { path: 'local_settings.py', content } });
+    const good = {
+      name: 'edit_file',
+      arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string: 'return sum(values) / len(values)' },
+    };
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          // A debugging override breaks the tests when they run; it is gone by the end: its own run is not its verdict.
+          [
+            { tool_calls: [settings('import calc\ncalc.average = lambda v: 0\n'), good] },
+            { tool_calls: [{ name: 'run_tests', arguments: {} }] },
+            { tool_calls: [settings('# removed\n')] },
+            { tool_calls: [{ name: 'finish', arguments: {} }] },
+          ],
+          // The same patch in a worktree without the override: it takes nothing from attempt 0, nor gives.
+          [{ tool_calls: [good] }, { tool_calls: [{ name: 'finish', arguments: {} }] }],
+        ],
+      }),
+    );
+    try {
+      const r = fix(repo.dir, [
+        '--provider',
+        'host',
+        '--issue-text',
+        'average() is wrong',
+        '--model',
+        `replay:${script}`,
+        '--attempts',
+        '2',
+      ]);
+      assert.equal(r.status, 0, r.stderr);
+      const [a0, a1] = r.report!.attempts;
+      assert.equal(a0!.verdict!.reused_from, null);
+      assert.equal(a0!.verdict!.green, true);
+      assert.equal(a1!.verdict!.reused_from, null);
+      assert.equal(a1!.verdict!.green, true);
+    } finally {
+      rmSync(script, { force: true });
+      repo.cleanup();
+    }
+  });
+
   it('a green baseline stops the run with exit 2 and a clear message', () => {
     const repo = sampleRepo('py-calc');
     try {

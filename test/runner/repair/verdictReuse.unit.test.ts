@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import type { CellResult } from '../../../runner/src/protocol/cellResult.js';
 import type { TestRun } from '../../../runner/src/repair/fix/runCells.js';
-import { AttemptTestRuns, RunVerdicts, treeKey } from '../../../runner/src/repair/fix/verdictReuse.js';
+import { AttemptTestRuns, patchTouches, RunVerdicts, treeKey } from '../../../runner/src/repair/fix/verdictReuse.js';
 import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
 import { aVerdict } from '../../helpers/verdicts.js';
 
@@ -34,8 +34,15 @@ describe('verdict reuse: never run the same tree twice', () => {
     assert.equal(runs.sameTree('tree-1')?.turn, 3);
     assert.equal(runs.sameTree('tree-2'), null, 'edited since');
     assert.equal(runs.sameTree(null), null, 'a tree the capture cannot name');
-    runs.treeTouched();
+    runs.commandRan();
     assert.equal(runs.sameTree('tree-1'), null, 'a run_command since may have changed what no patch shows');
+    await runs.run(
+      4,
+      async () => 'tree-1',
+      async () => testRun(),
+    );
+    runs.fileWritten('local_settings.py');
+    assert.equal(runs.sameTree('tree-1'), null, 'a file written since (an ignored one keeps the patch as it was: red team)');
     await runs.run(
       5,
       async () => 'tree-1',
@@ -98,5 +105,31 @@ describe('verdict reuse: never run the same tree twice', () => {
       }),
     );
     assert.equal((await verdicts.judge('f', 1, async () => verdict(true))).reused_from, null, 'a failed judge offers nothing');
+  });
+
+  it('an attempt whose worktree holds more than its patch neither takes nor offers a verdict (red team: ignored files differ)', async () => {
+    const patch = Buffer.from('diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-x\n+y\n');
+    assert.equal(patchTouches(patch, 'calc.py'), true);
+    assert.equal(patchTouches(patch, 'local_settings.py'), false);
+    assert.equal(patchTouches(patch, 'c'), false, 'a name is whole, not a suffix of another');
+    const plain = new AttemptTestRuns();
+    plain.fileWritten('calc.py');
+    assert.equal(plain.onlyItsPatch(patch), true);
+    const ignored = new AttemptTestRuns();
+    ignored.fileWritten('calc.py');
+    ignored.fileWritten('local_settings.py');
+    assert.equal(ignored.onlyItsPatch(patch), false);
+    const commanded = new AttemptTestRuns();
+    commanded.commandRan();
+    assert.equal(commanded.onlyItsPatch(patch), false);
+
+    const verdicts = new RunVerdicts();
+    await verdicts.judge('same', 0, async () => verdict(false), undefined, false);
+    const honest = await verdicts.judge('same', 1, async () => verdict(true));
+    assert.equal(honest.reused_from, null, 'nothing was offered by the attempt with more than its patch');
+    assert.equal(honest.green, true);
+    let judged = false;
+    await verdicts.judge('same', 2, async () => ((judged = true), verdict(true)), undefined, false);
+    assert.equal(judged, true, 'nor does it take one');
   });
 });

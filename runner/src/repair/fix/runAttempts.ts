@@ -112,7 +112,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       budget: { maxTurns: request.max_turns, deadline: Date.now() + request.timeout_per_attempt_s * 1000, maxTokens: request.max_tokens },
       runCell: async (command, purpose, turn) => {
         if (purpose !== 'run_tests' || !request.reuse_verdicts) {
-          testRuns.treeTouched();
+          if (purpose !== 'run_tests') testRuns.commandRan();
           return cells.cell(wt.path, command, purpose, index);
         }
         // The tree it runs on is named first: a verdict on the same tree later takes this run.
@@ -123,6 +123,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
         );
         return test.result;
       },
+      fileWritten: (rel) => testRuns.fileWritten(rel),
       recordTurn: (turn, reply, results) =>
         store.recordTurn(
           runId,
@@ -176,6 +177,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
               return { ...verdict, reused_from: `turn ${earlier.turn + 1}'s run_tests (the tree is unchanged since)` };
             }
           : undefined,
+        testRuns.onlyItsPatch(captured.patch),
       );
       if (ranHere) {
         // What the verdict's run left in the tree is part of what its branch would hold

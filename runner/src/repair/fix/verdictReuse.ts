@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PatchBytes } from '../../workspace/patchBytes.js';
+import { type PatchBytes, patchStructure } from '../../workspace/patchBytes.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 import type { TestRun } from './runCells.js';
 
@@ -23,15 +23,45 @@ export function reusableRun(t: TestRun): boolean {
 }
 
 /**
- * One attempt's run_tests, remembered with the tree each ran on. A run_command (or anything
- * else that may change what a patch does not show, such as ignored files) forgets them.
+ * Pure: whether the patch carries a change of `rel` (a `diff --git` header naming it as it
+ * is; a name git had to quote is not found, which only costs a reuse).
+ */
+export function patchTouches(patch: PatchBytes, rel: string): boolean {
+  const name = Buffer.from(rel).toString('latin1');
+  return patchStructure(patch)
+    .split('\n')
+    .some((line) => line.startsWith('diff --git ') && (line.endsWith(` b/${name}`) || line.startsWith(`diff --git a/${name} b/`)));
+}
+
+/**
+ * One attempt's run_tests, remembered with the tree each ran on. The patch does not show
+ * everything a test can read (files the base ignores, a submodule path's contents), so any
+ * write after a run (a file tool's, a command's) forgets it, whatever the patch says then.
  */
 export class AttemptTestRuns {
   private last: { key: string; turn: number; test: TestRun } | null = null;
+  private readonly written = new Set<string>();
+  private commands = 0;
 
-  /** After a command that may have changed the tree beyond what its patch shows. */
-  treeTouched(): void {
+  /** After write_file or edit_file wrote `rel`. */
+  fileWritten(rel: string): void {
     this.last = null;
+    this.written.add(rel);
+  }
+
+  /** After a run_command: it may have written anything, shown by the patch or not. */
+  commandRan(): void {
+    this.last = null;
+    this.commands++;
+  }
+
+  /**
+   * Whether the attempt's worktree is the base checkout plus `patch` and what its tests wrote:
+   * no command ran and every file it wrote is in the patch (a file the patch does not show,
+   * an ignored one say, would make its tests differ from another attempt's with the same patch).
+   */
+  onlyItsPatch(patch: PatchBytes): boolean {
+    return this.commands === 0 && [...this.written].every((rel) => patchTouches(patch, rel));
   }
 
   /** Runs the tests (`test`) on the tree `key` names (null: unknown), and remembers the run; `turn` as the store counts it (from 0). */
@@ -67,8 +97,15 @@ export class RunVerdicts {
    * (nothing to wait for), else another attempt's when it has one (or is judging it), else
    * `judge`'s; what this attempt judged is offered to the others. `key` null: judged here.
    */
-  async judge(key: string | null, attempt: number, judge: () => Promise<Verdict>, own?: () => Promise<Verdict>): Promise<Verdict> {
-    if (key === null) return (own ?? judge)();
+  async judge(
+    key: string | null,
+    attempt: number,
+    judge: () => Promise<Verdict>,
+    own?: () => Promise<Verdict>,
+    /** False when the attempt's worktree holds more than its patch: it neither takes nor offers a verdict. */
+    shareable = true,
+  ): Promise<Verdict> {
+    if (key === null || !shareable) return (own ?? judge)();
     const earlier = own ? undefined : this.byTree.get(key);
     if (earlier) {
       const shared = await earlier;

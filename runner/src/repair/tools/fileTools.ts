@@ -92,14 +92,20 @@ export function readFile(worktree: string, args: { path?: unknown; start_line?: 
   return out;
 }
 
-export function writeFile(worktree: string, args: { path?: unknown; content?: unknown }): string {
+/** `written`: told the path (relative to the root, links resolved) of every file a tool wrote. */
+export function writeFile(worktree: string, args: { path?: unknown; content?: unknown }, written?: (rel: string) => void): string {
   const content = str(args.content, 'content');
   if (Buffer.byteLength(content) > TOOL_LIMITS.writeBytes) throw new ToolError(`content is larger than ${TOOL_LIMITS.writeBytes} bytes`);
   const rel = new WorktreeFiles(worktree).write(args.path, Buffer.from(content));
+  written?.(rel);
   return `wrote ${rel} (${Buffer.byteLength(content)} bytes)`;
 }
 
-export function editFile(worktree: string, args: { path?: unknown; old_string?: unknown; new_string?: unknown }): string {
+export function editFile(
+  worktree: string,
+  args: { path?: unknown; old_string?: unknown; new_string?: unknown },
+  written?: (rel: string) => void,
+): string {
   const oldString = str(args.old_string, 'old_string');
   const newString = str(args.new_string, 'new_string');
   if (oldString === '') throw new ToolError('old_string must not be empty; use write_file to create a file');
@@ -122,6 +128,7 @@ export function editFile(worktree: string, args: { path?: unknown; old_string?: 
       `old_string occurs more than once in ${String(args.path)}; include more surrounding lines so it matches exactly once`,
     );
   const rel = files.write(args.path, Buffer.from(text.slice(0, first) + newString + text.slice(first + oldString.length)));
+  written?.(rel);
   return `edited ${rel}`;
 }
 
