@@ -60,6 +60,27 @@ export async function resolveRepo(repo: string): Promise<string> {
 }
 
 /**
+ * `git worktree add` reads every other worktree's admin files: two at once in one repository
+ * can meet one half made ("failed to read .../worktrees/<other>/commondir"), and an attempt
+ * fails for nothing. The runner's own adds to one repository go one at a time.
+ */
+const adding = new Map<string, Promise<void>>();
+async function oneAtATime<T>(repository: string, work: () => Promise<T>): Promise<T> {
+  const before = adding.get(repository) ?? Promise.resolve();
+  const run = before.then(work);
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  adding.set(repository, settled);
+  try {
+    return await run;
+  } finally {
+    if (adding.get(repository) === settled) adding.delete(repository);
+  }
+}
+
+/**
  * A git worktree at <repo>/.forge/cells/<attemptId> on branch forge/attempt/<attemptId>,
  * checked out at baseRef. The user's working tree, index and stash are not touched; .forge/
  * is excluded through the repository's info/exclude (the user's .gitignore stays as it is).
@@ -92,18 +113,20 @@ export async function createAttemptWorktree(
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   assertRealDirectory(dir);
   if ((lstatSync(dir).mode & 0o077) !== 0 && lstatSync(dir).uid === (process.geteuid?.() ?? 0)) chmodSync(dir, 0o700);
-  await runGit(repoTarget(loc), [
-    'worktree',
-    'add',
-    '--quiet',
-    '--lock',
-    '--reason',
-    `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`,
-    '-b',
-    branch,
-    path,
-    baseCommit,
-  ]);
+  await oneAtATime(loc.commonDir, () =>
+    runGit(repoTarget(loc), [
+      'worktree',
+      'add',
+      '--quiet',
+      '--lock',
+      '--reason',
+      `${LOCK_OWNER_PREFIX}${process.pid} host=${hostname()}`,
+      '-b',
+      branch,
+      path,
+      baseCommit,
+    ]),
+  );
   const location = await discoverRepository(path);
   if (!location || location.top !== path) throw new Error(`git worktree add did not create a work tree at ${path}`);
   // Untracked files of the checkout the run decided to bring (the user's word: repositoryConsent.ts).

@@ -119,7 +119,14 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
 export async function captureApplicablePatch(
   src: WorktreeSource,
   caps: DiffCaps = DEFAULT_DIFF_CAPS,
-): Promise<{ patch: PatchBytes; omitted: WorktreeDiff['omitted']; warnings: string[]; incomplete: string | null }> {
+): Promise<{
+  patch: PatchBytes;
+  /** The paths the patch changes, exactly (from git's NUL-separated listing, not its headers). */
+  paths: string[];
+  omitted: WorktreeDiff['omitted'];
+  warnings: string[];
+  incomplete: string | null;
+}> {
   return withPreparedChanges(src, caps, async (c) => {
     const opts = { deadline: c.deadline, lowPriority: true };
     const patch = await runGit(c.view, ['diff', ...DIFF_OPTIONS, '--binary', '--full-index', '-M', c.base, '--'], {
@@ -131,10 +138,12 @@ export async function captureApplicablePatch(
       maxBytes: 32 * 1024 * 1024,
     });
     const incomplete = patch.truncated ? `the patch is larger than ${MAX_APPLY_PATCH_BYTES} bytes` : c.incomplete;
+    const files = parseRawNumstatWithModes(meta.text);
     return {
       patch: patch.stdout,
+      paths: files.map((f) => f.path),
       omitted: c.omitted,
-      warnings: reviewWarnings(parseRawNumstatWithModes(meta.text), startsWithShebang(src.location.top)),
+      warnings: reviewWarnings(files, startsWithShebang(src.location.top)),
       incomplete,
     };
   });

@@ -177,7 +177,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
               return { ...verdict, reused_from: `turn ${earlier.turn + 1}'s run_tests (the tree is unchanged since)` };
             }
           : undefined,
-        testRuns.onlyItsPatch(captured.patch),
+        testRuns.onlyItsPatch(captured.paths),
       );
       if (ranHere) {
         // What the verdict's run left in the tree is part of what its branch would hold

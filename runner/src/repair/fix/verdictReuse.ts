@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type PatchBytes, patchStructure } from '../../workspace/patchBytes.js';
+import type { PatchBytes } from '../../workspace/patchBytes.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 import type { TestRun } from './runCells.js';
 
@@ -23,17 +23,6 @@ export function reusableRun(t: TestRun): boolean {
 }
 
 /**
- * Pure: whether the patch carries a change of `rel` (a `diff --git` header naming it as it
- * is; a name git had to quote is not found, which only costs a reuse).
- */
-export function patchTouches(patch: PatchBytes, rel: string): boolean {
-  const name = Buffer.from(rel).toString('latin1');
-  return patchStructure(patch)
-    .split('\n')
-    .some((line) => line.startsWith('diff --git ') && (line.endsWith(` b/${name}`) || line.startsWith(`diff --git a/${name} b/`)));
-}
-
-/**
  * One attempt's run_tests, remembered with the tree each ran on. The patch does not show
  * everything a test can read (files the base ignores, a submodule path's contents), so any
  * write after a run (a file tool's, a command's) forgets it, whatever the patch says then.
@@ -41,7 +30,8 @@ export function patchTouches(patch: PatchBytes, rel: string): boolean {
 export class AttemptTestRuns {
   private last: { key: string; turn: number; test: TestRun } | null = null;
   private readonly written = new Set<string>();
-  private commands = 0;
+  /** Cells run in the worktree (run_tests and run_command): what they leave in ignored paths stays there. */
+  private cells = 0;
 
   /** After write_file or edit_file wrote `rel`. */
   fileWritten(rel: string): void {
@@ -52,21 +42,25 @@ export class AttemptTestRuns {
   /** After a run_command: it may have written anything, shown by the patch or not. */
   commandRan(): void {
     this.last = null;
-    this.commands++;
+    this.cells++;
   }
 
   /**
-   * Whether the attempt's worktree is the base checkout plus `patch` and what its tests wrote:
-   * no command ran and every file it wrote is in the patch (a file the patch does not show,
-   * an ignored one say, would make its tests differ from another attempt's with the same patch).
+   * Whether the attempt's worktree is exactly the base checkout plus its patch (`paths`, the
+   * files the patch changes): no cell ran in it yet (a test run can leave a build or a cache
+   * in an ignored path that a later run reads: red team) and every file it wrote is in the
+   * patch (an ignored file would not be). Only such worktrees share a verdict: the same patch
+   * then means the same tree.
    */
-  onlyItsPatch(patch: PatchBytes): boolean {
-    return this.commands === 0 && [...this.written].every((rel) => patchTouches(patch, rel));
+  onlyItsPatch(paths: readonly string[]): boolean {
+    const inPatch = new Set(paths);
+    return this.cells === 0 && [...this.written].every((rel) => inPatch.has(rel));
   }
 
   /** Runs the tests (`test`) on the tree `key` names (null: unknown), and remembers the run; `turn` as the store counts it (from 0). */
   async run(turn: number, key: () => Promise<string | null>, test: () => Promise<TestRun>): Promise<TestRun> {
     const k = await key().catch(() => null);
+    this.cells++;
     const t = await test();
     this.last = k !== null && reusableRun(t) ? { key: k, turn, test: t } : null;
     return t;
