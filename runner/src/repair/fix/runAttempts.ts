@@ -26,11 +26,11 @@ export interface AttemptsInput extends RunScope {
   cells: RunCells;
   /** The baseline's per-test report: an attempt's regressions are judged against it. */
   baselineReport: Judged | null;
-  /** Verdicts by tree: attempts with the same change share one (made by runAttempts when absent). */
-  verdicts?: RunVerdicts;
 }
 
 export interface AttemptInput extends AttemptsInput {
+  /** The run's verdicts by tree: attempts with the same change share one. */
+  verdicts: RunVerdicts;
   index: number;
   temperature: number;
 }
@@ -49,7 +49,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
       .filter((a) => a.status === 'finished' || a.status === 'failed')
       .map((a) => [a.idx, a]),
   );
-  const verdicts = input.verdicts ?? new RunVerdicts();
+  const verdicts = new RunVerdicts();
   const results = await boundedParallel(
     run.temperatures.map((t, i) => ({ i, t })),
     concurrency,
@@ -96,7 +96,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     error: null,
   };
   const testRuns = new AttemptTestRuns();
-  const verdicts = input.verdicts ?? new RunVerdicts();
+  const { verdicts } = input;
   store.startAttempt(runId, index);
   progress(`attempt ${index}: started (temperature ${temperature})`);
   try {
