@@ -235,6 +235,14 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
             Verdict reused from ${v.reused_from}: the same tree was not tested twice.
           </div>`
         : nothing
+    }
+    ${
+      v.targeted
+        ? html`<div data-testid="verdict-targeted" class="sub">
+            Red on the baseline's failing tests alone (${v.targeted.how}, ${v.targeted.seconds} s): ${v.targeted.still_failing.join(', ')}
+            failed again; the rest of the suite was not run.
+          </div>`
+        : nothing
     }`;
 }
 

@@ -27,6 +27,8 @@ interface FixFlags {
   installCmd?: string;
   /** commander: false from --no-reuse-verdicts. */
   reuseVerdicts?: boolean;
+  /** commander: false from --no-failing-first. */
+  failingFirst?: boolean;
   /** commander: false from --no-shared-deps. */
   sharedDeps?: boolean;
   allowNet?: string[];
@@ -77,6 +79,10 @@ export function registerFixCommand(program: Command): void {
     .option(
       '--no-reuse-verdicts',
       'test every attempt in a verdict cell of its own, even when its last run_tests already ran on the same tree or another attempt made the same change (slower; how runs were judged before)',
+    )
+    .option(
+      '--no-failing-first',
+      "run every attempt's verdict on the whole suite at once, without first running only the baseline's failing tests (slower for attempts that do not fix them; how runs were judged before)",
     )
     .option(
       '--include <glob>',
@@ -250,6 +256,7 @@ export async function fixFromFlags(
       ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
       shared_deps: flags.sharedDeps !== false,
       reuse_verdicts: flags.reuseVerdicts !== false,
+      failing_first: flags.failingFirst !== false,
       allow_net: allowNet,
       include: flags.include ?? [],
       share: flags.share ?? [],
@@ -328,6 +335,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
     // commander gives true when --no-shared-deps is absent: only the explicit "no" is a choice.
     ...(flags.sharedDeps === false ? { shared_deps: false } : {}),
     ...(flags.reuseVerdicts === false ? { reuse_verdicts: false } : {}),
+    ...(flags.failingFirst === false ? { failing_first: false } : {}),
   };
   const request = parseFixRequest(resumeRequest(row, given), flags);
   const provider = createProvider(row.provider, { prewarm: prewarmFor(row.attempts), ...swarmOptions(flags) });

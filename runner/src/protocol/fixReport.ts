@@ -37,6 +37,18 @@ export const VerdictSchema = z
       .describe(
         "Set when no cell of its own ran for this verdict because an earlier run tested the very same tree: the attempt's own run_tests of turn N, or another attempt's verdict of the same change. Null when its own cell ran.",
       ),
+    targeted: z
+      .object({
+        how: z.string().describe('How the tests were selected: "go test -run", "pytest node ids", "vitest -t"...'),
+        tests: z.array(z.string()).describe("The baseline's failing tests the targeted run selected."),
+        still_failing: z.array(z.string()).describe('Of those, the ones that failed again.'),
+        seconds: z.number().describe("The targeted run's cell time."),
+      })
+      .strict()
+      .nullable()
+      .describe(
+        "Set when the verdict is a targeted run's: only the baseline's failing tests ran, some failed again, so the attempt is red and the rest of the suite was not run (counts and regressions are that run's). Null when the verdict ran the whole suite.",
+      ),
   })
   .strict();
 

@@ -72,6 +72,12 @@ export const FixRequestSchema = z
       .describe(
         "Take an earlier run of the same tree as a verdict (the attempt's last run_tests on its unchanged tree, or another attempt's verdict of the same change) instead of testing it again.",
       ),
+    failing_first: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Before an attempt's verdict runs the whole suite, run only the baseline's failing tests where the framework can select them: an attempt on which they fail again is red without the rest.",
+      ),
     out_dir: z.string().min(1).optional(),
     apply: z.boolean().default(false),
     branch: z.string().min(1).optional(),

@@ -128,10 +128,16 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
       purposes(provider)
         .filter((p) => p.startsWith('verdict'))
         .sort(),
-      ['verdict:0', 'verdict:1'],
+      // Both pass the baseline's failing test in the targeted run first, so both run the whole suite.
+      ['verdict:0', 'verdict:1', 'verdict_targeted:0', 'verdict_targeted:1'],
     );
     // Every cell of a run asks for plain output (no colour codes in logs, reports or what the model reads).
     for (const c of provider.cells) assert.deepEqual([c.spec.env?.NO_COLOR, c.spec.env?.FORCE_COLOR], ['1', '0'], c.purpose);
+    // The targeted run selects through the variable the cell already sets: its report request stays, the node id comes after.
+    for (const c of provider.cells.filter((x) => x.purpose === 'verdict_targeted')) {
+      assert.match(c.spec.env!.PYTEST_ADDOPTS!, /^-rA --junitxml=.* 'test_calc\.py::test_average'$/);
+      assert.equal(c.spec.cmd, TEST_CMD, "the user's command as it is");
+    }
   });
 
   it('a run that needs the network on a provider whose cells cannot have it is refused before anything is recorded or runs', async () => {
@@ -301,7 +307,7 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
       `attempt 0 or the baseline ran again: ${purposes(provider).slice(cellsBefore).join(', ')}`,
     );
     assert.deepEqual(
-      resumedCells.filter((c) => c.purpose === 'verdict').map((c) => c.attempt),
+      [...new Set(resumedCells.filter((c) => c.purpose.startsWith('verdict')).map((c) => c.attempt))],
       [1, 2],
       'attempts 1 and 2 were redone',
     );

@@ -123,6 +123,8 @@ export const RUN_SETTINGS = [
   'allow_green_baseline',
   'include',
   'share',
+  'reuse_verdicts',
+  'failing_first',
 ] as const satisfies readonly (keyof FixRequest)[];
 
 /** Pure: the settings of a request to record with its run. */

@@ -21,6 +21,8 @@ import { baseTestsNote, verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
 import { AttemptTestRuns, RunVerdicts, treeKey } from './verdictReuse.js';
 import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
+import { type FailingFirstPlan, failingFirstPlan, plural } from '../verdicts/failingFirst.js';
+import { failingFirstVerdict } from './failingFirstVerdict.js';
 
 export interface AttemptsInput extends RunScope {
   cells: RunCells;
@@ -31,6 +33,8 @@ export interface AttemptsInput extends RunScope {
 export interface AttemptInput extends AttemptsInput {
   /** The run's verdicts by tree: attempts with the same change share one. */
   verdicts: RunVerdicts;
+  /** How verdicts run the baseline's failing tests before the whole suite (or that they do not). */
+  failingFirst: FailingFirstPlan;
   index: number;
   temperature: number;
 }
@@ -50,6 +54,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
       .map((a) => [a.idx, a]),
   );
   const verdicts = new RunVerdicts();
+  const failingFirst = planFailingFirst(input);
   const results = await boundedParallel(
     run.temperatures.map((t, i) => ({ i, t })),
     concurrency,
@@ -65,7 +70,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
         path: join(attemptsDir(await locateRepository(run.repo)), `${run.runId}-a${i}`),
         branch: `forge/attempt/${run.runId}-a${i}`,
       }).catch(() => undefined);
-      return runAttempt({ ...input, verdicts, index: i, temperature: t });
+      return runAttempt({ ...input, verdicts, failingFirst, index: i, temperature: t });
     },
     deps.signal,
   );
@@ -156,12 +161,13 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     } else {
       let ranHere = false;
       const earlier = testRuns.sameTree(key);
+      const judging = { worktree: wt.path, attemptIdx: index, baseline: baselineReport, progress };
       result.verdict = await verdicts.judge(
         key,
         index,
         async () => {
           ranHere = true;
-          const { test: final, verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport);
+          const { test: final, verdict } = await failingFirstVerdict(cells, input.failingFirst, judging);
           throwIfCancelled(signal);
           if (final.result.diff?.incomplete)
             throw new Error(
@@ -173,7 +179,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
           ? async () => {
               // A run that crashed is tried again in a cell here, which may leave things in the tree.
               ranHere = true;
-              const { verdict } = await cells.judgedTestCell(wt.path, 'verdict', index, baselineReport, earlier.test);
+              const { verdict } = await failingFirstVerdict(cells, input.failingFirst, judging, earlier.test);
               return { ...verdict, reused_from: `turn ${earlier.turn + 1}'s run_tests (the tree is unchanged since)` };
             }
           : undefined,
@@ -239,7 +245,8 @@ async function judgeOnTree(input: AttemptInput, commit: string, id: string): Pro
   const { run, cells, index, baselineReport } = input;
   const tree = await createAttemptWorktree(run.repo, commit, id, { include: run.trust.include, onSkipped: input.deps.progress });
   try {
-    return (await cells.judgedTestCell(tree.path, 'verdict', index, baselineReport)).verdict;
+    const at = { worktree: tree.path, attemptIdx: index, baseline: baselineReport, progress: input.deps.progress };
+    return (await failingFirstVerdict(cells, input.failingFirst, at)).verdict;
   } finally {
     await cells.cleanUp(tree);
   }
@@ -281,6 +288,21 @@ async function boundedParallel<T, R>(items: T[], limit: number, work: (item: T) 
   });
   await Promise.all(lanes);
   return results;
+}
+
+/**
+ * Whether the run's verdicts run the baseline's failing tests first, said once: how, or why
+ * every verdict runs the whole suite. A resumed run plans again from its stored baseline.
+ */
+function planFailingFirst({ run, request, deps, baselineReport }: AttemptsInput): FailingFirstPlan {
+  if (!request.failing_first) return { kind: 'none' };
+  const plan = failingFirstPlan(run.testCmd, baselineReport);
+  if (plan.kind === 'targeted')
+    deps.progress(
+      `failing tests first: each verdict runs the baseline's ${plural(plan.run.tests.length, 'failing test')} (${plan.run.how}) before the whole suite`,
+    );
+  else if (plan.kind === 'whole') deps.progress(`failing tests first: not used, every verdict runs the whole suite: ${plan.why}`);
+  return plan;
 }
 
 /** The key of the tree an attempt's worktree holds now (stale Python caches gone first, as before a verdict). */

@@ -22,6 +22,7 @@ import { hookProgramNotTheTool, npmrcActiveKey } from '../verdicts/hookProgram.j
 import { join } from 'node:path';
 import { CellScheduler } from '../../cells/cellScheduler.js';
 import { DEFAULT_LIMITS } from '../../protocol/cellSpec.js';
+import type { TargetedRun } from '../verdicts/failingFirst.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -85,12 +86,19 @@ export class RunCells {
     command: string,
     purpose: string,
     attemptIdx: number | null,
-    how: { allowNet?: string[]; noDeps?: boolean; env?: Record<string, string>; exclusive?: boolean } = {},
+    how: {
+      allowNet?: string[];
+      noDeps?: boolean;
+      env?: Record<string, string>;
+      /** Added after the value the cell has (GOFLAGS=-v gets a -run): failing tests first. */
+      appendEnv?: Record<string, string>;
+      exclusive?: boolean;
+    } = {},
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     // Test runs name their tests (regressions need the baseline's passing ones).
     const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
-    const env = {
+    const env: Record<string, string> = {
       // The conventional no-colour variables (no-color.org; FORCE_COLOR=0 for chalk and Node):
       // logs, reports and what the model reads stay plain text. A command may set its own.
       NO_COLOR: '1',
@@ -100,6 +108,7 @@ export class RunCells {
       ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
       ...how.env,
     };
+    for (const [k, v] of Object.entries(how.appendEnv ?? {})) env[k] = env[k] ? `${env[k]} ${v}` : v;
     const release = await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
     const r = await deps.provider
       .run(
@@ -178,10 +187,15 @@ export class RunCells {
     attemptIdx: number | null,
     env?: Record<string, string>,
     exclusive = false,
+    targeted?: TargetedRun,
   ): Promise<TestRun> {
     const before = snapshotJunitReports(worktree);
     const requested = snapshotCellReports(worktree);
-    const result = await this.cell(worktree, this.scope.run.testCmd, purpose, attemptIdx, { ...(env ? { env } : {}), exclusive });
+    const result = await this.cell(worktree, targeted?.command ?? this.scope.run.testCmd, purpose, attemptIdx, {
+      ...(env ? { env } : {}),
+      ...(targeted ? { appendEnv: targeted.env } : {}),
+      exclusive,
+    });
     const log = testOutputOf(result);
     const written = readJunitReports(worktree, before) ?? readCellReport(worktree, requested);
     return { result, output: log.text, logWhole: log.whole, written };

@@ -29,6 +29,8 @@ export interface Verdict {
   could_not_run: string | null;
   /** This verdict is an earlier run's on the same tree (the attempt's own run_tests, or another attempt's verdict of the same change): which; null when its own cell ran. */
   reused_from: string | null;
+  /** Only the baseline's failing tests ran (failingFirst.ts) and some failed again: red without the whole suite. */
+  targeted: { how: string; tests: string[]; still_failing: string[]; seconds: number } | null;
 }
 
 /**
@@ -134,6 +136,7 @@ export function judgeTestRun(
     hook_failures: hook ? [hook] : [],
     could_not_run: null,
     reused_from: null,
+    targeted: null,
     // The exit status is the command's to set: a run that names a failure, stopped before its
     // framework's end, or does not show the baseline's failing tests passing is not green.
     green:

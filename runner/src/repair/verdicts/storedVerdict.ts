@@ -16,6 +16,7 @@ export function storedVerdict(json: string): Verdict {
     new_failing: v.new_failing ?? [],
     could_not_run: v.could_not_run ?? null,
     reused_from: v.reused_from ?? null,
+    targeted: v.targeted ?? null,
     regressions_unknown: v.regressions_unknown !== undefined ? v.regressions_unknown : v.regressions_known ? null : OLDER,
   };
 }

@@ -1,0 +1,64 @@
+import { type FailingFirstPlan, plural, targetedOutcome } from '../verdicts/failingFirst.js';
+import type { Judged } from '../verdicts/failingSet.js';
+import { judgeTestRun, runReport, type Verdict } from '../verdicts/judgeTestRun.js';
+import { parseTestOutput } from '../verdicts/parsers.js';
+import { testRunCrash } from '../verdicts/testRunCrash.js';
+import { runEnd, type RunCells, type TestRun } from './runCells.js';
+
+const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
+
+/**
+ * An attempt's verdict with the baseline's failing tests first (failingFirst.ts): a targeted
+ * cell that shows one of them failing again makes the attempt red there; otherwise, or when
+ * the run cannot select them, the whole suite judges it as before.
+ */
+export async function failingFirstVerdict(
+  cells: RunCells,
+  plan: FailingFirstPlan,
+  at: { worktree: string; attemptIdx: number; baseline: Judged | null; progress: (line: string) => void },
+  /** The attempt's own run of this tree (its last run_tests): the whole suite already ran. */
+  first?: TestRun,
+): Promise<{ test: TestRun; verdict: Verdict }> {
+  const { worktree, attemptIdx, baseline, progress } = at;
+  if (plan.kind === 'targeted' && !first) {
+    const started = performance.now();
+    const test = await cells.testCell(worktree, 'verdict_targeted', attemptIdx, undefined, false, plan.run);
+    const seconds = Math.round((performance.now() - started) / 100) / 10;
+    const end = runEnd(test);
+    const report = runReport(test.written, parseTestOutput(test.output), test.logWhole);
+    const crash = testRunCrash(
+      {
+        exitCode: test.result.exit_code,
+        timedOut: test.result.timed_out,
+        killedBy: test.result.killed_by,
+        limitsHit: test.result.limits_hit,
+      },
+      test.output,
+      report,
+    );
+    const outcome = targetedOutcome(plan.run, report, crash);
+    const n = plural(plan.run.tests.length, 'failing test');
+    if (outcome.red) {
+      progress(
+        `attempt ${attemptIdx}: red in ${seconds} s on the ${n} (${list(outcome.stillFailing)} ${outcome.stillFailing.length === 1 ? 'fails' : 'fail'} again); the rest of the suite not run`,
+      );
+      const judged = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks: false, end });
+      return {
+        test,
+        verdict: {
+          ...judged,
+          green: false,
+          // Only the selected tests ran: their failures are sure, what the rest would say is not known.
+          failing_complete: false,
+          failing_incomplete: `only the baseline's ${n} ran (${plan.run.how})`,
+          regressions_known: false,
+          regressions_unknown: `only the baseline's ${n} ran, and ${outcome.stillFailing.length} failed again: the rest of the suite was not run`,
+          new_failing: [],
+          targeted: { how: plan.run.how, tests: plan.run.tests, still_failing: outcome.stillFailing, seconds },
+        },
+      };
+    }
+    progress(`attempt ${attemptIdx}: ${outcome.why} (targeted run, ${seconds} s): running the whole suite`);
+  }
+  return cells.judgedTestCell(worktree, 'verdict', attemptIdx, baseline, first);
+}
