@@ -24,7 +24,7 @@ export interface CandidateGroup {
 export interface Selection {
   /** The green winner; null when no attempt is green. */
   winner: CandidateGroup | null;
-  /** When nothing is green: the closest attempt (fewest failures, then smallest diff). */
+  /** When nothing is green: the closest attempt (judged on the whole suite first, fewest failures, then smallest diff). */
   best: CandidateGroup | null;
   /** All distinct non-empty candidates, best first. */
   ranked: CandidateGroup[];
@@ -95,6 +95,15 @@ export function selectWinner(candidates: Candidate[]): Selection {
     .map(({ firstIndex: _first, ...g }) => g);
   const winner = ranked[0]?.verdict.green ? ranked[0] : null;
   const judged = ranked.filter((g) => !g.verdict.could_not_run);
-  const best = winner ? null : ([...judged].sort((a, b) => a.verdict.failed - b.verdict.failed || a.size - b.size)[0] ?? null);
+  // A targeted verdict counts only the baseline's failing tests (failingFirst.ts): its other
+  // failures are not known, so it is never closer than an attempt the whole suite judged.
+  const best = winner
+    ? null
+    : ([...judged].sort(
+        (a, b) =>
+          Number(Boolean(a.verdict.targeted)) - Number(Boolean(b.verdict.targeted)) ||
+          a.verdict.failed - b.verdict.failed ||
+          a.size - b.size,
+      )[0] ?? null);
   return { winner, best, ranked, empty };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { failingFirstPlan, type TargetedRun } from '../../../runner/src/repair/verdicts/failingFirst.js';
@@ -125,7 +125,8 @@ describe('failing tests first against the real runners (issue 29)', function () 
         "describe('suite', () => {",
         "  it('passes', () => {});",
         "  it('fails \\'$(touch pwned)\\' `x` (a.b)', () => assert.fail('x'));",
-        "  it('fails too', () => assert.fail('y'));",
+        // What the runner starts does not inherit the preload: a require hook of a CLI a test runs would break.
+        "  it('fails too', () => { require('node:fs').writeFileSync('inherited.txt', String(process.env.NODE_OPTIONS)); assert.fail('y'); });",
         '});',
       ].join('\n'),
     );
@@ -134,6 +135,7 @@ describe('failing tests first against the real runners (issue 29)', function () 
     const { run: t } = planFrom(dir, 'npm test --silent');
     ranOnly(dir, 'npm test --silent', t, ["suite › fails '$(touch pwned)' `x` (a.b)", 'suite › fails too']);
     assert.equal(existsSync(join(dir, 'pwned')), false);
+    assert.equal(readFileSync(join(dir, 'inherited.txt'), 'utf8'), 'undefined', "the runner's own NODE_OPTIONS no longer has the preload");
     // Node itself and npm are not mocha: a plain node program's argv is untouched.
     writeFileSync(join(dir, 'argv.js'), 'console.log(JSON.stringify(process.argv.slice(2)))');
     assert.equal(run(dir, 'node argv.js x', t.env).output.trim(), '["x"]');

@@ -116,6 +116,28 @@ describe('failing tests first: which tests a verdict runs before the whole suite
     assert.deepEqual(failingFirstPlan('pytest', judged(report('pytest', { 'a.py::t': 'pass' }))), { kind: 'none' });
   });
 
+  it('a name is data: one with a control character, or that pytest or vitest would read as a flag or a file of arguments, is not selected (red team)', () => {
+    const pytest = targeted(
+      failingFirstPlan(
+        'pytest',
+        judged(
+          report('pytest', {
+            'test_a.py::test_ok_name': 'fail',
+            'test_a.py::test_x[a\u0000b]': 'fail',
+            '@args.txt::x': 'fail',
+            '-p::evil': 'fail',
+          }),
+        ),
+      ),
+    );
+    assert.equal(pytest.env.PYTEST_ADDOPTS, "'test_a.py::test_ok_name'");
+    assert.deepEqual(pytest.tests, ['test_a.py::test_ok_name']);
+    const only = failingFirstPlan('go test ./...', judged(report('go test', { 'TestA\nTestB': 'fail' })));
+    assert.equal(only.kind, 'whole');
+    const vitest = failingFirstPlan('npx vitest run', judged(report('vitest', { '--reporter=x.ts > a': 'fail' })));
+    assert.equal(vitest.kind, 'whole');
+  });
+
   it('a targeted run makes an attempt red only when it names a baseline failing test failing again', () => {
     const run: TargetedRun = { tests: ['TestA', 'TestB'], env: {}, command: null, how: 'go test -run' };
     assert.deepEqual(targetedOutcome(run, report('go test', { TestA: 'pass', TestB: 'fail' }), null), {

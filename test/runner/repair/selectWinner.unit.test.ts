@@ -46,6 +46,15 @@ describe('selectWinner', () => {
     assert.deepEqual(s.best?.attempts, ['a1']);
   });
 
+  it('a verdict of only the baseline failing tests (failing tests first) is never closer than one the whole suite judged (red team)', () => {
+    const targeted = aVerdict(false, {
+      failed: 1,
+      targeted: { how: 'go test -run', tests: ['TestA', 'TestB'], still_failing: ['TestA'], seconds: 1 },
+    });
+    const s = selectWinner([cand('a0', 0, targeted, patch(1)), cand('a1', 1, verdict(false, 3), patch(9))]);
+    assert.deepEqual(s.best?.attempts, ['a1']);
+  });
+
   it('never picks an attempt that changed nothing', () => {
     const s = selectWinner([cand('a0', 0, verdict(true), ''), cand('a1', 1, verdict(true), '\n \n')]);
     assert.equal(s.winner, null);

@@ -6,7 +6,9 @@ import type { TestReport } from './testReport.js';
  * whole suite. Such a run can only make an attempt red (a test that failed on the base commit
  * fails again); it never makes one green, which takes the whole suite. So a selection that
  * misses (a name the framework spells otherwise, a wrapper that drops the filter) costs one
- * short cell and never a wrong verdict.
+ * short cell. What it cannot tell: a failing test that passes only after another test has run
+ * (state one test leaves for the next) fails alone, and the attempt is red where the whole
+ * suite might have passed it (docs/cli.md says so; --no-failing-first).
  *
  * Selection goes through the environment wherever the framework reads one, so the user's
  * command runs as it is, with its builds, hooks and nested `npm run`s: go test's GOFLAGS,
@@ -52,9 +54,14 @@ export function failingFirstPlan(testCmd: string, baseline: Judged | null): Fail
   const report = baseline?.report ?? null;
   if (!report)
     return { kind: 'whole', why: 'the baseline printed no test report the runner reads, so it named no failing test to run first' };
-  const failing = [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n);
-  if (failing.length === 0)
+  const named = [...report.tests].filter(([, o]) => o === 'fail').map(([n]) => n);
+  if (named.length === 0)
     return report.failed > 0 ? { kind: 'whole', why: 'the baseline named none of its failing tests' } : { kind: 'none' };
+  // A name is the repository's output: one with a control character (a NUL no environment
+  // can hold, a newline) is not selected; the whole suite still judges it.
+  // eslint-disable-next-line no-control-regex
+  const failing = named.filter((n) => !/[\x00-\x1f\x7f]/.test(n));
+  if (failing.length === 0) return { kind: 'whole', why: "the baseline's failing tests are named with control characters" };
   if (failing.length > MAX_SELECTED)
     return { kind: 'whole', why: `the baseline has ${failing.length} failing tests (more than ${MAX_SELECTED} are most of a suite)` };
   if (report.framework.includes(' + '))
@@ -116,8 +123,9 @@ function selectPytest(failing: string[]): TargetedRun | { why: string } {
   // A pytest 9 subtest's name is its test's node id and a label after a space.
   const ids = new Map<string, string[]>();
   for (const n of failing) {
-    const id = /^[^\s:]+::[^\s[]+(?:\[[^\]\n]*\])?/.exec(n)?.[0];
-    if (id && !id.startsWith('-')) ids.set(id, [...(ids.get(id) ?? []), n]);
+    // A path's first character is a word, a dot or a slash: pytest reads "-x" as a flag and "@x" as a file of arguments.
+    const id = /^[\w./][^\s:]*::[^\s[]+(?:\[[^\]\n]*\])?/.exec(n)?.[0];
+    if (id) ids.set(id, [...(ids.get(id) ?? []), n]);
   }
   if (ids.size === 0) return { why: "none of the baseline's failing pytest tests is named by a node id" };
   return {
@@ -153,14 +161,15 @@ function selectUnittest(failing: string[], testCmd: string): TargetedRun | { why
 function selectVitest(failing: string[]): TargetedRun | { why: string } {
   const named = failing
     .map((n) => ({ n, m: /^(?:\|[^|]+\| )?([^\s>|]+\.\w+) > (.+)$/.exec(n) }))
-    .filter((x): x is { n: string; m: RegExpExecArray } => x.m !== null);
+    // A file filter that is not a path (a "-" flag) is no test of the baseline's.
+    .filter((x): x is { n: string; m: RegExpExecArray } => x.m !== null && /^[\w./]/.test(x.m[1]!));
   if (named.length === 0) return { why: "none of the baseline's failing vitest tests is named with its file" };
   const files = [...new Set(named.map((x) => x.m[1]!))];
   const chains = named.map((x) => x.m[2]!.split(' > ').map(escapeRegExp).join(' '));
   return selectNode(
     'vitest',
     named.map((x) => x.n),
-    () => [...files.filter((f) => !f.startsWith('-')), '-t', `(?:^| )(?:${chains.join('|')})$`],
+    () => [...files, '-t', `(?:^| )(?:${chains.join('|')})$`],
   );
 }
 
@@ -188,6 +197,11 @@ function selectNode(runner: keyof typeof NODE_RUNNERS, tests: string[], args: (n
     `  if (!process.env.${APPLIED} && process.argv[1] && ${NODE_RUNNERS[runner].toString()}.test(realpathSync(process.argv[1]))) {`,
     `    process.argv.push(...${JSON.stringify(args(tests))});`,
     `    process.env.${APPLIED} = '1';`,
+    // What the runner starts (its workers, a CLI a test spawns) gets NODE_OPTIONS without this
+    // import: an --import makes node load a main script as ES modules, which breaks programs
+    // that rely on a require hook, and a test of one would fail here and not in the whole suite.
+    `    const own = (process.env.NODE_OPTIONS ?? '').split(' ').filter((o) => !o.startsWith('--import=data:text/javascript,')).join(' ');`,
+    '    if (own) process.env.NODE_OPTIONS = own; else delete process.env.NODE_OPTIONS;',
     '  }',
     '} catch {}',
   ].join('\n');
