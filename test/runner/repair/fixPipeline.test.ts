@@ -337,9 +337,8 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
       const purposes = (i: number) => store.cells(r.report!.run_id, i).map((c) => c.purpose);
       assert.deepEqual(purposes(0), ['run_tests'], 'no verdict cell for an unchanged tree');
-      // A verdict of its own runs the baseline's failing tests first; they pass, so the whole suite runs.
-      assert.deepEqual(purposes(1), ['run_tests', 'run_command', 'verdict_targeted', 'verdict']);
-      assert.deepEqual(purposes(2), ['run_tests', 'verdict_targeted', 'verdict']);
+      assert.deepEqual(purposes(1), ['run_tests', 'run_command', 'verdict']);
+      assert.deepEqual(purposes(2), ['run_tests', 'verdict']);
       // The winner is still re-tested on a fresh checkout: ground truth is never reused.
       assert.equal(r.report!.ground_truth?.verdict?.reused_from, null);
       assert.equal(r.report!.ground_truth?.verdict?.green, true);
@@ -354,7 +353,6 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         '--attempts',
         '3',
         '--no-reuse-verdicts',
-        '--no-failing-first',
       ]);
       assert.equal(again.status, 0, again.stderr);
       assert.ok(again.report!.attempts.every((a) => a.verdict!.reused_from === null));
@@ -373,7 +371,7 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     const out = mkdtempSync(join(tmpdir(), 'forge-out-'));
     try {
       const args = ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', replay('py-calc'), '--attempts', '4'];
-      const r = fix(repo.dir, [...args, '--out', out]);
+      const r = fix(repo.dir, [...args, '--failing-first', '--out', out]);
       assert.equal(r.status, 0, r.stderr);
       assert.match(
         r.stderr,
@@ -409,8 +407,8 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         readFileSync(join(out, 'summary.md'), 'utf8'),
         /red \(targeted: 1 of the baseline's 3 failing tests failed again in [\d.]+ s; the rest of the suite not run\)/,
       );
-      // --no-failing-first: every verdict of its own runs the whole suite, as before.
-      const whole = fix(repo.dir, [...args, '--no-failing-first']);
+      // Without --failing-first (the default): every verdict of its own runs the whole suite.
+      const whole = fix(repo.dir, args);
       assert.equal(whole.status, 0, whole.stderr);
       assert.doesNotMatch(whole.stderr, /failing tests first/);
       assert.deepEqual(purposes(whole.report!.run_id, 1), ['verdict']);

@@ -8,7 +8,8 @@ import type { TestReport } from './testReport.js';
  * misses (a name the framework spells otherwise, a wrapper that drops the filter) costs one
  * short cell. What it cannot tell: a failing test that passes only after another test has run
  * (state one test leaves for the next) fails alone, and the attempt is red where the whole
- * suite might have passed it (docs/cli.md says so; --no-failing-first).
+ * suite might have passed it (docs/cli.md says so). Off unless asked for (--failing-first): an
+ * attempt red here has its other regressions unnamed.
  *
  * Selection goes through the environment wherever the framework reads one, so the user's
  * command runs as it is, with its builds, hooks and nested `npm run`s: go test's GOFLAGS,
