@@ -240,7 +240,7 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
       v.targeted
         ? html`<div data-testid="verdict-targeted" class="sub">
             Red on the baseline's failing tests alone (${v.targeted.how}, ${v.targeted.seconds} s): ${v.targeted.still_failing.join(', ')}
-            failed again; the rest of the suite was not run.
+            all failed again; the rest of the suite was not run.
           </div>`
         : nothing
     }`;

@@ -27,7 +27,7 @@ interface FixFlags {
   installCmd?: string;
   /** commander: false from --no-reuse-verdicts. */
   reuseVerdicts?: boolean;
-  /** commander: true from --failing-first. */
+  /** commander: false from --no-failing-first. */
   failingFirst?: boolean;
   /** commander: false from --no-shared-deps. */
   sharedDeps?: boolean;
@@ -81,8 +81,8 @@ export function registerFixCommand(program: Command): void {
       'test every attempt in a verdict cell of its own, even when its last run_tests already ran on the same tree or another attempt made the same change (slower; how runs were judged before)',
     )
     .option(
-      '--failing-first',
-      'before an attempt\'s verdict runs the whole suite, run only the baseline\'s failing tests (where the framework can select them): an attempt on which one fails again is red in seconds, and its other regressions are not looked for; see docs/cli.md "Failing tests first"',
+      '--no-failing-first',
+      "run every attempt's verdict on the whole suite at once, without first running only the baseline's failing tests (slower for attempts that fix none of them; how runs were judged before)",
     )
     .option(
       '--include <glob>',
@@ -256,7 +256,7 @@ export async function fixFromFlags(
       ...(flags.installCmd ? { install_cmd: flags.installCmd } : {}),
       shared_deps: flags.sharedDeps !== false,
       reuse_verdicts: flags.reuseVerdicts !== false,
-      failing_first: flags.failingFirst === true,
+      failing_first: flags.failingFirst !== false,
       allow_net: allowNet,
       include: flags.include ?? [],
       share: flags.share ?? [],
@@ -335,7 +335,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
     // commander gives true when --no-shared-deps is absent: only the explicit "no" is a choice.
     ...(flags.sharedDeps === false ? { shared_deps: false } : {}),
     ...(flags.reuseVerdicts === false ? { reuse_verdicts: false } : {}),
-    ...(flags.failingFirst === true ? { failing_first: true } : {}),
+    ...(flags.failingFirst === false ? { failing_first: false } : {}),
   };
   const request = parseFixRequest(resumeRequest(row, given), flags);
   const provider = createProvider(row.provider, { prewarm: prewarmFor(row.attempts), ...swarmOptions(flags) });

@@ -74,7 +74,7 @@ export const FixRequestSchema = z
       ),
     failing_first: z
       .boolean()
-      .default(false)
+      .default(true)
       .describe(
         "Before an attempt's verdict runs the whole suite, run only the baseline's failing tests where the framework can select them: an attempt on which they fail again is red without the rest.",
       ),

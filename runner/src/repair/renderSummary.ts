@@ -35,7 +35,7 @@ export function renderSummary(r: FixReport): string {
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.attempts.map(
       (a) =>
-        `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.could_not_run ? `could not run: ${markdownText(a.verdict.could_not_run)}` : a.verdict?.green ? 'green' : 'red'}${a.verdict?.reused_from ? ` (verdict reused from ${markdownText(a.verdict.reused_from)})` : ''}${a.verdict?.targeted ? ` (targeted: ${a.verdict.targeted.still_failing.length} of the baseline's ${a.verdict.targeted.tests.length} failing tests failed again in ${a.verdict.targeted.seconds} s; the rest of the suite not run)` : ''} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`,
+        `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.could_not_run ? `could not run: ${markdownText(a.verdict.could_not_run)}` : a.verdict?.green ? 'green' : 'red'}${a.verdict?.reused_from ? ` (verdict reused from ${markdownText(a.verdict.reused_from)})` : ''}${a.verdict?.targeted ? ` (targeted: the baseline's ${a.verdict.targeted.tests.length} failing test(s) all failed again in ${a.verdict.targeted.seconds} s; the rest of the suite not run)` : ''} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`,
     ),
     '',
   ];

@@ -138,12 +138,18 @@ describe('failing tests first: which tests a verdict runs before the whole suite
     assert.equal(vitest.kind, 'whole');
   });
 
-  it('a targeted run makes an attempt red only when it names a baseline failing test failing again', () => {
+  it('a targeted run makes an attempt red only when it names every selected baseline failing test failing again', () => {
     const run: TargetedRun = { tests: ['TestA', 'TestB'], env: {}, command: null, how: 'go test -run' };
-    assert.deepEqual(targetedOutcome(run, report('go test', { TestA: 'pass', TestB: 'fail' }), null), {
+    assert.deepEqual(targetedOutcome(run, report('go test', { TestA: 'fail', TestB: 'fail' }), null), {
       red: true,
-      stillFailing: ['TestB'],
+      stillFailing: ['TestA', 'TestB'],
     });
+    // A partial fix is red too, but the whole suite judges it: its regressions are worth naming.
+    assert.deepEqual(targetedOutcome(run, report('go test', { TestA: 'pass', TestB: 'fail' }), null), {
+      red: false,
+      why: '1 of the 2 failing tests passed, 1 failed again: it is red, and the whole suite names what else it changed',
+    });
+    assert.equal(targetedOutcome(run, report('go test', { TestB: 'fail' }), null).red, false, 'one not named: not sure');
     // Everything else goes to the whole suite: passed, the filter missed them, no report, a crash.
     assert.equal(targetedOutcome(run, report('go test', { TestA: 'pass', TestB: 'pass' }), null).red, false);
     assert.equal(
@@ -153,6 +159,6 @@ describe('failing tests first: which tests a verdict runs before the whole suite
     );
     assert.equal(targetedOutcome(run, report('go test', { TestA: 'skip', TestB: 'skip' }), null).red, false);
     assert.equal(targetedOutcome(run, null, null).red, false);
-    assert.equal(targetedOutcome(run, report('go test', { TestB: 'fail' }), 'out of memory').red, false);
+    assert.equal(targetedOutcome(run, report('go test', { TestA: 'fail', TestB: 'fail' }), 'out of memory').red, false);
   });
 });

@@ -97,7 +97,7 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
   it('a regression-causing attempt loses to the correct one; ground truth passes; only the winner branch remains', async () => {
     const provider = new FakeCellProvider(script());
     const { report, exitCode } = await runFix(
-      request({ failing_first: true }),
+      request(),
       deps(provider, [
         [{ tool_calls: [FIX_WITH_REGRESSION] }, { tool_calls: [FINISH] }],
         [{ tool_calls: [FIX] }, { tool_calls: [FINISH] }],

@@ -337,8 +337,9 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
       const purposes = (i: number) => store.cells(r.report!.run_id, i).map((c) => c.purpose);
       assert.deepEqual(purposes(0), ['run_tests'], 'no verdict cell for an unchanged tree');
-      assert.deepEqual(purposes(1), ['run_tests', 'run_command', 'verdict']);
-      assert.deepEqual(purposes(2), ['run_tests', 'verdict']);
+      // A verdict of its own runs the baseline's failing tests first; they pass, so the whole suite runs.
+      assert.deepEqual(purposes(1), ['run_tests', 'run_command', 'verdict_targeted', 'verdict']);
+      assert.deepEqual(purposes(2), ['run_tests', 'verdict_targeted', 'verdict']);
       // The winner is still re-tested on a fresh checkout: ground truth is never reused.
       assert.equal(r.report!.ground_truth?.verdict?.reused_from, null);
       assert.equal(r.report!.ground_truth?.verdict?.green, true);
@@ -353,6 +354,7 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         '--attempts',
         '3',
         '--no-reuse-verdicts',
+        '--no-failing-first',
       ]);
       assert.equal(again.status, 0, again.stderr);
       assert.ok(again.report!.attempts.every((a) => a.verdict!.reused_from === null));
@@ -366,12 +368,30 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     }
   });
 
-  it("failing tests first: a verdict runs the baseline's failing tests before the whole suite, and an attempt on which one fails again is red there (issue 29)", () => {
+  it("failing tests first: a verdict runs the baseline's failing tests before the whole suite; an attempt on which they all fail again is red there (issue 29)", () => {
     const repo = sampleRepo('py-calc');
     const out = mkdtempSync(join(tmpdir(), 'forge-out-'));
+    const script = join(repo.dir, '..', `failing-first-${Date.now()}.json`);
+    const edit = (new_string: string) => ({
+      tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string } }],
+    });
+    const finish = { tool_calls: [{ name: 'finish', arguments: {} }] };
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          [edit('return sum(values) / len(values)'), finish],
+          // Changes nothing the failing tests see: they all fail again.
+          [edit('return sum(values) / (len(values) + 1)  # unchanged'), finish],
+          // Integer division fixes two of the three: red too, but the whole suite judges it.
+          [edit('return sum(values) // len(values)'), finish],
+        ],
+      }),
+    );
     try {
-      const args = ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', replay('py-calc'), '--attempts', '4'];
-      const r = fix(repo.dir, [...args, '--failing-first', '--out', out]);
+      const args = ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', `replay:${script}`, '--attempts', '3'];
+      const r = fix(repo.dir, [...args, '--out', out]);
       assert.equal(r.status, 0, r.stderr);
       assert.match(
         r.stderr,
@@ -379,42 +399,49 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       );
       const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
       const purposes = (runId: string, i: number) => store.cells(runId, i).map((c) => c.purpose);
-      // Attempt 1 (integer division) still fails one of them: red in one short cell, named.
-      const a1 = r.report!.attempts[1]!.verdict!;
-      assert.equal(a1.green, false);
-      assert.deepEqual(a1.targeted?.tests.sort(), [
+      const failing = [
         'test_calc.py::test_average_keeps_fractions',
         'test_calc.py::test_average_of_one',
         'test_calc.py::test_average_of_two',
-      ]);
-      assert.deepEqual(a1.targeted?.still_failing, ['test_calc.py::test_average_keeps_fractions']);
+      ];
+      const a1 = r.report!.attempts[1]!.verdict!;
+      assert.equal(a1.green, false);
+      assert.deepEqual(a1.targeted?.tests.sort(), failing);
+      assert.deepEqual(a1.targeted?.still_failing.sort(), failing);
       assert.equal(a1.targeted?.how, 'pytest node ids');
-      assert.deepEqual(a1.failing, ['test_calc.py::test_average_keeps_fractions']);
-      assert.equal(a1.passed, 2, 'only the selected tests ran');
+      assert.deepEqual(a1.failing.sort(), failing);
+      assert.equal(a1.passed, 0, 'only the selected tests ran');
       assert.equal(a1.regressions_known, false);
+      assert.match(r.stderr, /attempt 1: red in [\d.]+ s on the 3 failing tests \(all fail again: .*\); the rest of the suite not run/);
+      assert.deepEqual(purposes(r.report!.run_id, 1), ['verdict_targeted']);
+      // A partial fix is red as well, but the whole suite judges it (its regressions are named).
+      const a2 = r.report!.attempts[2]!.verdict!;
+      assert.deepEqual(purposes(r.report!.run_id, 2), ['verdict_targeted', 'verdict']);
+      assert.equal(a2.targeted, null);
+      assert.equal(a2.regressions_known, true);
+      assert.deepEqual(a2.failing, ['test_calc.py::test_average_keeps_fractions']);
+      assert.equal(a2.passed, 3);
       assert.match(
         r.stderr,
-        /attempt 1: red in [\d.]+ s on the 3 failing tests \(test_calc.py::test_average_keeps_fractions fails again\); the rest of the suite not run/,
+        /attempt 2: 2 of the 3 failing tests passed, 1 failed again: it is red, and the whole suite names what else it changed/,
       );
-      assert.deepEqual(purposes(r.report!.run_id, 1), ['verdict_targeted']);
-      // Attempt 3 (a larger correct rewrite) passes them: then the whole suite is its verdict.
-      assert.deepEqual(purposes(r.report!.run_id, 3), ['verdict_targeted', 'verdict']);
-      assert.equal(r.report!.attempts[3]!.verdict!.targeted, null);
-      assert.equal(r.report!.attempts[3]!.verdict!.passed, 4);
-      assert.match(r.stderr, /attempt 3: the 3 failing tests passed \(targeted run, [\d.]+ s\): running the whole suite/);
+      // The fix passes them: the whole suite is its verdict.
+      assert.deepEqual(purposes(r.report!.run_id, 0), ['verdict_targeted', 'verdict']);
+      assert.match(r.stderr, /attempt 0: the 3 failing tests passed \(targeted run, [\d.]+ s\): running the whole suite/);
       assert.ok(r.report!.winner!.attempts[0]!.endsWith('-a0'));
       assert.match(
         readFileSync(join(out, 'summary.md'), 'utf8'),
-        /red \(targeted: 1 of the baseline's 3 failing tests failed again in [\d.]+ s; the rest of the suite not run\)/,
+        /red \(targeted: the baseline's 3 failing test\(s\) all failed again in [\d.]+ s; the rest of the suite not run\)/,
       );
-      // Without --failing-first (the default): every verdict of its own runs the whole suite.
-      const whole = fix(repo.dir, args);
+      // --no-failing-first: every verdict of its own runs the whole suite at once.
+      const whole = fix(repo.dir, [...args, '--no-failing-first']);
       assert.equal(whole.status, 0, whole.stderr);
       assert.doesNotMatch(whole.stderr, /failing tests first/);
       assert.deepEqual(purposes(whole.report!.run_id, 1), ['verdict']);
       assert.equal(whole.report!.attempts[1]!.verdict!.targeted, null);
-      assert.equal(whole.report!.attempts[1]!.verdict!.passed, 3);
+      assert.equal(whole.report!.attempts[1]!.verdict!.passed, 1);
     } finally {
+      rmSync(script, { force: true });
       repo.cleanup();
       rmSync(out, { recursive: true, force: true });
     }

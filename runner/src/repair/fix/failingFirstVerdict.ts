@@ -40,7 +40,7 @@ export async function failingFirstVerdict(
     const n = plural(plan.run.tests.length, 'failing test');
     if (outcome.red) {
       progress(
-        `attempt ${attemptIdx}: red in ${seconds} s on the ${n} (${list(outcome.stillFailing)} ${outcome.stillFailing.length === 1 ? 'fails' : 'fail'} again); the rest of the suite not run`,
+        `attempt ${attemptIdx}: red in ${seconds} s on the ${n} (${outcome.stillFailing.length === 1 ? 'it fails' : 'all fail'} again: ${list(outcome.stillFailing)}); the rest of the suite not run`,
       );
       const judged = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks: false, end });
       return {
@@ -52,7 +52,7 @@ export async function failingFirstVerdict(
           failing_complete: false,
           failing_incomplete: `only the baseline's ${n} ran (${plan.run.how})`,
           regressions_known: false,
-          regressions_unknown: `only the baseline's ${n} ran, and ${outcome.stillFailing.length} failed again: the rest of the suite was not run`,
+          regressions_unknown: `only the baseline's ${n} ran, and ${outcome.stillFailing.length === 1 ? 'it' : 'all'} failed again: the rest of the suite was not run`,
           new_failing: [],
           targeted: { how: plan.run.how, tests: plan.run.tests, still_failing: outcome.stillFailing, seconds },
         },

@@ -8,8 +8,7 @@ import type { TestReport } from './testReport.js';
  * misses (a name the framework spells otherwise, a wrapper that drops the filter) costs one
  * short cell. What it cannot tell: a failing test that passes only after another test has run
  * (state one test leaves for the next) fails alone, and the attempt is red where the whole
- * suite might have passed it (docs/cli.md says so). Off unless asked for (--failing-first): an
- * attempt red here has its other regressions unnamed.
+ * suite might have passed it (docs/cli.md says so; --no-failing-first).
  *
  * Selection goes through the environment wherever the framework reads one, so the user's
  * command runs as it is, with its builds, hooks and nested `npm run`s: go test's GOFLAGS,
@@ -212,23 +211,31 @@ function selectNode(runner: keyof typeof NODE_RUNNERS, tests: string[], args: (n
 }
 
 export type TargetedOutcome =
-  /** A baseline failing test failed again: the attempt is red. */
+  /** Every selected test failed again: the attempt is red, and changed nothing the issue's tests see. */
   | { red: true; stillFailing: string[] }
-  /** Every selected test the run named passed, or it named none of them: the whole suite decides. */
+  /** Some or all of them passed, or the run did not name them all: the whole suite decides. */
   | { red: false; why: string };
 
 /**
- * Pure: what a targeted run says. Red only when its report names one of the baseline's
- * failing tests failing again; anything else (they passed, the filter missed, no report) sends
- * the attempt to the whole suite.
+ * Pure: what a targeted run says. Red only when its report names every one of the baseline's
+ * failing tests it selected failing again: the attempt changed nothing those tests see, and
+ * what else it broke is not worth a whole suite. An attempt that fixed some of them is red as
+ * well, but it is the kind a user compares (the closest attempt, a partial fix that broke
+ * something): the whole suite runs and names its regressions. Anything else (they passed, the
+ * filter missed, no report) goes to the whole suite too.
  */
 export function targetedOutcome(run: TargetedRun, report: TestReport | null, crashed: string | null): TargetedOutcome {
   if (crashed) return { red: false, why: `the targeted run could not run (${crashed})` };
   if (!report) return { red: false, why: 'the targeted run printed no test report the runner reads' };
   const stillFailing = run.tests.filter((n) => report.tests.get(n) === 'fail');
-  if (stillFailing.length > 0) return { red: true, stillFailing };
+  if (stillFailing.length === run.tests.length) return { red: true, stillFailing };
   const passed = run.tests.filter((n) => report.tests.get(n) === 'pass').length;
   const n = plural(run.tests.length, 'failing test');
+  if (stillFailing.length > 0)
+    return {
+      red: false,
+      why: `${passed} of the ${n} passed, ${stillFailing.length} failed again: it is red, and the whole suite names what else it changed`,
+    };
   return {
     red: false,
     why:
