@@ -1,8 +1,8 @@
 // "time to verdict": what a user waits for, on published projects (test/corpus-real, fetched
 // at bench time by exact version): a whole fix run (K attempts, replay model, so model time is
 // ~0) against one bare run of the same test command in the same checkout, before (every
-// attempt judged on the whole suite in a verdict cell of its own: --no-reuse-verdicts
-// --no-failing-first), after
+// attempt judged on the whole suite in a verdict cell of its own, every cell compiling afresh:
+// --no-reuse-verdicts --no-failing-first --no-warm-caches), after
 // (the defaults), and every verdict in its own cell with failing tests first, side by side.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -22,9 +22,9 @@ function timed<T>(work: () => T): { ms: number; value: T } {
 
 type Variant = 'before' | 'after' | 'targeted';
 
-/** before: the previous behaviour; after: the defaults; targeted: every verdict in a cell of its own, failing tests first. */
+/** before: the previous behaviour; after: the defaults; targeted: every verdict in a cell of its own (failing tests first, warm caches). */
 const FLAGS: Record<Variant, string[]> = {
-  before: ['--no-reuse-verdicts', '--no-failing-first'],
+  before: ['--no-reuse-verdicts', '--no-failing-first', '--no-warm-caches'],
   after: [],
   targeted: ['--no-reuse-verdicts'],
 };
@@ -73,7 +73,11 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
     const target = suite >= 5000 ? 3 : 5;
     lines.push(
       { name: `${name}: one bare test run`, value: suite / 1000, unit: 's' },
-      { name: `${name}: fix / bare run, before (--no-reuse-verdicts --no-failing-first)`, value: ratio('before'), unit: 'x' },
+      {
+        name: `${name}: fix / bare run, before (--no-reuse-verdicts --no-failing-first --no-warm-caches)`,
+        value: ratio('before'),
+        unit: 'x',
+      },
       {
         name: `${name}: fix / bare run, after`,
         value: ratio('after'),

@@ -29,6 +29,8 @@ interface FixFlags {
   reuseVerdicts?: boolean;
   /** commander: false from --no-failing-first. */
   failingFirst?: boolean;
+  /** commander: false from --no-warm-caches. */
+  warmCaches?: boolean;
   /** commander: false from --no-shared-deps. */
   sharedDeps?: boolean;
   allowNet?: string[];
@@ -83,6 +85,10 @@ export function registerFixCommand(program: Command): void {
     .option(
       '--no-failing-first',
       "run every attempt's verdict on the whole suite at once, without first running only the baseline's failing tests (slower for attempts that fix none of them; how runs were judged before)",
+    )
+    .option(
+      '--no-warm-caches',
+      "don't give the cells after the baseline what the baseline cell compiled (Go's build cache, read-only with a private layer each): every cell compiles afresh, as before",
     )
     .option(
       '--include <glob>',
@@ -257,6 +263,7 @@ export async function fixFromFlags(
       shared_deps: flags.sharedDeps !== false,
       reuse_verdicts: flags.reuseVerdicts !== false,
       failing_first: flags.failingFirst !== false,
+      warm_caches: flags.warmCaches !== false,
       allow_net: allowNet,
       include: flags.include ?? [],
       share: flags.share ?? [],
@@ -336,6 +343,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
     ...(flags.sharedDeps === false ? { shared_deps: false } : {}),
     ...(flags.reuseVerdicts === false ? { reuse_verdicts: false } : {}),
     ...(flags.failingFirst === false ? { failing_first: false } : {}),
+    ...(flags.warmCaches === false ? { warm_caches: false } : {}),
   };
   const request = parseFixRequest(resumeRequest(row, given), flags);
   const provider = createProvider(row.provider, { prewarm: prewarmFor(row.attempts), ...swarmOptions(flags) });

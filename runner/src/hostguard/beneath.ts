@@ -104,6 +104,11 @@ export function unlinkAt(dirFd: number, name: EntryName): void {
 }
 
 /** Sets the mode of an open descriptor (O_PATH descriptors included, which fchmod refuses). */
+/** Moves one entry of a directory into another on the same filesystem; a link is moved as a link, never followed. */
+export function renameAt(fromDir: number, fromName: EntryName, toDir: number, toName: EntryName): void {
+  renameSync(entryPath(fromDir, fromName), entryPath(toDir, toName));
+}
+
 export function chmodDescriptor(fd: number, mode: number): void {
   chmodSync(descriptorPath(fd), mode);
 }

@@ -78,6 +78,12 @@ export const FixRequestSchema = z
       .describe(
         "Before an attempt's verdict runs the whole suite, run only the baseline's failing tests where the framework can select them: an attempt on which they fail again is red without the rest.",
       ),
+    warm_caches: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Give every cell after the baseline what the baseline cell compiled (Go's build cache), read-only with a private writable layer per cell, for this run only.",
+      ),
     out_dir: z.string().min(1).optional(),
     apply: z.boolean().default(false),
     branch: z.string().min(1).optional(),

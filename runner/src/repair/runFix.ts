@@ -87,5 +87,6 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
   } finally {
     await provider.drain();
     if (depsWt) await cells.cleanUp(depsWt);
+    cells.removeCaches();
   }
 }

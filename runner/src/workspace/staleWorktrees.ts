@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { attemptsDir, BRANCH_PREFIX, destroyAttemptWorktree, locateRepository, LOCK_KEEP, LOCK_OWNER_PREFIX } from './attemptWorktree.js';
 import { repoTarget } from './repoLocation.js';
 import { runGit } from './safeGit.js';
@@ -48,7 +48,7 @@ export function judgeWorktree(e: WorktreeEntry, host: string, isAlive: (pid: num
 }
 
 export interface GcItem {
-  kind: 'worktree' | 'container' | 'vm' | 'layer' | 'swarm';
+  kind: 'worktree' | 'container' | 'vm' | 'layer' | 'swarm' | 'cache';
   id: string;
   action: 'removed' | 'would remove' | 'left';
   reason: string;
@@ -77,6 +77,30 @@ export async function collectStaleWorktrees(repoTop: string, dryRun: boolean): P
       await destroyAttemptWorktree({ repo: repoTop, path: e.path, branch });
     }
     items.push({ kind: 'worktree', id: e.path, action: dryRun ? 'would remove' : 'removed', reason: verdict.reason });
+  }
+  items.push(...collectStaleRunCaches(cellsDir, dryRun));
+  return items;
+}
+
+/** A run's build caches (fix/baselineCaches.ts) whose runner is gone: "<pid>-<run>-build-cache" beside the worktrees. */
+function collectStaleRunCaches(cellsDir: string, dryRun: boolean): GcItem[] {
+  const items: GcItem[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(cellsDir);
+  } catch {
+    return [];
+  }
+  for (const name of names) {
+    const m = /^(\d+)-(.+)-build-cache$/.exec(name);
+    if (!m || processAlive(Number(m[1]))) continue;
+    if (!dryRun) rmSync(join(cellsDir, name), { recursive: true, force: true });
+    items.push({
+      kind: 'cache',
+      id: join(cellsDir, name),
+      action: dryRun ? 'would remove' : 'removed',
+      reason: `run ${m[2]}'s build cache; its runner (pid ${m[1]}) is gone`,
+    });
   }
   return items;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import Docker from 'dockerode';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LABEL_CELL, LABEL_RUN, LABEL_RUNNER_HOST, LABEL_RUNNER_PID } from '../../../runner/src/cells/dockerContainerSpec.js';
@@ -46,6 +46,11 @@ describe('forge-runner gc', function () {
       const running = await createAttemptWorktree(repo.dir, 'HEAD', 'running');
       const kept = await createAttemptWorktree(repo.dir, 'HEAD', 'kept');
       await keepAttemptWorktree(kept);
+      // A run's build caches (issue 29): a dead runner's go, a live one's stay.
+      const forgeCells = join(repo.dir, '.git', 'forge-cells');
+      const deadCache = join(forgeCells, `${dead}-run-dead-build-cache`);
+      const liveCache = join(forgeCells, `${process.pid}-run-live-build-cache`);
+      for (const d of [deadCache, liveCache]) mkdirSync(join(d, 'go-build', '00'), { recursive: true });
 
       const dry = JSON.parse(
         execFileSync(process.execPath, [RUNNER, 'gc', '--repo', repo.dir, '--dry-run', '--json'], { encoding: 'utf8' }),
@@ -54,6 +59,8 @@ describe('forge-runner gc', function () {
       assert.equal(act(dry.items, crashed.path), 'would remove');
       assert.equal(act(dry.items, vanished.path), 'would remove');
       assert.equal(act(dry.items, 'gc-orphan'), 'would remove');
+      assert.equal(act(dry.items, deadCache), 'would remove');
+      assert.ok(existsSync(deadCache), '--dry-run removed a cache');
       assert.ok(existsSync(crashed.path), '--dry-run removed something');
       assert.ok((await orphan.inspect()).Id);
 
@@ -64,6 +71,9 @@ describe('forge-runner gc', function () {
       assert.equal(act(real.items, 'gc-orphan'), 'removed');
       assert.equal(act(real.items, 'gc-live'), 'left');
       assert.equal(existsSync(crashed.path), false);
+      assert.equal(act(real.items, deadCache), 'removed');
+      assert.equal(existsSync(deadCache), false);
+      assert.ok(existsSync(liveCache), "a live runner's cache stays");
       assert.ok(existsSync(running.path) && existsSync(kept.path));
       const branches = git(repo.dir, 'branch', '--list', 'forge/*');
       assert.doesNotMatch(branches, /crashed|vanished/);

@@ -125,6 +125,7 @@ export const RUN_SETTINGS = [
   'share',
   'reuse_verdicts',
   'failing_first',
+  'warm_caches',
 ] as const satisfies readonly (keyof FixRequest)[];
 
 /** Pure: the settings of a request to record with its run. */

@@ -50,7 +50,9 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline | Brok
     let baselineTest: TestRun;
     let crash: string | null;
     try {
-      ({ test: baselineTest, crash } = await cells.testCellOnce(baselineWt.path, 'baseline', null));
+      const cacheEnv = cells.baselineCacheEnv();
+      ({ test: baselineTest, crash } = await cells.testCellOnce(baselineWt.path, 'baseline', null, undefined, cacheEnv ?? undefined));
+      if (cacheEnv && !crash) await cells.keepBaselineCaches(baselineWt.path);
     } finally {
       await cells.cleanUp(baselineWt);
     }

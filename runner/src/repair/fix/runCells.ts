@@ -1,7 +1,7 @@
 import type { FixReport } from '../../protocol/fixReport.js';
 import { InputError } from '../../protocol/inputError.js';
 import type { CellResult } from '../../protocol/cellResult.js';
-import { type AttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
+import { attemptsDir, type AttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
 import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
 import { OFFLINE_ENV, TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { CellScheduler } from '../../cells/cellScheduler.js';
 import { DEFAULT_LIMITS } from '../../protocol/cellSpec.js';
 import type { TargetedRun } from '../verdicts/failingFirst.js';
+import { baselineCacheEnv, keepBaselineCaches, type KeptCache, removeKeptCaches, runCacheDirName } from './baselineCaches.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -55,6 +56,8 @@ export class RunCells {
   dependencies: FixReport['dependencies'] = [];
   private sharedSpec!: { mount_at: string; shared_deps: { source: string; target: string; layer: 'overlay' | 'read-only' }[] };
   private readonly layers: 'overlay' | 'read-only';
+  /** What the baseline cell compiled, for every later cell of the run (baselineCaches.ts). */
+  private caches: KeptCache[] = [];
   /** Swarm cells run on the cluster's nodes: this machine's budget is not theirs. */
   private readonly scheduler: CellScheduler | null;
 
@@ -104,6 +107,7 @@ export class RunCells {
       NO_COLOR: '1',
       FORCE_COLOR: '0',
       ...(how.noDeps ? {} : this.deps.env),
+      ...(how.noDeps ? {} : Object.fromEntries(this.caches.map((c) => [c.variable, c.target]))),
       ...(purpose === 'run_command' || purpose === 'install' ? {} : { ...TEST_REPORTING_ENV, ...reportRequestEnv(run.repo) }),
       ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
       ...how.env,
@@ -115,7 +119,15 @@ export class RunCells {
         {
           image: run.image,
           worktree,
-          ...(how.noDeps ? { mount_at: run.repo } : this.sharedSpec),
+          ...(how.noDeps
+            ? { mount_at: run.repo }
+            : {
+                ...this.sharedSpec,
+                shared_deps: [
+                  ...this.sharedSpec.shared_deps,
+                  ...this.caches.map((c) => ({ source: c.source, target: c.target, layer: 'overlay' as const })),
+                ],
+              }),
           cmd: command,
           env,
           allow_net: allowNet.length > 0 ? allowNet : false,
@@ -212,6 +224,7 @@ export class RunCells {
     purpose: string,
     attemptIdx: number | null,
     first?: TestRun,
+    env?: Record<string, string>,
   ): Promise<{ test: TestRun; crash: string | null }> {
     const crashOf = (t: TestRun) =>
       testRunCrash(
@@ -219,12 +232,12 @@ export class RunCells {
         t.output,
         runReport(t.written, parseTestOutput(t.output), t.logWhole),
       );
-    const firstTry = first ?? (await this.testCell(worktree, purpose, attemptIdx));
+    const firstTry = first ?? (await this.testCell(worktree, purpose, attemptIdx, env));
     const crash = crashOf(firstTry);
     if (!crash) return { test: firstTry, crash: null };
     const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
     this.scope.deps.progress(`${who}: the tests could not run (${crash}); trying once more when no other cell runs`);
-    const second = await this.testCell(worktree, `${purpose}_retry`, attemptIdx, undefined, true);
+    const second = await this.testCell(worktree, `${purpose}_retry`, attemptIdx, env, true);
     return { test: second, crash: crashOf(second) };
   }
 
@@ -333,6 +346,60 @@ export class RunCells {
     const notTheTool = hookProgramNotTheTool(shared?.source ?? join(worktree, 'node_modules'), script);
     if (notTheTool) return notTheTool;
     return null;
+  }
+
+  /**
+   * Whether the baseline cell writes build caches for the later cells, and where: they need a
+   * private writable layer over a read-only one, which host and docker cells get from a root
+   * runner (qemu and swarm cells are not given them yet). Null: every cell compiles afresh.
+   */
+  baselineCacheEnv(): Record<string, string> | null {
+    const { request, deps, run } = this.scope;
+    if (!request.warm_caches || this.layers !== 'overlay' || !['host', 'docker'].includes(deps.provider.name)) return null;
+    return baselineCacheEnv(run.repo);
+  }
+
+  private cacheDir: string | null = null;
+
+  /**
+   * Takes the caches the baseline cell left in its worktree (before the worktree goes): every
+   * later cell of the run sees them, read-only with a private writable layer.
+   */
+  async keepBaselineCaches(worktree: string): Promise<void> {
+    const dir = join(attemptsDir(await locateRepository(this.scope.run.repo)), runCacheDirName(this.scope.run.runId));
+    let kept: KeptCache[];
+    try {
+      kept = keepBaselineCaches(worktree, dir);
+    } catch (e) {
+      this.scope.deps.progress(
+        `baseline: its build cache could not be kept (${(e as Error).message.split('\n')[0]}); every cell compiles afresh`,
+      );
+      return;
+    }
+    if (kept.length === 0) return;
+    this.cacheDir = dir;
+    this.useBuildCaches(kept);
+    this.scope.deps.progress(
+      `baseline: ${kept.map((c) => c.kind).join(', ')} kept for the run's later cells (read-only, a private layer each)`,
+    );
+  }
+
+  /** The run's caches go with the run. */
+  removeCaches(): void {
+    if (this.cacheDir) removeKeptCaches(this.cacheDir);
+    this.cacheDir = null;
+  }
+
+  private useBuildCaches(kept: KeptCache[]): void {
+    this.caches = kept;
+    for (const c of kept)
+      this.dependencies.push({
+        kind: c.kind,
+        source: c.source,
+        target: c.target,
+        detail: `${c.variable}, written by the baseline cell`,
+        shared: `${c.kind} from the baseline cell, ${this.layers === 'overlay' ? 'read-only + overlay' : 'read-only'}, for this run only`,
+      });
   }
 
   /**
