@@ -1,6 +1,7 @@
 // `npm run bench`: speed targets live here, never in timed tests. Every figure is a ratio of
 // variants measured side by side in this one run; absolute times on shared machines are noise.
 import Docker from 'dockerode';
+import { TEST_IMAGES } from '../helpers/docker.js';
 import { benchDockerCells } from './dockerCellOverhead.js';
 import { benchSwarmCells } from './swarmCellOverhead.js';
 import { SwarmCellProvider } from '../../runner/src/cells/providers/swarmCellProvider.js';
@@ -54,6 +55,11 @@ async function main(): Promise<void> {
   if (process.argv.includes('--only-verdict')) {
     const rounds = runsArg > 0 ? runs : 1;
     suites['time to verdict (host cells)'] = { rounds, lines: benchTimeToVerdict(TIME_TO_VERDICT_PROJECTS, rounds, 'host') };
+    if (!process.argv.includes('--host-only'))
+      suites['time to verdict (docker cells)'] = {
+        rounds,
+        lines: benchTimeToVerdict(TIME_TO_VERDICT_PROJECTS, rounds, 'docker', TEST_IMAGES.bookworm),
+      };
     return report(suites);
   }
   if (process.argv.includes('--only-diff')) {

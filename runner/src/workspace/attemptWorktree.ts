@@ -168,7 +168,7 @@ export async function destroyAttemptWorktree(
  * Removes a tree a cell may have made hard to remove: deeper than PATH_MAX, directories
  * without permissions. GNU rm walks with directory descriptors and never crosses a mount.
  */
-function removeTree(path: string): void {
+export function removeTree(path: string): void {
   if (!existsSync(path) && lstatOrNull(path) === null) return;
   const rm = () => spawnSync('rm', ['-rf', '--one-file-system', '--', path], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   let r = rm();

@@ -1,7 +1,16 @@
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, relative, sep } from 'node:path';
-import { attemptsDir, BRANCH_PREFIX, destroyAttemptWorktree, locateRepository, LOCK_KEEP, LOCK_OWNER_PREFIX } from './attemptWorktree.js';
+import {
+  attemptsDir,
+  BRANCH_PREFIX,
+  destroyAttemptWorktree,
+  locateRepository,
+  LOCK_KEEP,
+  LOCK_OWNER_PREFIX,
+  removeTree,
+} from './attemptWorktree.js';
+import { runCacheOwner } from './runCacheDir.js';
 import { repoTarget } from './repoLocation.js';
 import { runGit } from './safeGit.js';
 
@@ -92,15 +101,22 @@ function collectStaleRunCaches(cellsDir: string, dryRun: boolean): GcItem[] {
     return [];
   }
   for (const name of names) {
-    const m = /^(\d+)-(.+)-build-cache$/.exec(name);
-    if (!m || processAlive(Number(m[1]))) continue;
-    if (!dryRun) rmSync(join(cellsDir, name), { recursive: true, force: true });
-    items.push({
-      kind: 'cache',
-      id: join(cellsDir, name),
-      action: dryRun ? 'would remove' : 'removed',
-      reason: `run ${m[2]}'s build cache; its runner (pid ${m[1]}) is gone`,
-    });
+    const owner = runCacheOwner(name);
+    // Only this host's: a runner elsewhere (another machine on a shared disk, a container) may be alive.
+    if (!owner || owner.host !== hostname() || processAlive(owner.pid)) continue;
+    const id = join(cellsDir, name);
+    const reason = `run ${owner.runId}'s build cache; its runner (pid ${owner.pid}) is gone`;
+    try {
+      if (!dryRun) removeTree(id);
+      items.push({ kind: 'cache', id, action: dryRun ? 'would remove' : 'removed', reason });
+    } catch (e) {
+      items.push({
+        kind: 'cache',
+        id,
+        action: 'left',
+        reason: `${reason}, but it could not be removed: ${(e as Error).message.split('\n')[0]}`,
+      });
+    }
   }
   return items;
 }

@@ -48,9 +48,11 @@ describe('forge-runner gc', function () {
       await keepAttemptWorktree(kept);
       // A run's build caches (issue 29): a dead runner's go, a live one's stay.
       const forgeCells = join(repo.dir, '.git', 'forge-cells');
-      const deadCache = join(forgeCells, `${dead}-run-dead-build-cache`);
-      const liveCache = join(forgeCells, `${process.pid}-run-live-build-cache`);
-      for (const d of [deadCache, liveCache]) mkdirSync(join(d, 'go-build', '00'), { recursive: true });
+      const deadCache = join(forgeCells, `${dead}@${hostname()}-run-dead-build-cache`);
+      const liveCache = join(forgeCells, `${process.pid}@${hostname()}-run-live-build-cache`);
+      // Another host's runner (a shared disk, a container) may be alive: its cache stays.
+      const foreignCache = join(forgeCells, `${dead}@elsewhere.example-run-far-build-cache`);
+      for (const d of [deadCache, liveCache, foreignCache]) mkdirSync(join(d, 'go-build', '00'), { recursive: true });
 
       const dry = JSON.parse(
         execFileSync(process.execPath, [RUNNER, 'gc', '--repo', repo.dir, '--dry-run', '--json'], { encoding: 'utf8' }),
@@ -74,6 +76,7 @@ describe('forge-runner gc', function () {
       assert.equal(act(real.items, deadCache), 'removed');
       assert.equal(existsSync(deadCache), false);
       assert.ok(existsSync(liveCache), "a live runner's cache stays");
+      assert.ok(existsSync(foreignCache), "another host's runner's cache stays");
       assert.ok(existsSync(running.path) && existsSync(kept.path));
       const branches = git(repo.dir, 'branch', '--list', 'forge/*');
       assert.doesNotMatch(branches, /crashed|vanished/);

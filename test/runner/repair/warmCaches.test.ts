@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FixReportSchema } from '../../../runner/src/protocol/fixReport.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
 import { dockerUnavailable, TEST_IMAGES } from '../../helpers/docker.js';
-import { makeRepo } from '../../helpers/gitRepo.js';
+import { git, makeRepo } from '../../helpers/gitRepo.js';
 import { requireFeature } from '../../helpers/requirement.js';
 
 const RUNNER = join(process.cwd(), 'dist', 'runner.js');
@@ -32,8 +32,108 @@ const POISON = [
   'go test ./... > /dev/null 2>&1; echo "poisoned build exit=$?"',
 ].join('; ');
 
+function fixGo(repo: string, script: string, testCmd = 'go test ./...', extra: string[] = []) {
+  const r = spawnSync(
+    process.execPath,
+    [
+      RUNNER,
+      'fix',
+      '--repo',
+      repo,
+      '--json',
+      '--issue-text',
+      'Add subtracts',
+      '--test-cmd',
+      testCmd,
+      '--model',
+      `replay:${script}`,
+      '--attempts',
+      '1',
+      '--provider',
+      'host',
+      ...extra,
+    ],
+    { encoding: 'utf8' },
+  );
+  return { status: r.status, stderr: r.stderr, report: r.stdout ? FixReportSchema.parse(JSON.parse(r.stdout)) : null };
+}
+
 describe('warm caches from the baseline: a cell can poison only its own layer (issue 29)', function () {
   this.timeout(300_000);
+
+  it('no test result comes from the cache: a change to a script a test runs is a regression (red team)', function () {
+    requireFeature(this, spawnSync('go', ['version']).status === 0, 'go is not installed');
+    requireFeature(this, (process.getuid?.() ?? 0) === 0, 'the private writable layer needs a root runner');
+    // Go tracks only the files a test opens itself: a script it runs is not among them.
+    // Go tracks only the files a test opens itself: a script it runs is not among them. In a
+    // package of its own, which the fix does not touch, so only a cached result would pass it.
+    const repo = makeRepo({ ...GO_REPO });
+    mkdirSync(join(repo.dir, 'b'));
+    writeFileSync(join(repo.dir, 'b', 'check.sh'), 'exit 0\n');
+    writeFileSync(
+      join(repo.dir, 'b', 'script_test.go'),
+      'package b\n\nimport (\n\t"os/exec"\n\t"testing"\n)\n\nfunc TestCheckScript(t *testing.T) {\n\tif err := exec.Command("sh", "check.sh").Run(); err != nil {\n\t\tt.Fatal(err)\n\t}\n}\n',
+    );
+    git(repo.dir, 'add', '-A');
+    git(repo.dir, 'commit', '-q', '-m', 'b');
+    const script = join(repo.dir, '..', `results-${Date.now()}.json`);
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          [
+            { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.go', old_string: 'return a - b', new_string: 'return a + b' } }] },
+            { tool_calls: [{ name: 'write_file', arguments: { path: 'b/check.sh', content: 'exit 1\n' } }] },
+            { tool_calls: [{ name: 'finish', arguments: {} }] },
+          ],
+        ],
+      }),
+    );
+    try {
+      const r = fixGo(repo.dir, script);
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, /go-build-cache kept/);
+      assert.equal(r.report!.status, 'not_fixed');
+      assert.deepEqual(r.report!.attempts[0]!.verdict!.regressions, ['TestCheckScript']);
+    } finally {
+      rmSync(script, { force: true });
+      repo.cleanup();
+    }
+  });
+
+  it('a tree deeper than PATH_MAX the baseline left in the cache goes with the run (red team)', function () {
+    requireFeature(this, spawnSync('go', ['version']).status === 0, 'go is not installed');
+    requireFeature(this, (process.getuid?.() ?? 0) === 0, 'the private writable layer needs a root runner');
+    const repo = makeRepo({
+      ...GO_REPO,
+      'deep.sh':
+        'mkdir -p "$GOCACHE" && cd "$GOCACHE" && for i in $(seq 25); do d=$(printf "d%.0s" $(seq 250)); mkdir "$d" && cd "$d"; done\n',
+    });
+    const script = join(repo.dir, '..', `deep-${Date.now()}.json`);
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          [
+            { tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.go', old_string: 'return a - b', new_string: 'return a + b' } }] },
+            { tool_calls: [{ name: 'finish', arguments: {} }] },
+          ],
+        ],
+      }),
+    );
+    try {
+      const r = fixGo(repo.dir, script, 'sh deep.sh; go test ./...');
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.report!.status, 'fixed');
+      const forgeCells = join(repo.dir, '.git', 'forge-cells');
+      assert.deepEqual(existsSync(forgeCells) ? readdirSync(forgeCells).filter((e) => e.endsWith('-build-cache')) : [], []);
+    } finally {
+      rmSync(script, { force: true });
+      repo.cleanup();
+    }
+  });
 
   for (const provider of ['host', 'docker'] as const) {
     it(`${provider} cells: later cells start from the baseline's Go build cache; one that rewrites every cached object changes no other cell's result`, async function () {

@@ -1,6 +1,7 @@
-import { closeSync, constants, mkdirSync, openSync, rmSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { lstatAtOrNull, openDirectoryAt, renameAt } from '../../hostguard/beneath.js';
+import { removeTree } from '../../workspace/attemptWorktree.js';
 import { CELL_REPORTS_DIR } from '../../workspace/baseIgnoreRules.js';
 
 /*
@@ -22,6 +23,13 @@ import { CELL_REPORTS_DIR } from '../../workspace/baseIgnoreRules.js';
 export interface BuildCache {
   /** The variable that points the tool at its cache. */
   variable: string;
+  /**
+   * Added to every cell that writes or reads the cache: what the cache must not hold. Go keeps
+   * test results beside compiled packages and reports a package whose inputs it thinks
+   * unchanged as "ok (cached)" without running it; it tracks only files a test opens itself, so
+   * a changed script a test runs would pass from the baseline's result (red team).
+   */
+  append: Record<string, string>;
   /** Its directory name in the baseline's CELL_REPORTS_DIR and in the run's cache directory. */
   name: string;
   /** Where later cells see it. */
@@ -31,12 +39,19 @@ export interface BuildCache {
 
 /** Go's build cache: content-addressed compiled packages, the standard library's among them. */
 export const BUILD_CACHES: readonly BuildCache[] = [
-  { variable: 'GOCACHE', name: 'go-build', target: '/tmp/forge-deps/go-build', kind: 'go-build-cache' },
+  { variable: 'GOCACHE', append: { GOFLAGS: '-count=1' }, name: 'go-build', target: '/tmp/forge-deps/go-build', kind: 'go-build-cache' },
 ];
 
 /** The variables of the baseline cell: each cache in its worktree, at the repository's path in the cell. */
 export function baselineCacheEnv(repoInCell: string): Record<string, string> {
   return Object.fromEntries(BUILD_CACHES.map((c) => [c.variable, `${repoInCell}/${CELL_REPORTS_DIR}/${c.name}`]));
+}
+
+/** What every cell that writes or reads the caches appends to its variables (BuildCache.append). */
+export function cacheAppendEnv(caches: readonly BuildCache[] = BUILD_CACHES): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const c of caches) for (const [k, v] of Object.entries(c.append)) out[k] = out[k] ? `${out[k]} ${v}` : v;
+  return out;
 }
 
 export interface KeptCache extends BuildCache {
@@ -71,12 +86,10 @@ export function keepBaselineCaches(worktree: string, into: string): KeptCache[] 
   }
 }
 
-/** The run's cache directory goes with the run (rm does not follow the links a cell left in it). */
+/**
+ * The run's cache directory goes with the run: GNU rm with directory descriptors, as a worktree
+ * goes (a cell can leave a tree deeper than PATH_MAX, which a path-based remove cannot take).
+ */
 export function removeKeptCaches(into: string): void {
-  rmSync(into, { recursive: true, force: true, maxRetries: 3 });
-}
-
-/** The run's cache directory: its runner's pid first, so a crashed runner's is found and removed later. */
-export function runCacheDirName(runId: string): string {
-  return `${process.pid}-${runId}-build-cache`;
+  removeTree(into);
 }

@@ -1,6 +1,7 @@
 import type { FixReport } from '../../protocol/fixReport.js';
 import { InputError } from '../../protocol/inputError.js';
 import type { CellResult } from '../../protocol/cellResult.js';
+import { runCacheDirName } from '../../workspace/runCacheDir.js';
 import { attemptsDir, type AttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
 import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
@@ -23,7 +24,7 @@ import { join } from 'node:path';
 import { CellScheduler } from '../../cells/cellScheduler.js';
 import { DEFAULT_LIMITS } from '../../protocol/cellSpec.js';
 import type { TargetedRun } from '../verdicts/failingFirst.js';
-import { baselineCacheEnv, keepBaselineCaches, type KeptCache, removeKeptCaches, runCacheDirName } from './baselineCaches.js';
+import { baselineCacheEnv, cacheAppendEnv, keepBaselineCaches, type KeptCache, removeKeptCaches } from './baselineCaches.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -112,7 +113,11 @@ export class RunCells {
       ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
       ...how.env,
     };
-    for (const [k, v] of Object.entries(how.appendEnv ?? {})) env[k] = env[k] ? `${env[k]} ${v}` : v;
+    // A cell that writes or reads the run's build caches keeps out of them what must not be kept (test results).
+    const cached = !how.noDeps && (this.caches.length > 0 || (this.baselineCaching && purpose.startsWith('baseline')));
+    const appended = { ...(cached ? cacheAppendEnv(this.caches.length > 0 ? this.caches : undefined) : {}) };
+    for (const [k, v] of Object.entries(how.appendEnv ?? {})) appended[k] = appended[k] ? `${appended[k]} ${v}` : v;
+    for (const [k, v] of Object.entries(appended)) env[k] = env[k] ? `${env[k]} ${v}` : v;
     const release = await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
     const r = await deps.provider
       .run(
@@ -356,10 +361,12 @@ export class RunCells {
   baselineCacheEnv(): Record<string, string> | null {
     const { request, deps, run } = this.scope;
     if (!request.warm_caches || this.layers !== 'overlay' || !['host', 'docker'].includes(deps.provider.name)) return null;
+    this.baselineCaching = true;
     return baselineCacheEnv(run.repo);
   }
 
   private cacheDir: string | null = null;
+  private baselineCaching = false;
 
   /**
    * Takes the caches the baseline cell left in its worktree (before the worktree goes): every
@@ -384,9 +391,16 @@ export class RunCells {
     );
   }
 
-  /** The run's caches go with the run. */
+  /** The run's caches go with the run; one that will not go is said and left to gc, never ending the run. */
   removeCaches(): void {
-    if (this.cacheDir) removeKeptCaches(this.cacheDir);
+    if (!this.cacheDir) return;
+    try {
+      removeKeptCaches(this.cacheDir);
+    } catch (e) {
+      this.scope.deps.progress(
+        `cleanup: the run's build cache could not be removed (${(e as Error).message.split('\n')[0]}); forge-runner gc --repo ${this.scope.run.repo} removes it later`,
+      );
+    }
     this.cacheDir = null;
   }
 
