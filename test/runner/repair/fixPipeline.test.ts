@@ -337,8 +337,10 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
       const purposes = (i: number) => store.cells(r.report!.run_id, i).map((c) => c.purpose);
       assert.deepEqual(purposes(0), ['run_tests'], 'no verdict cell for an unchanged tree');
-      // A verdict of its own runs the baseline's failing tests first; they pass, so the whole suite runs.
-      assert.deepEqual(purposes(1), ['run_tests', 'run_command', 'verdict_targeted', 'verdict']);
+      // A verdict of its own runs the baseline's failing tests first, unless the attempt's last
+      // run_tests passed them already (attempt 1): then the whole suite runs at once.
+      assert.deepEqual(purposes(1), ['run_tests', 'run_command', 'verdict']);
+      assert.match(r.stderr, /attempt 1: its last run_tests passed the baseline's failing tests: the whole suite runs at once/);
       assert.deepEqual(purposes(2), ['run_tests', 'verdict_targeted', 'verdict']);
       // The winner is still re-tested on a fresh checkout: ground truth is never reused.
       assert.equal(r.report!.ground_truth?.verdict?.reused_from, null);

@@ -5,6 +5,12 @@ import { parseTestOutput } from '../verdicts/parsers.js';
 import { testRunCrash } from '../verdicts/testRunCrash.js';
 import { runEnd, type RunCells, type TestRun } from './runCells.js';
 
+/** Whether a run's output names every one of `tests` passing. */
+function passedEvery(tests: string[], output: string): boolean {
+  const report = parseTestOutput(output);
+  return report !== null && tests.every((n) => report.tests.get(n) === 'pass');
+}
+
 const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
 
 /**
@@ -15,12 +21,24 @@ const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length
 export async function failingFirstVerdict(
   cells: RunCells,
   plan: FailingFirstPlan,
-  at: { worktree: string; attemptIdx: number; baseline: Judged | null; progress: (line: string) => void },
+  at: {
+    worktree: string;
+    attemptIdx: number;
+    baseline: Judged | null;
+    progress: (line: string) => void;
+    /** What the attempt's latest run_tests printed (on an earlier tree, perhaps): a hint of what the targeted run would say. */
+    latestRun?: string | null;
+  },
   /** The attempt's own run of this tree (its last run_tests): the whole suite already ran. */
   first?: TestRun,
 ): Promise<{ test: TestRun; verdict: Verdict }> {
   const { worktree, attemptIdx, baseline, progress } = at;
-  if (plan.kind === 'targeted' && !first) {
+  // Its own latest run_tests already passed them: a targeted run would most likely pass as well
+  // and only add a cell before the whole suite. A hint only: the whole suite judges either way.
+  const passedBefore = plan.kind === 'targeted' && at.latestRun ? passedEvery(plan.run.tests, at.latestRun) : false;
+  if (passedBefore && !first)
+    progress(`attempt ${attemptIdx}: its last run_tests passed the baseline's failing tests: the whole suite runs at once`);
+  if (plan.kind === 'targeted' && !first && !passedBefore) {
     const started = performance.now();
     const test = await cells.testCell(worktree, 'verdict_targeted', attemptIdx, undefined, false, plan.run);
     const seconds = Math.round((performance.now() - started) / 100) / 10;

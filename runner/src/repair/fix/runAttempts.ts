@@ -23,6 +23,7 @@ import { AttemptTestRuns, RunVerdicts, treeKey } from './verdictReuse.js';
 import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { type FailingFirstPlan, failingFirstPlan, plural } from '../verdicts/failingFirst.js';
 import { failingFirstVerdict } from './failingFirstVerdict.js';
+import { testOutputOf } from '../verdicts/testRunOutput.js';
 
 export interface AttemptsInput extends RunScope {
   cells: RunCells;
@@ -118,7 +119,9 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       runCell: async (command, purpose, turn) => {
         if (purpose !== 'run_tests' || !request.reuse_verdicts) {
           if (purpose !== 'run_tests') testRuns.commandRan();
-          return cells.cell(wt.path, command, purpose, index);
+          const r = await cells.cell(wt.path, command, purpose, index);
+          if (purpose === 'run_tests') testRuns.latestOutput = testOutputOf(r).text;
+          return r;
         }
         // The tree it runs on is named first: a verdict on the same tree later takes this run.
         const test = await testRuns.run(
@@ -161,7 +164,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     } else {
       let ranHere = false;
       const earlier = testRuns.sameTree(key);
-      const judging = { worktree: wt.path, attemptIdx: index, baseline: baselineReport, progress };
+      const judging = { worktree: wt.path, attemptIdx: index, baseline: baselineReport, progress, latestRun: testRuns.latestOutput };
       result.verdict = await verdicts.judge(
         key,
         index,

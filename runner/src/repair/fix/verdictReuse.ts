@@ -29,6 +29,8 @@ export function reusableRun(t: TestRun): boolean {
  */
 export class AttemptTestRuns {
   private last: { key: string; turn: number; test: TestRun } | null = null;
+  /** What the attempt's latest run_tests printed, whatever was written since: a hint, never a verdict (failingFirstVerdict). */
+  latestOutput: string | null = null;
   private readonly written = new Set<string>();
   /** Cells run in the worktree (run_tests and run_command): what they leave in ignored paths stays there. */
   private cells = 0;
@@ -62,6 +64,7 @@ export class AttemptTestRuns {
     const k = await key().catch(() => null);
     this.cells++;
     const t = await test();
+    this.latestOutput = t.output;
     this.last = k !== null && reusableRun(t) ? { key: k, turn, test: t } : null;
     return t;
   }
