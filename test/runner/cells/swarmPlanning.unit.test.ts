@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { CellSpecSchema } from '../../../runner/src/protocol/cellSpec.js';
-import { buildCellScript, parseReturnedFrame, shellQuote } from '../../../runner/src/cells/swarm/swarmCellScript.js';
+import { buildCellScript, parseReturnedFrame } from '../../../runner/src/cells/swarm/swarmCellScript.js';
+import { shellQuote } from '../../../runner/src/protocol/shellQuote.js';
 import {
   baseImageTag,
   buildSwarmServiceSpec,

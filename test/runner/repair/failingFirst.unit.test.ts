@@ -58,7 +58,7 @@ describe('failing tests first: which tests a verdict runs before the whole suite
     );
     assert.equal(
       run.env.PYTEST_ADDOPTS,
-      `'tests/test_calc.py::test_eval[10 - 1]' 'tests/test_q.py::test_q[it'"'"'s]' 'tests/test_s.py::test_y'`,
+      `'tests/test_calc.py::test_eval[10 - 1]' 'tests/test_q.py::test_q[it'\\''s]' 'tests/test_s.py::test_y'`,
     );
     assert.equal(run.tests.length, 3);
   });

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync,
 import { basename, join } from 'node:path';
 import { type CpioEntry, cpioArchive } from './cpioArchive.js';
 import { GUEST_INIT, GUEST_MODULES } from './guestInit.js';
+import { shellQuote } from '../../protocol/shellQuote.js';
 
 export interface GuestKernel {
   kernel: string;
@@ -97,11 +98,6 @@ export interface GuestRequest {
   inodeBudget?: number;
   /** Shared dependencies: a virtiofs tag mounted read-only at target, under a guest overlay when writable. */
   deps?: { tag: string; target: string; writable: boolean }[];
-}
-
-/** Pure: a word quoted for sh: any byte but NUL survives exactly. */
-export function shellQuote(word: string): string {
-  return `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
 /**

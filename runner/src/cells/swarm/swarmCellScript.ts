@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { CellSpec } from '../../protocol/cellSpec.js';
 import { caBundleEnv } from '../hostCaBundle.js';
+import { shellQuote } from '../../protocol/shellQuote.js';
 
 /**
  * What runs inside a swarm cell's task, and how its answer is read back. Pure.
@@ -136,11 +137,6 @@ exit "$code"
 /** Pure: a hash of the wrapper, part of every base image's tag (a new wrapper makes new images). */
 export function wrapperDigest(): string {
   return createHash('sha256').update(SWARM_WRAPPER_SCRIPT).digest('hex').slice(0, 16);
-}
-
-/** Pure: one word for /bin/sh, single-quoted (nothing inside is interpreted). */
-export function shellQuote(word: string): string {
-  return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /**

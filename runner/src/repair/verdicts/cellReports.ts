@@ -3,6 +3,7 @@ import { fileIdentityAt, openDirectoryAt, readRegularAt } from '../../hostguard/
 import { CELL_REPORTS_DIR } from '../../workspace/baseIgnoreRules.js';
 import { parsePytestJunitXml } from './junitXml.js';
 import type { TestReport } from './testReport.js';
+import { shellQuote } from '../../protocol/shellQuote.js';
 
 /*
  * Test runners write the reports the runner asks for through the environment into
@@ -16,9 +17,6 @@ const PYTEST_REPORT = 'pytest.xml';
 
 /** A report larger than this is not read (the console is then the source). */
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
-
-/** POSIX shell single quotes, as pytest splits PYTEST_ADDOPTS (shlex). */
-const shellQuote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
 
 /**
  * What test runners accept from the environment to write a report of every test, without

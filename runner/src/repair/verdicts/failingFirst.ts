@@ -1,5 +1,6 @@
 import type { Judged } from './failingSet.js';
 import type { TestReport } from './testReport.js';
+import { shellQuote } from '../../protocol/shellQuote.js';
 
 /*
  * Failing tests first: an attempt's verdict runs only the baseline's failing tests before the
@@ -43,9 +44,6 @@ export const MAX_SELECTION_BYTES = 32 * 1024;
 
 /** Variables a selection may add to: the cell's own value stays, the selection's comes after it. */
 export const APPENDED_VARIABLES = new Set(['GOFLAGS', 'PYTEST_ADDOPTS', 'NODE_OPTIONS']);
-
-/** POSIX shell single quotes (pytest splits PYTEST_ADDOPTS with shlex; the unittest command runs in sh). */
-export const shellQuote = (s: string): string => `'${s.replaceAll("'", `'"'"'`)}'`;
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
