@@ -16,8 +16,14 @@ export type ToolCall = { name: string; arguments: Record<string, unknown> };
 
 /** `fix` on a new repository of `files` with one attempt whose turns make these tool calls. */
 /** Files named in `executable` get mode 0755. */
-export function fixWith(files: Record<string, string>, turns: ToolCall[][], args: string[] = [], executable: readonly string[] = []) {
-  return fixWithAttempts(files, [turns], args, executable);
+export function fixWith(
+  files: Record<string, string>,
+  turns: ToolCall[][],
+  args: string[] = [],
+  executable: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
+) {
+  return fixWithAttempts(files, [turns], args, executable, env);
 }
 
 /** `fix` on a new repository of `files` with one attempt per entry of `attempts`, each making its turns' tool calls. */
@@ -26,6 +32,8 @@ export function fixWithAttempts(
   attempts: ToolCall[][][],
   args: string[] = [],
   executable: readonly string[] = [],
+  /** Added to the runner's environment (the user's own: GOCACHE, HOME...). */
+  env: NodeJS.ProcessEnv = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'forge-verdict-'));
   const repo = join(dir, 'repo');
@@ -64,7 +72,7 @@ export function fixWithAttempts(
         '--json',
         ...args,
       ],
-      { encoding: 'utf8', timeout: 240_000 },
+      { encoding: 'utf8', timeout: 240_000, env: { ...process.env, ...env } },
     );
     return { status: r.status, stderr: r.stderr, report: r.stdout ? FixReportSchema.parse(JSON.parse(r.stdout)) : null };
   } finally {
