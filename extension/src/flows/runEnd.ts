@@ -85,7 +85,7 @@ export function describeRunEnd(finished: { status: string; error: string | null 
     };
     return {
       severity: 'error',
-      message: `${forge('not run')}: the tests could not run on the base commit, so no attempt was started. ${sentence(env.detail)} ${EDITOR_FIX[env.cause]}`,
+      message: `${forge('not run')}: the tests could not run on the base commit, so no attempt was judged. ${sentence(env.detail)} ${EDITOR_FIX[env.cause]}`,
       actions: act(...byCause[env.cause]),
     };
   }

@@ -98,7 +98,7 @@ export const FixReportSchema = z
     model: z.string(),
     baseline: VerdictSchema,
     environment: BrokenEnvironmentSchema.nullable().describe(
-      'Set when the tests could not run on the base commit (no attempt was started): the cause and the way out.',
+      'Set when the tests could not run on the base commit (no attempt was judged): the cause and the way out.',
     ),
     dependencies: z
       .array(

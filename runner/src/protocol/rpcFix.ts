@@ -57,7 +57,7 @@ export const AttemptSnapshotSchema = z
     status: z
       .enum(['queued', 'running', 'finished', 'failed', 'cancelled', 'skipped', 'interrupted'])
       .describe(
-        'cancelled: stopped mid-way by a cancel; skipped: the run was cancelled before it started; interrupted: its runner died while it ran. A resume redoes all three.',
+        'cancelled: stopped mid-way by a cancel, or by a baseline that ended the run (attempts start with it); skipped: the run was cancelled before it started; interrupted: its runner died while it ran. A resume redoes all three.',
       ),
     turns: z.number().int(),
     tokens: z.number().int(),

@@ -15,7 +15,7 @@ export function renderSummary(r: FixReport): string {
     return [
       '## Forge: the tests could not run',
       '',
-      `Run \`${r.run_id}\` on \`${r.base_commit.slice(0, 12)}\` in ${r.provider} cells, tests \`${r.test_cmd}\`: no attempt was started.`,
+      `Run \`${r.run_id}\` on \`${r.base_commit.slice(0, 12)}\` in ${r.provider} cells, tests \`${r.test_cmd}\`: no attempt was judged.`,
       '',
       `Cause (${r.environment.cause}): ${markdownText(r.environment.detail)}.`,
       '',

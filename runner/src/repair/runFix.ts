@@ -38,8 +38,11 @@ export async function runFix(request: FixRequest, deps: FixDeps): Promise<FixOut
  * Everything after prepareRun. A caller that must hand out the run id before the run ends
  * (the RPC's fix/start) awaits prepareRun itself, then runs this in the background.
  */
-export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps: FixDeps): Promise<FixOutcome> {
-  const { store, provider, progress, signal } = deps;
+export async function runPreparedFix(run: PreparedRun, request: FixRequest, userDeps: FixDeps): Promise<FixOutcome> {
+  const { store, provider, progress, signal } = userDeps;
+  // Stops the attempts when the baseline ends the run while they work; the user's cancel stops them too.
+  const baselineEnded = new AbortController();
+  const deps: FixDeps = { ...userDeps, signal: signal ? AbortSignal.any([signal, baselineEnded.signal]) : baselineEnded.signal };
   const { runId } = run;
   progress(
     `run ${runId}: ${run.resumed ? 'resumed, ' : ''}${run.temperatures.length} attempt(s) on ${provider.name}${run.image ? ` (${run.image})` : ''}, tests: ${run.testCmd}`,
@@ -56,13 +59,39 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, deps
   let depsWt: AttemptWorktree | null = null;
   try {
     depsWt = await prepareDependencies({ ...scope, cells });
-    const baseline = await runBaseline({ ...scope, cells });
+    // The attempts start with the baseline, not after it: their agents read, edit and run
+    // tests while it runs (a model's minutes hide it), and only their verdicts wait for it.
+    const baselineRun = runBaseline({ ...scope, cells });
+    const ended = (): never => {
+      baselineEnded.abort(new Error('the baseline ended the run'));
+      throw new Error('cancelled: the baseline ended the run');
+    };
+    // A baseline that ends the run (broken, green, failed) aborts the attempts before any of
+    // them sees it: they stop as cancelled and are never judged.
+    const judged = baselineRun.then((b) => ('broken' in b ? ended() : b.judged), ended);
+    judged.catch(() => undefined);
+    const attempts = runAttempts({ ...scope, cells, baseline: judged });
+    // Awaited below, after the baseline: a failure meanwhile must not go unhandled.
+    attempts.catch(() => undefined);
+    const stopAttempts = async () => {
+      baselineEnded.abort(new Error('the baseline ended the run'));
+      await attempts.catch(() => undefined);
+      // The user's cancel, or the runner stopping, says what the attempts are (below).
+      if (signal?.aborted) return;
+      store.stopAttempts(runId);
+      progress('attempts: stopped unjudged: they started with the baseline, which ended the run');
+    };
+    const baseline = await baselineRun.catch(async (e: unknown) => {
+      await stopAttempts();
+      throw e;
+    });
     if ('broken' in baseline) {
+      await stopAttempts();
       const error = brokenEnvironmentReport({ ...scope, cells, ...baseline });
       writeOutputs(request.out_dir, error.report, EMPTY_PATCH);
       throw error;
     }
-    const results = await runAttempts({ ...scope, cells, baselineReport: baseline.judged });
+    const results = await attempts;
     // Selection by real test results.
     const selection = selectWinner(
       results.filter((r) => r.verdict).map((r) => ({ attemptId: r.attemptId, index: r.index, verdict: r.verdict!, patch: r.patch })),

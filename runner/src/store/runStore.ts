@@ -241,6 +241,19 @@ export class RunStore {
   }
 
   /**
+   * The run's unfinished attempts were stopped (a cancel, or a baseline that ended the run
+   * while they worked): one stopped mid-way is cancelled, one that never started is skipped.
+   */
+  stopAttempts(runId: string): void {
+    this.db.transaction(() => this.markAttemptsStopped(runId)).immediate();
+  }
+
+  private markAttemptsStopped(runId: string): void {
+    this.db.prepare(`UPDATE attempts SET status = 'cancelled', finished_at = ? WHERE run_id = ? AND status = 'running'`).run(now(), runId);
+    this.db.prepare(`UPDATE attempts SET status = 'skipped' WHERE run_id = ? AND status = 'queued'`).run(runId);
+  }
+
+  /**
    * A cancelled run, with what each unfinished attempt got to: one stopped mid-way is
    * cancelled, one that never started is skipped. Finished and failed attempts stay as they are.
    */
@@ -248,8 +261,7 @@ export class RunStore {
     this.db
       .transaction(() => {
         const t = now();
-        this.db.prepare(`UPDATE attempts SET status = 'cancelled', finished_at = ? WHERE run_id = ? AND status = 'running'`).run(t, runId);
-        this.db.prepare(`UPDATE attempts SET status = 'skipped' WHERE run_id = ? AND status = 'queued'`).run(runId);
+        this.markAttemptsStopped(runId);
         this.db
           .prepare(`UPDATE runs SET status = 'cancelled', winner_attempt = NULL, report_json = ?, updated_at = ? WHERE id = ?`)
           .run(JSON.stringify(report), t, runId);

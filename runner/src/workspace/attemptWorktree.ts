@@ -158,7 +158,10 @@ export async function destroyAttemptWorktree(
   assertRealDirectory(cells);
   await runGit(repoTarget(loc), ['worktree', 'unlock', wt.path]).catch(() => undefined);
   removeTree(wt.path);
-  await runGit(repoTarget(loc), ['worktree', 'prune']);
+  // Never beside a `worktree add` of this runner: prune takes a worktree whose admin
+  // directory is made but not yet filled for a stale one (an attempt starting while the
+  // baseline's tree goes).
+  await oneAtATime(loc.commonDir, () => runGit(repoTarget(loc), ['worktree', 'prune']));
   if (!opts.keepBranch && (await branchExists(loc, wt.branch))) {
     await runGit(repoTarget(loc), ['branch', '-D', '--end-of-options', wt.branch]);
   }

@@ -43,6 +43,7 @@ const FIX_WITH_REGRESSION = {
   },
 } as const;
 const FINISH = { name: 'finish', arguments: { summary: 'done' } } as const;
+const RUN_TESTS = { name: 'run_tests', arguments: {} } as const;
 const TEST_CMD = 'python3 -m pytest -q';
 
 /** pytest on calc.py as it is in the cell's worktree. */
@@ -158,20 +159,25 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     assert.equal(report.status, 'fixed');
   });
 
-  it('a green baseline is refused before any attempt', async () => {
+  it('a green baseline is refused before any attempt is judged: the attempts that started with it are stopped', async () => {
     const provider = new FakeCellProvider(script((c) => (isTestRun(c) ? pytestOutput({ 'test_calc.py::test_average': true }) : null)));
     await assert.rejects(
-      runFix(request(), deps(provider, [[{ tool_calls: [FIX] }]])),
+      runFix(request(), deps(provider, [[{ tool_calls: [FIX] }, { tool_calls: [RUN_TESTS] }, { tool_calls: [FINISH] }]])),
       (e: Error) => e instanceof InputError && /already pass on the base commit/.test(e.message),
     );
-    assert.deepEqual(purposes(provider), ['baseline']);
+    // The attempt may have run its own tests meanwhile; nothing judged it.
+    assert.ok(
+      purposes(provider).every((p) => p === 'baseline' || p === 'run_tests'),
+      purposes(provider).join(' '),
+    );
     const [run] = store.listRuns(10);
     assert.equal(run!.status, 'failed');
     assert.ok(
-      store.attempts(run!.id).every((a) => a.status === 'queued'),
-      'no attempt started',
+      store.attempts(run!.id).every((a) => (a.status === 'cancelled' || a.status === 'skipped') && a.verdict_json === null),
+      'no attempt judged, none left running or queued',
     );
     assert.deepEqual(forgeBranches(), []);
+    assert.equal(worktrees(), 1);
   });
 
   it('a broken environment stops the run with zero attempts, and says so in report.json', async () => {
@@ -186,7 +192,7 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     });
     assert.deepEqual(purposes(provider), ['baseline']);
     assert.equal(FixReportSchema.parse(JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'))).environment!.cause, 'command_not_found');
-    assert.match(readFileSync(join(out, 'summary.md'), 'utf8'), /no attempt was started/);
+    assert.match(readFileSync(join(out, 'summary.md'), 'utf8'), /no attempt was judged/);
     assert.equal(worktrees(), 1);
   });
 

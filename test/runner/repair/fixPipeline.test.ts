@@ -544,7 +544,7 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
         assert.deepEqual(r.report!.attempts, []);
         const written = FixReportSchema.parse(JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')));
         assert.equal(written.environment!.cause, cause);
-        assert.match(readFileSync(join(out, 'summary.md'), 'utf8'), /no attempt was started/);
+        assert.match(readFileSync(join(out, 'summary.md'), 'utf8'), /no attempt was judged/);
         assert.equal(git(repo.dir, 'branch', '--list', 'forge/*'), '');
       }
     } finally {

@@ -99,9 +99,10 @@ describe('FixService: cancelled runs and fix/resume (fake cells, in process)', f
     await closing;
     const snap = RunSnapshotSchema.parse(service.snapshot(runId));
     assert.equal(snap.run.status, 'interrupted');
+    // They had started with the baseline: interrupted, for a resume to redo.
     assert.deepEqual(
       snap.attempts.map((a) => a.status),
-      ['queued', 'queued'],
+      ['interrupted', 'interrupted'],
     );
   });
 
@@ -135,7 +136,7 @@ describe('FixService: cancelled runs and fix/resume (fake cells, in process)', f
     );
   });
 
-  it('a cancel during the baseline: run cancelled, every attempt skipped, the baseline cell cancelled (not exit 137); fix/resume finishes it', async () => {
+  it('a cancel during the baseline: run cancelled, the attempts that started with it cancelled, the baseline cell cancelled (not exit 137); fix/resume finishes it', async () => {
     provider.setScript(script(['baseline']));
     provider.onCell = (c) => {
       if (c.purpose === 'baseline') service.cancel(c.spec.labels!['forge.run']!);
@@ -144,13 +145,21 @@ describe('FixService: cancelled runs and fix/resume (fake cells, in process)', f
     assert.deepEqual(await ended(runId, 1), { run_id: runId, status: 'cancelled', error: 'cancelled' });
     const snap = RunSnapshotSchema.parse(service.snapshot(runId));
     assert.equal(snap.run.status, 'cancelled');
+    // Both started with the baseline (the machine runs two at a time) and were stopped unjudged.
     assert.deepEqual(
-      snap.attempts.map((a) => a.status),
-      ['skipped', 'skipped'],
+      snap.attempts.map((a) => [a.status, a.green]),
+      [
+        ['cancelled', null],
+        ['cancelled', null],
+      ],
     );
     assert.deepEqual(
-      snap.cells.map((c) => [c.purpose, c.exit_code, c.killed_by]),
+      snap.cells.filter((c) => c.purpose === 'baseline').map((c) => [c.purpose, c.exit_code, c.killed_by]),
       [['baseline', 137, 'cancel']],
+    );
+    assert.ok(
+      snap.cells.every((c) => c.purpose === 'baseline' || c.purpose === 'run_command'),
+      'no verdict cell ran',
     );
 
     provider.onCell = null;

@@ -27,17 +27,27 @@ import { testOutputOf } from '../verdicts/testRunOutput.js';
 
 export interface AttemptsInput extends RunScope {
   cells: RunCells;
-  /** The baseline's per-test report: an attempt's regressions are judged against it. */
-  baselineReport: Judged | null;
+  /**
+   * The baseline's per-test report: an attempt's regressions are judged against it. Attempts
+   * start while the baseline still runs (their agents need it only for the verdict); when the
+   * baseline ends the run instead, the run's signal aborts before this settles.
+   */
+  baseline: Promise<Judged | null>;
 }
 
 export interface AttemptInput extends AttemptsInput {
   /** The run's verdicts by tree: attempts with the same change share one. */
   verdicts: RunVerdicts;
-  /** How verdicts run the baseline's failing tests before the whole suite (or that they do not). */
-  failingFirst: FailingFirstPlan;
+  /** How verdicts run the baseline's failing tests before the whole suite (or that they do not): planned once, after the baseline. */
+  failingFirst: Promise<FailingFirstPlan>;
   index: number;
   temperature: number;
+}
+
+/** What judging an attempt needs, once the baseline is known. */
+interface JudgeInput extends AttemptInput {
+  baselineReport: Judged | null;
+  plan: FailingFirstPlan;
 }
 
 /**
@@ -55,7 +65,9 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
       .map((a) => [a.idx, a]),
   );
   const verdicts = new RunVerdicts();
-  const failingFirst = planFailingFirst(input);
+  const failingFirst = input.baseline.then((baselineReport) => planFailingFirst(input, baselineReport));
+  // Awaited by each attempt when it is judged; a baseline that ends the run aborts them first.
+  failingFirst.catch(() => undefined);
   const results = await boundedParallel(
     run.temperatures.map((t, i) => ({ i, t })),
     concurrency,
@@ -85,7 +97,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
  * unfinished (the run then records it as cancelled), so a resumed run redoes it.
  */
 export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
-  const { run, request, deps, cells, index, temperature, baselineReport } = input;
+  const { run, request, deps, cells, index, temperature } = input;
   const { store, progress, signal } = deps;
   const { runId } = run;
   const attemptId = `${runId}-a${index}`;
@@ -144,6 +156,10 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       ...(signal ? { signal } : {}),
     });
     throwIfCancelled(signal);
+    // The agent worked while the baseline ran: its verdict needs the baseline's report.
+    const judge: JudgeInput = { ...input, baselineReport: await input.baseline, plan: await input.failingFirst };
+    throwIfCancelled(signal);
+    const { baselineReport } = judge;
     // The verdict comes from a fresh cell, whatever the model claimed, and runs the base
     // commit's tests: an attempt that changed tests or their configuration is judged on a
     // fresh tree of its code with the base's tests (verdictTree.ts), its worktree untouched.
@@ -158,7 +174,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     if (baseTests) {
       // Its code with the base's tests: the same change makes the same tree.
       result.verdict = await verdicts.judge(key && `base-tests:${key}`, index, () =>
-        judgeOnTree(input, baseTests.commit, `${attemptId}-verdict`),
+        judgeOnTree(judge, baseTests.commit, `${attemptId}-verdict`),
       );
       progress(`attempt ${index}: ${baseTestsNote(baseTests.changed)}`);
     } else {
@@ -170,7 +186,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
         index,
         async () => {
           ranHere = true;
-          const { test: final, verdict } = await failingFirstVerdict(cells, input.failingFirst, judging);
+          const { test: final, verdict } = await failingFirstVerdict(cells, judge.plan, judging);
           throwIfCancelled(signal);
           if (final.result.diff?.incomplete)
             throw new Error(
@@ -182,7 +198,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
           ? async () => {
               // A run that crashed is tried again in a cell here, which may leave things in the tree.
               ranHere = true;
-              const { verdict } = await failingFirstVerdict(cells, input.failingFirst, judging, earlier.test);
+              const { verdict } = await failingFirstVerdict(cells, judge.plan, judging, earlier.test);
               return { ...verdict, reused_from: `turn ${earlier.turn + 1}'s run_tests (the tree is unchanged since)` };
             }
           : undefined,
@@ -244,12 +260,12 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
 }
 
 /** The verdict of a tree the runner made (the attempt's code, the base's tests), in a worktree of its own. */
-async function judgeOnTree(input: AttemptInput, commit: string, id: string): Promise<Verdict> {
+async function judgeOnTree(input: JudgeInput, commit: string, id: string): Promise<Verdict> {
   const { run, cells, index, baselineReport } = input;
   const tree = await createAttemptWorktree(run.repo, commit, id, { include: run.trust.include, onSkipped: input.deps.progress });
   try {
     const at = { worktree: tree.path, attemptIdx: index, baseline: baselineReport, progress: input.deps.progress };
-    return (await failingFirstVerdict(cells, input.failingFirst, at)).verdict;
+    return (await failingFirstVerdict(cells, input.plan, at)).verdict;
   } finally {
     await cells.cleanUp(tree);
   }
@@ -297,7 +313,7 @@ async function boundedParallel<T, R>(items: T[], limit: number, work: (item: T) 
  * Whether the run's verdicts run the baseline's failing tests first, said once: how, or why
  * every verdict runs the whole suite. A resumed run plans again from its stored baseline.
  */
-function planFailingFirst({ run, request, deps, baselineReport }: AttemptsInput): FailingFirstPlan {
+function planFailingFirst({ run, request, deps }: AttemptsInput, baselineReport: Judged | null): FailingFirstPlan {
   if (!request.failing_first) return { kind: 'none' };
   const plan = failingFirstPlan(run.testCmd, baselineReport);
   if (plan.kind === 'targeted')
