@@ -16,14 +16,8 @@ export type ToolCall = { name: string; arguments: Record<string, unknown> };
 
 /** `fix` on a new repository of `files` with one attempt whose turns make these tool calls. */
 /** Files named in `executable` get mode 0755. */
-export function fixWith(
-  files: Record<string, string>,
-  turns: ToolCall[][],
-  args: string[] = [],
-  executable: readonly string[] = [],
-  env: NodeJS.ProcessEnv = {},
-) {
-  return fixWithAttempts(files, [turns], args, executable, env);
+export function fixWith(files: Record<string, string>, turns: ToolCall[][], args: string[] = [], executable: readonly string[] = []) {
+  return fixWithAttempts(files, [turns], args, executable);
 }
 
 /** `fix` on a new repository of `files` with one attempt per entry of `attempts`, each making its turns' tool calls. */
@@ -32,8 +26,6 @@ export function fixWithAttempts(
   attempts: ToolCall[][][],
   args: string[] = [],
   executable: readonly string[] = [],
-  /** Added to the runner's environment (the user's own: GOCACHE, HOME...). */
-  env: NodeJS.ProcessEnv = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'forge-verdict-'));
   const repo = join(dir, 'repo');
@@ -72,7 +64,7 @@ export function fixWithAttempts(
         '--json',
         ...args,
       ],
-      { encoding: 'utf8', timeout: 240_000, env: { ...process.env, ...env } },
+      { encoding: 'utf8', timeout: 240_000 },
     );
     return { status: r.status, stderr: r.stderr, report: r.stdout ? FixReportSchema.parse(JSON.parse(r.stdout)) : null };
   } finally {

@@ -9,7 +9,7 @@ export interface CellMountPlan {
   worktree: { source: string; target: string } | null;
   /** The worktree's .git, read-only over its place in the cell. */
   gitMetadata: { source: string; target: string } | null;
-  deps: { source: string; target: string; layer: SharedDependency['layer']; writable_subdirs?: boolean }[];
+  deps: { source: string; target: string; layer: SharedDependency['layer'] }[];
 }
 
 /** Where a dependency may go outside the worktree: the cell's own scratch (a tmpfs in every provider). */

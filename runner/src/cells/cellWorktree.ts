@@ -194,25 +194,7 @@ export function toolchainCaches(env: NodeJS.ProcessEnv): string[] {
           .map((p) => join(p, 'pkg', 'mod'))
       : []),
     ...(home ? [join(home, 'go', 'pkg', 'mod'), join(home, '.m2', 'repository'), join(home, '.gradle', 'caches')] : []),
-    ...[goBuildCacheDir(env)].filter((p) => p !== null),
   ].filter((p) => p.startsWith('/'));
-}
-
-/**
- * Where the user's Go build cache is as their environment says: $GOCACHE, else
- * os.UserCacheDir()/go-build ($XDG_CACHE_HOME, else $HOME/.cache); null when off or unknown.
- * A GOCACHE set with `go env -w` (in go's own env file) is not read.
- */
-export function goBuildCacheDir(env: NodeJS.ProcessEnv): string | null {
-  if (env.GOCACHE === 'off') return null;
-  if (env.GOCACHE && isAbsolute(env.GOCACHE)) return env.GOCACHE;
-  const base =
-    env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)
-      ? env.XDG_CACHE_HOME
-      : env.HOME && env.HOME !== '/'
-        ? join(env.HOME, '.cache')
-        : null;
-  return base ? join(base, 'go-build') : null;
 }
 
 export interface AfterCell {

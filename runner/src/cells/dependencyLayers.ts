@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, constants, fstatSync, lchownSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lchownSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { descriptorPath, lstatAt, openDirectoryAt } from '../hostguard/beneath.js';
 import type { CellMountPlan } from './cellMounts.js';
@@ -97,27 +97,6 @@ function mountWith(fd: number | null, args: string[]): Promise<{ ok: boolean; sa
  * or a read-only bind. The layer goes with the cell. A runner that is not root cannot mount:
  * the sandbox binds the vetted path read-only.
  */
-/** A build cache fans out into this many directories (Go: 00..ff); more are left as they are. */
-const MAX_WRITABLE_SUBDIRS = 4096;
-
-/**
- * A merged directory takes its owner from the upper layer where it has one there: an empty
- * directory of the cell user's in the upper layer (not opaque: the lower entries still show)
- * lets the cell add entries to a lower directory it does not own, as a tool that writes its
- * cache into fan-out directories must (Go's build cache is read-only to the cell user
- * otherwise, and go refuses to build). Only the cell's own layer is changed.
- */
-function writableSubdirs(lower: number, upper: string, user: { uid: number; gid: number }): void {
-  let n = 0;
-  for (const e of readdirSync(descriptorPath(lower), { withFileTypes: true })) {
-    if (!e.isDirectory() || CACHE_DIRS.includes(e.name)) continue;
-    if (++n > MAX_WRITABLE_SUBDIRS) break;
-    const sub = join(upper, e.name);
-    mkdirSync(sub, { mode: 0o755 });
-    lchownSync(sub, user.uid, user.gid);
-  }
-}
-
 export async function mountDependencyLayers(
   plan: CellMountPlan,
   layersDir: string,
@@ -173,7 +152,6 @@ export async function mountDependencyLayers(
             lchownSync(upperCache, user.uid, user.gid);
             await markOpaque(upperCache);
           }
-          if (d.writable_subdirs) writableSubdirs(fd, join(dir, 'upper'), user);
           const overlay = await mountWith(fd, [
             '-t',
             'overlay',

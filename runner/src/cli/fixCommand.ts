@@ -88,7 +88,7 @@ export function registerFixCommand(program: Command): void {
     )
     .option(
       '--no-warm-caches',
-      "don't give cells a warm Go build cache (your own, or else what the baseline cell compiled; read-only with a private layer each): every cell compiles afresh, as before",
+      "don't give the cells after the baseline what the baseline cell compiled (Go's build cache, read-only with a private layer each): every cell compiles afresh, as before",
     )
     .option(
       '--include <glob>',

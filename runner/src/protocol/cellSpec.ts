@@ -88,13 +88,6 @@ export const SharedDependencySchema = z.strictObject({
         'overlay: writes go to a layer discarded with the cell (where the runner can mount one; else read-only). read-only: no layer.',
       ),
     ),
-  writable_subdirs: z
-    .optional(z.boolean())
-    .check(
-      z.describe(
-        "With an overlay layer: the cell's user may also add entries to the directories at its top (a build cache's fan-out directories), in the layer only. Other providers ignore it.",
-      ),
-    ),
 });
 
 /**

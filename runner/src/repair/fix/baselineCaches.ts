@@ -1,6 +1,5 @@
 import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { goBuildCacheDir } from '../../cells/cellWorktree.js';
 import { lstatAtOrNull, openDirectoryAt, renameAt } from '../../hostguard/beneath.js';
 import { removeTree } from '../../workspace/attemptWorktree.js';
 import { CELL_REPORTS_DIR } from '../../workspace/baseIgnoreRules.js';
@@ -57,21 +56,6 @@ export function cacheAppendEnv(caches: readonly BuildCache[] = BUILD_CACHES): Re
 
 export interface KeptCache extends BuildCache {
   source: string;
-  /** The user's own cache (userBuildCaches), not one the baseline wrote: never moved or removed. */
-  fromUser?: boolean;
-}
-
-/**
- * The user's own build caches, where the user's environment puts them (cellWorktree.ts
- * goBuildCacheDir): what the user's own builds compiled (the standard library, the modules in
- * the module cache) is there already, so a cell that reads it, with a private layer for what it
- * adds, compiles only what changed. Paths only: whether each is a directory the cells can read
- * is the caller's to check.
- */
-export function userBuildCaches(env: NodeJS.ProcessEnv): { cache: BuildCache; dir: string }[] {
-  const go = BUILD_CACHES.find((c) => c.variable === 'GOCACHE')!;
-  const dir = goBuildCacheDir(env);
-  return dir ? [{ cache: go, dir }] : [];
 }
 
 /**

@@ -3,7 +3,7 @@ import { InputError } from '../../protocol/inputError.js';
 import type { CellResult } from '../../protocol/cellResult.js';
 import { runCacheDirName } from '../../workspace/runCacheDir.js';
 import { attemptsDir, type AttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
-import { closedToCellUser, describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
+import { describeSharedDep, type SharedDependencies } from '../dependencies/detectSharedDeps.js';
 import { readJunitReports, snapshotJunitReports } from '../verdicts/junitReports.js';
 import { OFFLINE_ENV, TEST_REPORTING_ENV, testOutputOf } from '../verdicts/testRunOutput.js';
 import { readCellReport, reportRequestEnv, snapshotCellReports } from '../verdicts/cellReports.js';
@@ -21,18 +21,10 @@ import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../hostguard/openBeneath.js';
 import { hookProgramNotTheTool, npmrcActiveKey } from '../verdicts/hookProgram.js';
 import { join } from 'node:path';
-import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { CellScheduler } from '../../cells/cellScheduler.js';
 import { DEFAULT_LIMITS } from '../../protocol/cellSpec.js';
 import type { TargetedRun } from '../verdicts/failingFirst.js';
-import {
-  baselineCacheEnv,
-  cacheAppendEnv,
-  keepBaselineCaches,
-  type KeptCache,
-  removeKeptCaches,
-  userBuildCaches,
-} from './baselineCaches.js';
+import { baselineCacheEnv, cacheAppendEnv, keepBaselineCaches, type KeptCache, removeKeptCaches } from './baselineCaches.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -78,42 +70,6 @@ export class RunCells {
     // qemu cells make the writable layer inside the guest; host and docker cells need a root runner to mount it.
     this.layers = scope.deps.provider.name === 'qemu' || (process.getuid?.() ?? 0) === 0 ? 'overlay' : 'read-only';
     this.useDeps(scope.run.shared, 'from the checkout');
-    this.useUserCaches();
-  }
-
-  /** Whether cells of this run may have warm build caches: a private writable layer over a read-only one. */
-  private warmCaching(): boolean {
-    const { request, deps } = this.scope;
-    return request.warm_caches && this.layers === 'overlay' && ['host', 'docker'].includes(deps.provider.name);
-  }
-
-  /**
-   * A Go module's cells read the user's own build cache where there is one the cell user can
-   * read (what the user's builds compiled need not be compiled again in every cell); the
-   * baseline then keeps none of its own (one cache per variable).
-   */
-  private useUserCaches(): void {
-    const { run, deps } = this.scope;
-    if (!this.warmCaching() || this.scope.request.shared_deps === false || !existsSync(join(run.repo, 'go.mod'))) return;
-    const found: KeptCache[] = [];
-    for (const { cache, dir } of userBuildCaches(process.env)) {
-      let source: string;
-      try {
-        source = realpathSync(dir);
-        if (!lstatSync(source).isDirectory()) continue;
-      } catch {
-        continue;
-      }
-      const closed = closedToCellUser(source);
-      if (closed) {
-        deps.progress(
-          `dependencies: your ${cache.kind.replace(/-/g, ' ')} is not shared: the cells' user cannot read ${closed} (chmod -R o+rX ${source} shares it)`,
-        );
-        continue;
-      }
-      found.push({ ...cache, source, fromUser: true });
-    }
-    if (found.length > 0) this.useBuildCaches(found);
   }
 
   useDeps(found: SharedDependencies, from: string): void {
@@ -126,8 +82,6 @@ export class RunCells {
       detail: d.detail,
       shared: describeSharedDep(d, repo, this.layers).replace('from the checkout', from),
     }));
-    // The run's build caches stay when what was installed replaces the checkout's dependencies.
-    this.dependencies.push(...this.caches.map((c) => this.cacheLine(c)));
     this.sharedSpec = { mount_at: repo, shared_deps: found.deps.map((d) => ({ source: d.source, target: d.target, layer: d.layer })) };
   }
 
@@ -176,12 +130,7 @@ export class RunCells {
                 ...this.sharedSpec,
                 shared_deps: [
                   ...this.sharedSpec.shared_deps,
-                  ...this.caches.map((c) => ({
-                    source: c.source,
-                    target: c.target,
-                    layer: 'overlay' as const,
-                    writable_subdirs: c.fromUser === true,
-                  })),
+                  ...this.caches.map((c) => ({ source: c.source, target: c.target, layer: 'overlay' as const })),
                 ],
               }),
           cmd: command,
@@ -410,9 +359,10 @@ export class RunCells {
    * runner (qemu and swarm cells are not given them yet). Null: every cell compiles afresh.
    */
   baselineCacheEnv(): Record<string, string> | null {
-    if (!this.warmCaching() || this.caches.length > 0) return null;
+    const { request, deps, run } = this.scope;
+    if (!request.warm_caches || this.layers !== 'overlay' || !['host', 'docker'].includes(deps.provider.name)) return null;
     this.baselineCaching = true;
-    return baselineCacheEnv(this.scope.run.repo);
+    return baselineCacheEnv(run.repo);
   }
 
   private cacheDir: string | null = null;
@@ -456,25 +406,14 @@ export class RunCells {
 
   private useBuildCaches(kept: KeptCache[]): void {
     this.caches = kept;
-    this.dependencies.push(...kept.map((c) => this.cacheLine(c)));
-  }
-
-  private cacheLine(c: KeptCache): FixReport['dependencies'][number] {
-    return c.fromUser
-      ? {
-          kind: c.kind,
-          source: c.source,
-          target: c.target,
-          detail: `${c.variable}, yours`,
-          shared: `your ${c.kind.replace(/-/g, ' ')} ${c.source} at ${c.target}, read-only + overlay (what a cell adds goes with it)`,
-        }
-      : {
-          kind: c.kind,
-          source: c.source,
-          target: c.target,
-          detail: `${c.variable}, written by the baseline cell`,
-          shared: `${c.kind} from the baseline cell, ${this.layers === 'overlay' ? 'read-only + overlay' : 'read-only'}, for this run only`,
-        };
+    for (const c of kept)
+      this.dependencies.push({
+        kind: c.kind,
+        source: c.source,
+        target: c.target,
+        detail: `${c.variable}, written by the baseline cell`,
+        shared: `${c.kind} from the baseline cell, ${this.layers === 'overlay' ? 'read-only + overlay' : 'read-only'}, for this run only`,
+      });
   }
 
   /**
