@@ -64,11 +64,17 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
     const baselineRun = runBaseline({ ...scope, cells });
     const ended = (): never => {
       baselineEnded.abort(new Error('the baseline ended the run'));
+      cells.baselineSettled();
       throw new Error('cancelled: the baseline ended the run');
     };
     // A baseline that ends the run (broken, green, failed) aborts the attempts before any of
-    // them sees it: they stop as cancelled and are never judged.
-    const judged = baselineRun.then((b) => ('broken' in b ? ended() : b.judged), ended);
+    // them sees it: they stop as cancelled and are never judged. Otherwise their cells that
+    // waited for its build cache go on.
+    const judged = baselineRun.then((b) => {
+      if ('broken' in b) return ended();
+      cells.baselineSettled();
+      return b.judged;
+    }, ended);
     judged.catch(() => undefined);
     const attempts = runAttempts({ ...scope, cells, baseline: judged });
     // Awaited below, after the baseline: a failure meanwhile must not go unhandled.
@@ -96,7 +102,7 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
     const selection = selectWinner(
       results.filter((r) => r.verdict).map((r) => ({ attemptId: r.attemptId, index: r.index, verdict: r.verdict!, patch: r.patch })),
     );
-    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged });
+    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged, results });
     const fixed = isFixed(selection.winner, groundTruth);
     const settled = await settleWorktrees({ ...scope, cells, results, winner: selection.winner, fixed });
     const { patch, ...outcome } = finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });

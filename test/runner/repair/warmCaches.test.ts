@@ -101,6 +101,25 @@ describe('warm caches from the baseline: a cell can poison only its own layer (i
     assert.deepEqual(r.report!.attempts[0]!.verdict!.regressions, ['TestCheckScript']);
   });
 
+  it('a command that sets GOFLAGS itself (no -count=1): a result from the cache is not taken, the tests run again without it (red team)', function () {
+    requireGoAndRoot(this);
+    const r = fixWith(
+      {
+        ...GO_REPO,
+        'b/check.sh': 'exit 0\n',
+        'b/script_test.go':
+          'package b\n\nimport (\n\t"os/exec"\n\t"testing"\n)\n\nfunc TestCheckScript(t *testing.T) {\n\tif err := exec.Command("sh", "check.sh").Run(); err != nil {\n\t\tt.Fatal(err)\n\t}\n}\n',
+      },
+      [[FIX], [{ name: 'write_file', arguments: { path: 'b/check.sh', content: 'exit 1\n' } }]],
+      ['--test-cmd', 'GOFLAGS=-mod=mod go test -v ./...'],
+    );
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /go-build-cache kept/);
+    assert.match(r.stderr, /go test reported results from the run's build cache .*run again without it/);
+    assert.equal(r.report!.status, 'not_fixed');
+    assert.deepEqual(r.report!.attempts[0]!.verdict!.regressions, ['TestCheckScript']);
+  });
+
   it('a tree deeper than PATH_MAX the baseline left in the cache goes with the run (red team)', function () {
     requireGoAndRoot(this);
     const r = fixWith(

@@ -125,13 +125,17 @@ export class VmPool {
         );
         await vm.destroy();
       });
-      // A waiting VM that dies (its boot failed) leaves the pool.
-      void vm.exited.then(() =>
+      // A waiting VM that dies (its boot failed) leaves the pool, and what the runner holds
+      // for it goes (its sockets would keep a finished run's process alive).
+      void vm.exited.then(async () => {
+        const left = this.waiting.get(key) ?? [];
+        if (!left.includes(vm)) return;
         this.waiting.set(
           key,
-          (this.waiting.get(key) ?? []).filter((v) => v !== vm),
-        ),
-      );
+          left.filter((v) => v !== vm),
+        );
+        await vm.destroy();
+      });
     }
     this.waiting.set(key, list);
   }

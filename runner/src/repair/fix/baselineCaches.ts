@@ -54,6 +54,14 @@ export function cacheAppendEnv(caches: readonly BuildCache[] = BUILD_CACHES): Re
   return out;
 }
 
+/**
+ * Whether go test output says a package's result was taken from the build cache ("ok  pkg
+ * (cached)", also inside -json's Output strings): the tests of that package did not run.
+ */
+export function reportsCachedTestResult(output: string): boolean {
+  return /^ok[ \t]+\S+[ \t]+\(cached\)/m.test(output) || /"Output":"ok(?:[ ]|\\t)[^"\n]*\(cached\)/.test(output);
+}
+
 export interface KeptCache extends BuildCache {
   source: string;
 }

@@ -20,6 +20,7 @@ import { purgePythonCaches } from './purgePythonCaches.js';
 import { baseTestsNote, verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
 import { AttemptTestRuns, RunVerdicts, treeKey } from './verdictReuse.js';
+import { fingerprints } from './treeInputs.js';
 import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { type FailingFirstPlan, failingFirstPlan, plural } from '../verdicts/failingFirst.js';
 import { failingFirstVerdict } from './failingFirstVerdict.js';
@@ -50,6 +51,9 @@ interface JudgeInput extends AttemptInput {
   plan: FailingFirstPlan;
 }
 
+/** Attempts that work at once by default, at least (more on a machine with more cores). */
+const ATTEMPTS_AT_ONCE = 8;
+
 /**
  * Phase 3, attempts: K in parallel, bounded. On a resume the attempts that finished (or
  * failed) before the interruption are kept as the store has them; the rest are redone.
@@ -57,7 +61,9 @@ interface JudgeInput extends AttemptInput {
 export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]> {
   const { run, request, deps } = input;
   const k = run.temperatures.length;
-  const concurrency = Math.max(1, Math.min(request.concurrency ?? Math.min(k, availableParallelism()), k));
+  // An attempt spends most of its time waiting for the model, not in cells (which go through
+  // the machine's cell budget, cellScheduler.ts): more attempts than cores may work at once.
+  const concurrency = Math.max(1, Math.min(request.concurrency ?? Math.max(availableParallelism(), ATTEMPTS_AT_ONCE), k));
   const done = new Map(
     deps.store
       .attempts(run.runId)
@@ -140,6 +146,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
           turn,
           () => treeKeyOf(wt, run.base),
           () => cells.testCell(wt.path, 'run_tests', index),
+          (written) => fingerprints(wt.path, written),
         );
         return test.result;
       },
@@ -180,6 +187,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     } else {
       let ranHere = false;
       const earlier = testRuns.sameTree(key);
+      const cellsBefore = cells.cellsOf(index);
       const judging = { worktree: wt.path, attemptIdx: index, baseline: baselineReport, progress, latestRun: testRuns.latestOutput };
       result.verdict = await verdicts.judge(
         key,
@@ -211,6 +219,17 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
         if (change.incomplete)
           throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
       }
+      // The verdict is the attempt's own run_tests, its worktree's first cell, and nothing
+      // changed since: what ground truth needs to tell whether it would run on the same bytes.
+      const alone = earlier !== null && earlier.inputs !== null && cells.cellsOf(index) === cellsBefore;
+      result.verdictInputs =
+        alone &&
+        result.verdict.reused_from &&
+        change.omitted.length === 0 &&
+        change.patch.equals(captured.patch) &&
+        run.trust.include.length === 0
+          ? { inputs: earlier.inputs!, turn: earlier.turn }
+          : null;
     }
     if (result.verdict.reused_from) progress(`attempt ${index}: verdict reused from ${result.verdict.reused_from}`);
     throwIfCancelled(signal);

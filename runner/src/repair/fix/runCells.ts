@@ -21,10 +21,18 @@ import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../hostguard/openBeneath.js';
 import { hookProgramNotTheTool, npmrcActiveKey } from '../verdicts/hookProgram.js';
 import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { CellScheduler } from '../../cells/cellScheduler.js';
 import { DEFAULT_LIMITS } from '../../protocol/cellSpec.js';
 import type { TargetedRun } from '../verdicts/failingFirst.js';
-import { baselineCacheEnv, cacheAppendEnv, keepBaselineCaches, type KeptCache, removeKeptCaches } from './baselineCaches.js';
+import {
+  baselineCacheEnv,
+  cacheAppendEnv,
+  keepBaselineCaches,
+  type KeptCache,
+  removeKeptCaches,
+  reportsCachedTestResult,
+} from './baselineCaches.js';
 
 /**
  * A cell whose worktree was withheld (the hazard walk after it could not finish): nothing may
@@ -97,9 +105,16 @@ export class RunCells {
       /** Added after the value the cell has (GOFLAGS=-v gets a -run): failing tests first. */
       appendEnv?: Record<string, string>;
       exclusive?: boolean;
+      /** Without the run's build caches (a run whose result came from them is run again). */
+      noCaches?: boolean;
     } = {},
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
+    if (!this.baselineIsOver && this.waitsForBaseline(purpose)) {
+      deps.progress(`${attemptIdx === null ? purpose : `attempt ${attemptIdx}`}: its ${purpose} waits for the baseline's build cache`);
+      await this.baselineOver;
+    }
+    const caches = how.noDeps || how.noCaches ? [] : this.caches;
     // Test runs name their tests (regressions need the baseline's passing ones).
     const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
     const env: Record<string, string> = {
@@ -108,14 +123,14 @@ export class RunCells {
       NO_COLOR: '1',
       FORCE_COLOR: '0',
       ...(how.noDeps ? {} : this.deps.env),
-      ...(how.noDeps ? {} : Object.fromEntries(this.caches.map((c) => [c.variable, c.target]))),
+      ...Object.fromEntries(caches.map((c) => [c.variable, c.target])),
       ...(purpose === 'run_command' || purpose === 'install' ? {} : { ...TEST_REPORTING_ENV, ...reportRequestEnv(run.repo) }),
       ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
       ...how.env,
     };
     // A cell that writes or reads the run's build caches keeps out of them what must not be kept (test results).
-    const cached = !how.noDeps && (this.caches.length > 0 || (this.baselineCaching && purpose.startsWith('baseline')));
-    const appended = { ...(cached ? cacheAppendEnv(this.caches.length > 0 ? this.caches : undefined) : {}) };
+    const cached = caches.length > 0 || (!how.noDeps && this.baselineCaching && purpose.startsWith('baseline'));
+    const appended = { ...(cached ? cacheAppendEnv(caches.length > 0 ? caches : undefined) : {}) };
     for (const [k, v] of Object.entries(how.appendEnv ?? {})) appended[k] = appended[k] ? `${appended[k]} ${v}` : v;
     for (const [k, v] of Object.entries(appended)) env[k] = env[k] ? `${env[k]} ${v}` : v;
     const release = await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
@@ -130,7 +145,7 @@ export class RunCells {
                 ...this.sharedSpec,
                 shared_deps: [
                   ...this.sharedSpec.shared_deps,
-                  ...this.caches.map((c) => ({ source: c.source, target: c.target, layer: 'overlay' as const })),
+                  ...caches.map((c) => ({ source: c.source, target: c.target, layer: 'overlay' as const })),
                 ],
               }),
           cmd: command,
@@ -148,6 +163,7 @@ export class RunCells {
       )
       .finally(release);
     deps.store.recordCell(run.runId, attemptIdx, purpose, r, command);
+    if (attemptIdx !== null) this.cellCounts.set(attemptIdx, this.cellsOf(attemptIdx) + 1);
     if (r.worktree_withheld) throw new WorktreeWithheldError(r.worktree_withheld);
     return r;
   }
@@ -206,16 +222,30 @@ export class RunCells {
     exclusive = false,
     targeted?: TargetedRun,
   ): Promise<TestRun> {
-    const before = snapshotJunitReports(worktree);
-    const requested = snapshotCellReports(worktree);
-    const result = await this.cell(worktree, targeted?.command ?? this.scope.run.testCmd, purpose, attemptIdx, {
-      ...(env ? { env } : {}),
-      ...(targeted ? { appendEnv: targeted.env } : {}),
-      exclusive,
-    });
-    const log = testOutputOf(result);
-    const written = readJunitReports(worktree, before) ?? readCellReport(worktree, requested);
-    return { result, output: log.text, logWhole: log.whole, written };
+    const run = async (noCaches: boolean, as: string): Promise<TestRun> => {
+      const before = snapshotJunitReports(worktree);
+      const requested = snapshotCellReports(worktree);
+      const result = await this.cell(worktree, targeted?.command ?? this.scope.run.testCmd, as, attemptIdx, {
+        ...(env ? { env } : {}),
+        ...(targeted ? { appendEnv: targeted.env } : {}),
+        exclusive,
+        noCaches,
+      });
+      const log = testOutputOf(result);
+      const written = readJunitReports(worktree, before) ?? readCellReport(worktree, requested);
+      return { result, output: log.text, logWhole: log.whole, written };
+    };
+    const first = await run(false, purpose);
+    // GOFLAGS=-count=1 keeps test results out of the run's build cache, but a command that sets
+    // GOFLAGS itself (a Makefile, a script) replaces it: the baseline then kept results, and Go
+    // reports a package whose inputs it thinks unchanged as passed without running it, blind to
+    // a script a test runs (red team). Such a run says nothing about this tree.
+    if (this.caches.length === 0 || !reportsCachedTestResult(first.output)) return first;
+    const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
+    this.scope.deps.progress(
+      `${who}: go test reported results from the run's build cache (the command sets GOFLAGS, so -count=1 was not in force): run again without it`,
+    );
+    return run(true, `${purpose}_uncached`);
   }
 
   /**
@@ -359,14 +389,47 @@ export class RunCells {
    * runner (qemu and swarm cells are not given them yet). Null: every cell compiles afresh.
    */
   baselineCacheEnv(): Record<string, string> | null {
-    const { request, deps, run } = this.scope;
-    if (!request.warm_caches || this.layers !== 'overlay' || !['host', 'docker'].includes(deps.provider.name)) return null;
+    if (!this.warmCaching()) return null;
     this.baselineCaching = true;
-    return baselineCacheEnv(run.repo);
+    return baselineCacheEnv(this.scope.run.repo);
+  }
+
+  private warmCaching(): boolean {
+    const { request, deps } = this.scope;
+    return request.warm_caches && this.layers === 'overlay' && ['host', 'docker'].includes(deps.provider.name);
   }
 
   private cacheDir: string | null = null;
   private baselineCaching = false;
+  private readonly cellCounts = new Map<number, number>();
+
+  /** Cells this run ran for attempt `index` so far. */
+  cellsOf(index: number): number {
+    return this.cellCounts.get(index) ?? 0;
+  }
+  private baselineEnded!: () => void;
+  /** Settles when the baseline phase is over (its caches kept or not, or kept from an interrupted run). */
+  private readonly baselineOver = new Promise<void>((resolve) => (this.baselineEnded = resolve));
+
+  /** The baseline phase is over: cells that waited for its caches go on. */
+  baselineSettled(): void {
+    this.baselineIsOver = true;
+    this.baselineEnded();
+  }
+
+  private baselineIsOver = false;
+
+  /**
+   * Whether a cell waits for the baseline: attempts start with it, and a cell of theirs that
+   * ran before the baseline kept its build cache would compile everything afresh beside it,
+   * on the same cores. Only where there is such a cache to wait for (a Go module; what
+   * BUILD_CACHES covers).
+   */
+  private waitsForBaseline(purpose: string): boolean {
+    return (
+      this.warmCaching() && !purpose.startsWith('baseline') && purpose !== 'install' && existsSync(join(this.scope.run.repo, 'go.mod'))
+    );
+  }
 
   /**
    * Takes the caches the baseline cell left in its worktree (before the worktree goes): every
