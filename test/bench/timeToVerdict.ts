@@ -37,6 +37,7 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
     const fixes: Record<Variant, number[]> = { before: [], after: [], targeted: [] };
     const cells: Record<Variant, number[]> = { before: [], after: [], targeted: [] };
     const bare: number[] = [];
+    const barePassing: number[] = [];
     for (let round = 0; round < rounds; round++) {
       // Alternate which goes first: a warm page cache favours whichever runs second.
       const order: Variant[] = round % 2 === 0 ? ['before', 'after', 'targeted'] : ['targeted', 'after', 'before'];
@@ -63,6 +64,17 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
           cells[variant].push(report.cells);
           // The same command once, bare, in the same checkout (the planted bug: it fails).
           bare.push(timed(() => spawnSync('sh', ['-c', report.test_cmd], { cwd: prepared.dir, stdio: 'ignore' })).ms);
+          // And on the winner's tree: what one run that shows the fix costs (a command that
+          // chains a type check or a linter after its tests runs them only when they pass).
+          const diff = spawnSync('git', ['-C', prepared.dir, 'diff', '--binary', report.base_commit, report.winner!.branch!], {
+            maxBuffer: 64 * 1024 * 1024,
+          });
+          const applied = spawnSync('git', ['-C', prepared.dir, 'apply', '--whitespace=nowarn'], { input: diff.stdout });
+          if (diff.status !== 0 || applied.status !== 0)
+            throw new Error(`time to verdict: ${name}: the winner's change did not apply to the checkout: ${applied.stderr}`);
+          const passing = timed(() => spawnSync('sh', ['-c', report.test_cmd], { cwd: prepared.dir, stdio: 'ignore' }));
+          if (passing.value.status !== 0) throw new Error(`time to verdict: ${name}: the winner's tree does not pass bare`);
+          barePassing.push(passing.ms);
         } finally {
           prepared.cleanup();
         }
@@ -70,6 +82,7 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
     }
     const suite = median(bare);
     const ratio = (v: Variant) => median(fixes[v]) / suite;
+    const passingSuite = median(barePassing);
     const target = suite >= 5000 ? 3 : 5;
     lines.push(
       { name: `${name}: one bare test run`, value: suite / 1000, unit: 's' },
@@ -91,6 +104,8 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
         unit: 'x',
       },
       { name: `${name}: test cells, before / after`, value: median(cells.before) / median(cells.after), unit: 'x' },
+      { name: `${name}: one bare passing run (the winner's tree)`, value: passingSuite / 1000, unit: 's' },
+      { name: `${name}: fix / bare passing run, after`, value: median(fixes.after) / passingSuite, unit: 'x' },
     );
   }
   return lines;
