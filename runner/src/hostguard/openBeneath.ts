@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { lstatAt, O_PATH, openAt, readlinkAt, readUpTo, reopen } from './beneath.js';
 
@@ -109,26 +108,6 @@ export function readFileBeneath(top: string, rel: string, maxBytes: number): Ben
     if (st.size > maxBytes) return { kind: 'refused', why: `${rel} is ${st.size} bytes (at most ${maxBytes} are read)` };
     return { kind: 'ok', bytes: readUpTo(opened.fd, st.size) };
   });
-}
-
-/**
- * What a file beneath `top` is, as a test run would read it: "absent", or its executable bit and
- * the sha256 of its bytes (and how many were read); null when it is anything else (a link, a
- * directory, over `maxBytes`).
- * Two trees whose fingerprints match hold the same bytes at `rel`.
- */
-export function fingerprintBeneath(top: string, rel: string, maxBytes: number): { print: string; size: number } | null {
-  const bad = refuseRelativePath(rel);
-  if (bad) return null;
-  const r = beneath<{ print: string; size: number }>(top, (topFd, track) => {
-    const opened = walkBeneath(topFd, rel, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY, track);
-    if (opened.kind !== 'ok') return opened;
-    const st = fstatSync(opened.fd);
-    if (!st.isFile() || st.size > maxBytes) return { kind: 'refused', why: `${rel} is not a regular file of at most ${maxBytes} bytes` };
-    const digest = createHash('sha256').update(readUpTo(opened.fd, st.size)).digest('hex');
-    return { kind: 'ok', print: `${(st.mode & 0o111) !== 0 ? 'x' : '-'}${digest}`, size: st.size };
-  });
-  return r.kind === 'ok' ? { print: r.print, size: r.size } : r.kind === 'absent' ? { print: 'absent', size: 0 } : null;
 }
 
 /**

@@ -102,7 +102,7 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
     const selection = selectWinner(
       results.filter((r) => r.verdict).map((r) => ({ attemptId: r.attemptId, index: r.index, verdict: r.verdict!, patch: r.patch })),
     );
-    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged, results });
+    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged });
     const fixed = isFixed(selection.winner, groundTruth);
     const settled = await settleWorktrees({ ...scope, cells, results, winner: selection.winner, fixed });
     const { patch, ...outcome } = finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });

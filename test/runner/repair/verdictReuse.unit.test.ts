@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import type { CellResult } from '../../../runner/src/protocol/cellResult.js';
 import type { TestRun } from '../../../runner/src/repair/fix/runCells.js';
-import { AttemptTestRuns, RunVerdicts, sameInputs, treeKey } from '../../../runner/src/repair/fix/verdictReuse.js';
+import { AttemptTestRuns, RunVerdicts, treeKey } from '../../../runner/src/repair/fix/verdictReuse.js';
 import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
 import { aVerdict } from '../../helpers/verdicts.js';
 
@@ -138,23 +138,5 @@ describe('verdict reuse: never run the same tree twice', () => {
     let judged = false;
     await verdicts.judge('same', 2, async () => ((judged = true), verdict(true)), undefined, false);
     assert.equal(judged, true, 'nor does it take one');
-  });
-});
-
-describe('ground truth from the same bytes (sameInputs)', () => {
-  const ran = new Map([
-    ['a.py', '-1111'],
-    ['b.txt', 'x2222'],
-  ]);
-  it('the same bytes and executable bit at exactly the patch paths', () => {
-    assert.ok(sameInputs(ran, new Map(ran), ['a.py', 'b.txt']));
-  });
-  it('never when a byte, the executable bit or the set of paths differs, or nothing was written', () => {
-    assert.ok(!sameInputs(ran, new Map([...ran, ['b.txt', '-2222']]), ['a.py', 'b.txt']));
-    assert.ok(!sameInputs(ran, new Map([...ran, ['a.py', '-1112']]), ['a.py', 'b.txt']));
-    // A file it wrote that the patch leaves out (ignored by git), or one the patch has that it never wrote.
-    assert.ok(!sameInputs(ran, new Map(ran), ['a.py']));
-    assert.ok(!sameInputs(ran, new Map(ran), ['a.py', 'b.txt', 'c.txt']));
-    assert.ok(!sameInputs(new Map(), new Map(), []));
   });
 });

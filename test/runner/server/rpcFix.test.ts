@@ -145,12 +145,11 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
       snap.attempts.some((a) => a.green === false),
       'the wrong candidate is red',
     );
-    // Verdicts of their own run the baseline's failing tests first (verdict_targeted), then, for
-    // those that pass them, the whole suite; the winner's first run_tests stands for ground truth
-    // when a fresh checkout with its patch holds the same bytes (groundTruthReuse.test.ts).
-    const purposes = [...new Set(snap.cells.map((c) => c.purpose))].filter((p) => p !== 'ground_truth').sort();
-    assert.deepEqual(purposes, ['baseline', 'run_tests', 'verdict', 'verdict_targeted'].sort());
-    assert.equal(snap.run.status, 'fixed');
+    // Verdicts of their own run the baseline's failing tests first (verdict_targeted), then, for those that pass them, the whole suite.
+    assert.deepEqual(
+      [...new Set(snap.cells.map((c) => c.purpose))].sort(),
+      ['baseline', 'ground_truth', 'run_tests', 'verdict', 'verdict_targeted'].sort(),
+    );
     assert.ok(snap.cells.every((c) => !c.running && c.provider === 'host' && c.exit_code !== null));
     const baseline = snap.cells.find((c) => c.purpose === 'baseline')!;
     assert.notEqual(baseline.exit_code, 0);

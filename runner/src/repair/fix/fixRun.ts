@@ -68,12 +68,6 @@ export interface AttemptResult {
   /** What the attempt changed that its patch leaves out. */
   omitted: { path: string; reason: string }[];
   error: string | null;
-  /**
-   * Its verdict's run was the first cell in its worktree: the bytes it read at the paths its
-   * patch changes (verdictReuse.ts TreeInputs: ground truth compares a fresh checkout with the
-   * patch), and its turn.
-   */
-  verdictInputs?: { inputs: ReadonlyMap<string, string>; turn: number } | null;
 }
 
 /** Everything a phase after prepareRun reads: the run, the request, the caller's deps. */

@@ -20,7 +20,6 @@ import { purgePythonCaches } from './purgePythonCaches.js';
 import { baseTestsNote, verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
 import { AttemptTestRuns, RunVerdicts, treeKey } from './verdictReuse.js';
-import { fingerprints } from './treeInputs.js';
 import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { type FailingFirstPlan, failingFirstPlan, plural } from '../verdicts/failingFirst.js';
 import { failingFirstVerdict } from './failingFirstVerdict.js';
@@ -146,7 +145,6 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
           turn,
           () => treeKeyOf(wt, run.base),
           () => cells.testCell(wt.path, 'run_tests', index),
-          (written) => fingerprints(wt.path, written),
         );
         return test.result;
       },
@@ -187,7 +185,6 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     } else {
       let ranHere = false;
       const earlier = testRuns.sameTree(key);
-      const cellsBefore = cells.cellsOf(index);
       const judging = { worktree: wt.path, attemptIdx: index, baseline: baselineReport, progress, latestRun: testRuns.latestOutput };
       result.verdict = await verdicts.judge(
         key,
@@ -219,17 +216,6 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
         if (change.incomplete)
           throw new Error(`its change could not be captured completely (${change.incomplete}), so it cannot be reviewed or applied`);
       }
-      // The verdict is the attempt's own run_tests, its worktree's first cell, and nothing
-      // changed since: what ground truth needs to tell whether it would run on the same bytes.
-      const alone = earlier !== null && earlier.inputs !== null && cells.cellsOf(index) === cellsBefore;
-      result.verdictInputs =
-        alone &&
-        result.verdict.reused_from &&
-        change.omitted.length === 0 &&
-        change.patch.equals(captured.patch) &&
-        run.trust.include.length === 0
-          ? { inputs: earlier.inputs!, turn: earlier.turn }
-          : null;
     }
     if (result.verdict.reused_from) progress(`attempt ${index}: verdict reused from ${result.verdict.reused_from}`);
     throwIfCancelled(signal);

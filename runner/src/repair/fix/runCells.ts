@@ -163,7 +163,6 @@ export class RunCells {
       )
       .finally(release);
     deps.store.recordCell(run.runId, attemptIdx, purpose, r, command);
-    if (attemptIdx !== null) this.cellCounts.set(attemptIdx, this.cellsOf(attemptIdx) + 1);
     if (r.worktree_withheld) throw new WorktreeWithheldError(r.worktree_withheld);
     return r;
   }
@@ -401,12 +400,6 @@ export class RunCells {
 
   private cacheDir: string | null = null;
   private baselineCaching = false;
-  private readonly cellCounts = new Map<number, number>();
-
-  /** Cells this run ran for attempt `index` so far. */
-  cellsOf(index: number): number {
-    return this.cellCounts.get(index) ?? 0;
-  }
   private baselineEnded!: () => void;
   /** Settles when the baseline phase is over (its caches kept or not, or kept from an interrupted run). */
   private readonly baselineOver = new Promise<void>((resolve) => (this.baselineEnded = resolve));

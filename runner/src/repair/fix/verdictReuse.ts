@@ -27,30 +27,8 @@ export function reusableRun(t: TestRun): boolean {
  * everything a test can read (files the base ignores, a submodule path's contents), so any
  * write after a run (a file tool's, a command's) forgets it, whatever the patch says then.
  */
-/**
- * What a test run read at the paths its attempt's tools wrote: each path's fingerprint
- * (fingerprintBeneath: "absent", or the executable bit and a hash of the bytes).
- */
-export type TreeInputs = ReadonlyMap<string, string>;
-
-/** At most this many paths are fingerprinted for a run (more: it is not compared, ground truth runs). */
-export const MAX_FINGERPRINTED = 1000;
-
-/**
- * Pure: whether a fresh checkout (`fresh`, fingerprinted at the same paths) holds exactly the
- * bytes a run read (`ran`) at every path of the patch (`paths`), and the run read nothing
- * else of its attempt's: a path that could not be fingerprinted is never the same.
- */
-export function sameInputs(ran: TreeInputs, fresh: TreeInputs, paths: readonly string[]): boolean {
-  if (ran.size === 0 || ran.size !== new Set(paths).size || fresh.size !== ran.size) return false;
-  return paths.every((p) => {
-    const a = ran.get(p);
-    return a !== undefined && fresh.get(p) === a;
-  });
-}
-
 export class AttemptTestRuns {
-  private last: { key: string; turn: number; test: TestRun; inputs: TreeInputs | null } | null = null;
+  private last: { key: string; turn: number; test: TestRun } | null = null;
   /** What the attempt's latest run_tests printed, whatever was written since: a hint, never a verdict (failingFirstVerdict). */
   latestOutput: string | null = null;
   private readonly written = new Set<string>();
@@ -81,30 +59,18 @@ export class AttemptTestRuns {
     return this.cells === 0 && [...this.written].every((rel) => inPatch.has(rel));
   }
 
-  /**
-   * Runs the tests (`test`) on the tree `key` names (null: unknown), and remembers the run;
-   * `turn` as the store counts it (from 0). The first cell in the worktree ran on the base
-   * checkout plus what the tools wrote: `inputsOf` fingerprints those files before it runs,
-   * so ground truth can tell whether a fresh checkout with the patch holds the same bytes.
-   */
-  async run(
-    turn: number,
-    key: () => Promise<string | null>,
-    test: () => Promise<TestRun>,
-    inputsOf?: (written: string[]) => TreeInputs | null,
-  ): Promise<TestRun> {
+  /** Runs the tests (`test`) on the tree `key` names (null: unknown), and remembers the run; `turn` as the store counts it (from 0). */
+  async run(turn: number, key: () => Promise<string | null>, test: () => Promise<TestRun>): Promise<TestRun> {
     const k = await key().catch(() => null);
-    const first = this.cells === 0 && this.written.size > 0 && this.written.size <= MAX_FINGERPRINTED;
-    const inputs = first && inputsOf ? inputsOf([...this.written]) : null;
     this.cells++;
     const t = await test();
     this.latestOutput = t.output;
-    this.last = k !== null && reusableRun(t) ? { key: k, turn, test: t, inputs } : null;
+    this.last = k !== null && reusableRun(t) ? { key: k, turn, test: t } : null;
     return t;
   }
 
-  /** The last run_tests when it ran on exactly the tree `key` names; `inputs` when it was the worktree's first cell. */
-  sameTree(key: string | null): { turn: number; test: TestRun; inputs: TreeInputs | null } | null {
+  /** The last run_tests when it ran on exactly the tree `key` names. */
+  sameTree(key: string | null): { turn: number; test: TestRun } | null {
     return key !== null && this.last?.key === key ? this.last : null;
   }
 }

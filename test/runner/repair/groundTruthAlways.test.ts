@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { openStore } from '../../../runner/src/store/openStore.js';
+import { RunStore } from '../../../runner/src/store/runStore.js';
+import { fixWith, type ToolCall } from '../../helpers/fixCli.js';
+
+const RUN_TESTS: ToolCall = { name: 'run_tests', arguments: {} };
+const ARGS = ['--test-cmd', 'python3 -m unittest -v'];
+
+function groundTruthCells(runId: string): number {
+  const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
+  return store.cells(runId).filter((c) => c.purpose.startsWith('ground_truth')).length;
+}
+
+/*
+ * Ground truth runs in a cell of its own even when the winner's verdict ran on exactly the
+ * bytes a fresh checkout with its patch holds (tried in this issue, broken by a red team): a
+ * cell sees more than the worktree's files, and a patch can tell an attempt's worktree from a
+ * fresh checkout by what it sees.
+ */
+describe('ground truth always runs the patch on a fresh checkout (issue 29 red team)', function () {
+  this.timeout(300_000);
+
+  it("a patch that passes only in an attempt's worktree (it reads the worktree's name from .git) is not fixed", () => {
+    const calc = [
+      'import re',
+      '',
+      '',
+      'def add(a, b):',
+      "    name = open('.git').read().strip()",
+      "    return a + b if re.search(r'-a\\d+$', name) else a - b",
+      '',
+    ].join('\n');
+    const r = fixWith(
+      {
+        'calc.py': 'def add(a, b):\n    return a - b\n',
+        'test_calc.py':
+          'import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n',
+      },
+      [[{ name: 'write_file', arguments: { path: 'calc.py', content: calc } }], [RUN_TESTS]],
+      ARGS,
+    );
+    const report = r.report!;
+    assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
+    assert.equal(groundTruthCells(report.run_id), 1);
+    assert.equal(report.ground_truth!.verdict!.green, false, 'red from the patch alone');
+    assert.equal(report.status, 'not_fixed', r.stderr);
+  });
+
+  it('a file the agent wrote that git ignores (not in its patch) is not in the fresh checkout: not fixed', () => {
+    const test =
+      "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_data(self):\n        with open('data.txt', 'rb') as f:\n            self.assertEqual(f.read(), b'ok\\n')\n";
+    const r = fixWith(
+      { 'test_data.py': test, '.gitignore': 'data.txt\n', 'README.md': 'data\n' },
+      [
+        [
+          { name: 'write_file', arguments: { path: 'data.txt', content: 'ok\n' } },
+          { name: 'write_file', arguments: { path: 'README.md', content: 'data, written\n' } },
+        ],
+        [RUN_TESTS],
+      ],
+      ARGS,
+    );
+    const report = r.report!;
+    assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
+    assert.equal(groundTruthCells(report.run_id), 1);
+    assert.equal(report.ground_truth!.verdict!.green, false);
+    assert.equal(report.status, 'not_fixed', r.stderr);
+  });
+});
