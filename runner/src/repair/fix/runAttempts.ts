@@ -50,9 +50,6 @@ interface JudgeInput extends AttemptInput {
   plan: FailingFirstPlan;
 }
 
-/** Attempts that work at once by default, at least (more on a machine with more cores). */
-const ATTEMPTS_AT_ONCE = 8;
-
 /**
  * Phase 3, attempts: K in parallel, bounded. On a resume the attempts that finished (or
  * failed) before the interruption are kept as the store has them; the rest are redone.
@@ -60,9 +57,7 @@ const ATTEMPTS_AT_ONCE = 8;
 export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]> {
   const { run, request, deps } = input;
   const k = run.temperatures.length;
-  // An attempt spends most of its time waiting for the model, not in cells (which go through
-  // the machine's cell budget, cellScheduler.ts): more attempts than cores may work at once.
-  const concurrency = Math.max(1, Math.min(request.concurrency ?? Math.max(availableParallelism(), ATTEMPTS_AT_ONCE), k));
+  const concurrency = Math.max(1, Math.min(request.concurrency ?? Math.min(k, availableParallelism()), k));
   const done = new Map(
     deps.store
       .attempts(run.runId)
