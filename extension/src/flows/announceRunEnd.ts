@@ -52,9 +52,10 @@ async function runEndAction(deps: RunEndDeps, action: RunEndAction, runId: strin
       // The verdict log of the closest attempt (or of any judged one), at the first failing test or crash it names.
       const index = snap ? closestAttempt(snap) : null;
       const attempt = snap?.attempts.find((a) => a.index === index) ?? snap?.attempts.find((a) => a.reason);
-      const cell = [...(snap?.cells ?? [])]
-        .reverse()
-        .find((c) => c.attempt_index === attempt?.index && c.purpose.startsWith('verdict') && !c.running);
+      // Its own verdict cell, else the one of the attempt whose identical change it shared a verdict with.
+      const verdictCell = (index: number | undefined) =>
+        [...(snap?.cells ?? [])].reverse().find((c) => c.attempt_index === index && c.purpose.startsWith('verdict') && !c.running);
+      const cell = verdictCell(attempt?.index) ?? (attempt?.agrees_with ?? []).map(verdictCell).find((c) => c !== undefined);
       if (!attempt || !cell) return void vscode.window.showInformationMessage('Forge: this run has no test log of an attempt to open.');
       const named = [...(attempt.reason ?? '').matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
       const crash = attempt.could_not_run ? [attempt.could_not_run.replace(/^.*\((.*)\)$/, '$1')] : [];
