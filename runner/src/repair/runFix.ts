@@ -62,8 +62,9 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
     // The attempts start with the baseline, not after it: their agents read, edit and run
     // tests while it runs (a model's minutes hide it), and only their verdicts wait for it.
     const baselineRun = runBaseline({ ...scope, cells });
+    const endAttempts = () => baselineEnded.abort(new Error('the baseline ended the run'));
     const ended = (): never => {
-      baselineEnded.abort(new Error('the baseline ended the run'));
+      endAttempts();
       cells.baselineSettled();
       throw new Error('cancelled: the baseline ended the run');
     };
@@ -80,7 +81,7 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
     // Awaited below, after the baseline: a failure meanwhile must not go unhandled.
     attempts.catch(() => undefined);
     const stopAttempts = async () => {
-      baselineEnded.abort(new Error('the baseline ended the run'));
+      endAttempts();
       await attempts.catch(() => undefined);
       // The user's cancel, or the runner stopping, says what the attempts are (below).
       if (signal?.aborted) return;

@@ -50,6 +50,11 @@ export interface TestRun {
   written: TestReport | null;
 }
 
+/** Who a cell runs for, in progress lines: the attempt, or the phase (baseline, ground truth). */
+function whoRuns(purpose: string, attemptIdx: number | null): string {
+  return attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
+}
+
 /** How a test cell ended, for judging whether its failing list is whole. */
 export function runEnd(t: TestRun): NonNullable<JudgeOptions['end']> {
   return { timedOut: t.result.timed_out, limitsHit: t.result.limits_hit, logWhole: t.logWhole };
@@ -111,7 +116,7 @@ export class RunCells {
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     if (!this.baselineIsOver && this.waitsForBaseline(purpose)) {
-      deps.progress(`${attemptIdx === null ? purpose : `attempt ${attemptIdx}`}: its ${purpose} waits for the baseline's build cache`);
+      deps.progress(`${whoRuns(purpose, attemptIdx)}: its ${purpose} waits for the baseline's build cache`);
       await this.baselineOver;
     }
     const caches = how.noDeps || how.noCaches ? [] : this.caches;
@@ -174,7 +179,7 @@ export class RunCells {
   private async waitForCell(purpose: string, attemptIdx: number | null, exclusive: boolean): Promise<() => void> {
     if (!this.scheduler) return () => undefined;
     const { run, deps } = this.scope;
-    const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
+    const who = whoRuns(purpose, attemptIdx);
     let waited = false;
     const acquired = this.scheduler.acquire({
       runId: run.runId,
@@ -240,7 +245,7 @@ export class RunCells {
     // reports a package whose inputs it thinks unchanged as passed without running it, blind to
     // a script a test runs (red team). Such a run says nothing about this tree.
     if (this.caches.length === 0 || !reportsCachedTestResult(first.output)) return first;
-    const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
+    const who = whoRuns(purpose, attemptIdx);
     this.scope.deps.progress(
       `${who}: go test reported results from the run's build cache (the command sets GOFLAGS, so -count=1 was not in force): run again without it`,
     );
@@ -269,7 +274,7 @@ export class RunCells {
     const firstTry = first ?? (await this.testCell(worktree, purpose, attemptIdx, env));
     const crash = crashOf(firstTry);
     if (!crash) return { test: firstTry, crash: null };
-    const who = attemptIdx === null ? purpose : `attempt ${attemptIdx}`;
+    const who = whoRuns(purpose, attemptIdx);
     this.scope.deps.progress(`${who}: the tests could not run (${crash}); trying once more when no other cell runs`);
     const second = await this.testCell(worktree, `${purpose}_retry`, attemptIdx, env, true);
     return { test: second, crash: crashOf(second) };
@@ -411,6 +416,8 @@ export class RunCells {
   }
 
   private baselineIsOver = false;
+  /** Whether the repository is a Go module (looked up once per run). */
+  private goModule: boolean | null = null;
 
   /**
    * Whether a cell waits for the baseline: attempts start with it, and a cell of theirs that
@@ -420,7 +427,10 @@ export class RunCells {
    */
   private waitsForBaseline(purpose: string): boolean {
     return (
-      this.warmCaching() && !purpose.startsWith('baseline') && purpose !== 'install' && existsSync(join(this.scope.run.repo, 'go.mod'))
+      this.warmCaching() &&
+      !purpose.startsWith('baseline') &&
+      purpose !== 'install' &&
+      (this.goModule ??= existsSync(join(this.scope.run.repo, 'go.mod')))
     );
   }
 
