@@ -82,6 +82,30 @@ export class CellScheduler {
     };
   }
 
+  /**
+   * A slot now or never: the release when the machine's budget has room and no cell waits
+   * (work that only uses idle cores, such as a ground truth started early), else null.
+   */
+  acquireIfFree(req: Omit<CellRequest, 'onWait' | 'exclusive'>): (() => void) | null {
+    if (req.signal?.aborted) return null;
+    const id = this.queue.enqueue({ pid: process.pid, runId: req.runId, memoryMib: req.memoryMib, exclusive: false });
+    // Behind nobody: a cell that waits is real work, which idle-core work never delays.
+    const d = this.queue.step(id, this.alive, (rows) =>
+      rows.some((r) => r.state === 'waiting' && r.id !== id) ? { admit: false } : admission(rows, id, this.budget),
+    );
+    if (!d.admit) {
+      this.queue.release(id);
+      return null;
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.queue.release(id);
+      for (const wake of [...this.wakers]) wake();
+    };
+  }
+
   /** Until another cell of this runner ends, the poll interval passes (another runner's cell), or the signal aborts. */
   private nap(signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {

@@ -31,6 +31,8 @@ interface FixFlags {
   failingFirst?: boolean;
   /** commander: false from --no-warm-caches. */
   warmCaches?: boolean;
+  /** commander: false from --no-early-ground-truth. */
+  earlyGroundTruth?: boolean;
   /** commander: false from --no-shared-deps. */
   sharedDeps?: boolean;
   allowNet?: string[];
@@ -89,6 +91,10 @@ export function registerFixCommand(program: Command): void {
     .option(
       '--no-warm-caches',
       "don't give the cells after the baseline what the baseline cell compiled (Go's build cache, read-only with a private layer each): every cell compiles afresh, as before",
+    )
+    .option(
+      '--no-early-ground-truth',
+      "start the winner's ground truth only after selection, not on an idle core as soon as an attempt runs its tests on that change (slower when the winner finishes last; as before)",
     )
     .option(
       '--include <glob>',
@@ -264,6 +270,7 @@ export async function fixFromFlags(
       reuse_verdicts: flags.reuseVerdicts !== false,
       failing_first: flags.failingFirst !== false,
       warm_caches: flags.warmCaches !== false,
+      early_ground_truth: flags.earlyGroundTruth !== false,
       allow_net: allowNet,
       include: flags.include ?? [],
       share: flags.share ?? [],
@@ -344,6 +351,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
     ...(flags.reuseVerdicts === false ? { reuse_verdicts: false } : {}),
     ...(flags.failingFirst === false ? { failing_first: false } : {}),
     ...(flags.warmCaches === false ? { warm_caches: false } : {}),
+    ...(flags.earlyGroundTruth === false ? { early_ground_truth: false } : {}),
   };
   const request = parseFixRequest(resumeRequest(row, given), flags);
   const provider = createProvider(row.provider, { prewarm: prewarmFor(row.attempts), ...swarmOptions(flags) });

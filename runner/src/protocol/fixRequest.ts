@@ -84,6 +84,12 @@ export const FixRequestSchema = z
       .describe(
         "Give every cell after the baseline what the baseline cell compiled (Go's build cache), read-only with a private writable layer per cell, for this run only.",
       ),
+    early_ground_truth: z
+      .boolean()
+      .default(true)
+      .describe(
+        "When an attempt runs its tests on a change, start that change's ground truth (a fresh checkout of the base with the patch, in a fresh cell) at once on an idle core, instead of after selection; it gives way to any cell that needs the core and is used only when the winner's patch is exactly the one it tested.",
+      ),
     out_dir: z.string().min(1).optional(),
     apply: z.boolean().default(false),
     branch: z.string().min(1).optional(),

@@ -2,6 +2,7 @@ import { untrackedNote } from './fix/checkRepository.js';
 import type { FixRequest } from '../protocol/fixRequest.js';
 import type { AttemptWorktree } from '../workspace/attemptWorktree.js';
 import { checkGroundTruth, isFixed } from './fix/groundTruth.js';
+import { EarlyGroundTruths } from './fix/earlyGroundTruth.js';
 import { brokenEnvironmentReport, finishReport, writeOutputs } from './fix/fixReport.js';
 import { EMPTY_PATCH } from '../workspace/patchBytes.js';
 import type { FixDeps, FixOutcome, PreparedRun, RunScope } from './fix/fixRun.js';
@@ -57,6 +58,7 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
   const scope: RunScope = { run, request, deps };
   const cells = new RunCells(scope);
   let depsWt: AttemptWorktree | null = null;
+  let early: EarlyGroundTruths | null = null;
   try {
     depsWt = await prepareDependencies({ ...scope, cells });
     // The attempts start with the baseline, not after it: their agents read, edit and run
@@ -77,7 +79,8 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
       return b.judged;
     }, ended);
     judged.catch(() => undefined);
-    const attempts = runAttempts({ ...scope, cells, baseline: judged });
+    early = request.early_ground_truth ? new EarlyGroundTruths({ ...scope, cells }, judged) : null;
+    const attempts = runAttempts({ ...scope, cells, baseline: judged, early });
     // Awaited below, after the baseline: a failure meanwhile must not go unhandled.
     attempts.catch(() => undefined);
     const stopAttempts = async () => {
@@ -103,7 +106,7 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
     const selection = selectWinner(
       results.filter((r) => r.verdict).map((r) => ({ attemptId: r.attemptId, index: r.index, verdict: r.verdict!, patch: r.patch })),
     );
-    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged });
+    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged, early });
     const fixed = isFixed(selection.winner, groundTruth);
     const settled = await settleWorktrees({ ...scope, cells, results, winner: selection.winner, fixed });
     const { patch, ...outcome } = finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });
@@ -121,6 +124,7 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
     }
     throw e;
   } finally {
+    await early?.settle();
     await provider.drain();
     if (depsWt) await cells.cleanUp(depsWt);
     cells.removeCaches();

@@ -78,6 +78,26 @@ describe('the machine’s cell queue (issue 27: one scheduler for all runs)', ()
       assert.deepEqual(stores[0]!.cellSlots().rows(), []);
     });
 
+    it('idle-core work (an early ground truth) gets a slot only when one is free and no cell waits, and leaves no row otherwise', async () => {
+      const scheduler = new CellScheduler(stores[0]!.cellSlots(), { cells: 2, memoryMib: 24_000 });
+      const other = new CellScheduler(stores[1]!.cellSlots(), { cells: 2, memoryMib: 24_000 });
+      const held = await scheduler.acquire({ runId: 'run-a', memoryMib: 2048 });
+      const idle = scheduler.acquireIfFree({ runId: 'run-a', memoryMib: 2048 });
+      assert.ok(idle, 'one of two slots was free');
+      assert.equal(scheduler.acquireIfFree({ runId: 'run-a', memoryMib: 2048 }), null, 'both slots are taken');
+      idle();
+      // A cell of another runner waits (behind an exclusive one): idle-core work never goes before it.
+      const exclusive = other.acquire({ runId: 'run-b', memoryMib: 2048, exclusive: true });
+      await new Promise((r) => setTimeout(r, 150));
+      assert.equal(scheduler.acquireIfFree({ runId: 'run-a', memoryMib: 2048 }), null, 'a cell waits');
+      held();
+      (await exclusive)();
+      const free = scheduler.acquireIfFree({ runId: 'run-a', memoryMib: 2048 });
+      assert.ok(free);
+      free();
+      assert.deepEqual(stores[0]!.cellSlots().rows(), []);
+    });
+
     it('a slot held by a process that is gone is freed; a cancelled wait leaves no row', async () => {
       const slots = stores[0]!.cellSlots();
       const id = slots.enqueue({ pid: 2 ** 22 + 7, runId: 'dead', memoryMib: 2048, exclusive: false });

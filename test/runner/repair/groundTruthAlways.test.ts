@@ -42,7 +42,7 @@ describe('ground truth always runs the patch on a fresh checkout (issue 29 red t
     );
     const report = r.report!;
     assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
-    assert.equal(groundTruthCells(report.run_id), 1);
+    assert.ok(groundTruthCells(report.run_id) >= 1);
     assert.equal(report.ground_truth!.verdict!.green, false, 'red from the patch alone');
     assert.equal(report.status, 'not_fixed', r.stderr);
   });
@@ -63,7 +63,7 @@ describe('ground truth always runs the patch on a fresh checkout (issue 29 red t
     );
     const report = r.report!;
     assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
-    assert.equal(groundTruthCells(report.run_id), 1);
+    assert.ok(groundTruthCells(report.run_id) >= 1);
     assert.equal(report.ground_truth!.verdict!.green, false);
     assert.equal(report.status, 'not_fixed', r.stderr);
   });

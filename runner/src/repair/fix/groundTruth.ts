@@ -2,6 +2,7 @@ import type { Judged } from '../verdicts/failingSet.js';
 import type { FixReport } from '../../protocol/fixReport.js';
 import { applyPatch } from '../../workspace/applyPatch.js';
 import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
+import type { PatchBytes } from '../../workspace/patchBytes.js';
 import type { CandidateGroup } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
@@ -9,34 +10,75 @@ import { purgePythonCaches } from './purgePythonCaches.js';
 import { verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
 
+export type GroundTruth = NonNullable<FixReport['ground_truth']>;
+
+/** Ground truths started early (earlyGroundTruth.ts), as the check after selection uses them. */
+export interface EarlyStarted {
+  /** The one of exactly `patch`, when it started (every other stops); null when none did. */
+  take(patch: PatchBytes): Promise<GroundTruth | null> | null;
+  /** Stops what still runs and waits until it is gone. */
+  settle(): Promise<void>;
+}
+
 export interface GroundTruthInput extends RunScope {
   cells: RunCells;
   /** The selected winner; null when no attempt was green (then there is nothing to check). */
   winner: CandidateGroup | null;
   baselineReport: Judged | null;
+  /** Ground truths started early on idle cores: the winner's, when it has one, is taken as is. */
+  early: EarlyStarted | null;
 }
 
 /**
  * Phase 4, ground truth: the winner's diff on a fresh checkout of the base, in a fresh cell.
  * What passed in the attempt's own worktree must pass from the patch alone.
  */
-export async function checkGroundTruth({ run, deps, cells, winner, baselineReport }: GroundTruthInput): Promise<FixReport['ground_truth']> {
+export async function checkGroundTruth(input: GroundTruthInput): Promise<FixReport['ground_truth']> {
+  const { deps, winner, early } = input;
+  // Whatever else started early stops now: the winner's ground truth gets the machine.
+  const started = winner ? early?.take(winner.patch) : null;
+  if (!started) await early?.settle();
   if (!winner) return null;
   const index = /-a(\d+)$/.exec(winner.attempts[0] ?? '')?.[1];
-  deps.progress(`ground truth: attempt ${index ?? winner.attempts[0]}'s change on a fresh checkout of the base commit`);
+  const who = `attempt ${index ?? winner.attempts[0]}'s change`;
+  if (started) {
+    deps.progress(`ground truth: ${who} on a fresh checkout of the base commit: started early, on an idle core, when its tests ran`);
+    const done = await started;
+    await early?.settle();
+    throwIfCancelled(deps.signal);
+    if (done) return done;
+    deps.progress('ground truth: the early run gave its core to other work: running it again');
+  } else deps.progress(`ground truth: ${who} on a fresh checkout of the base commit`);
+  return groundTruthOf(input, winner.patch, `${input.run.runId}-truth`, input.baselineReport, null);
+}
+
+/**
+ * `patch` on a fresh checkout of the base (worktree `name`), tested in a fresh cell and judged
+ * against the baseline. `early`: on idle cores only (EarlyWorkDropped when none is, or when
+ * it aborts), and judged once the baseline is known; its cells are labelled with the attempt
+ * whose change it tests (`attemptIdx`), as that change may not win.
+ */
+export async function groundTruthOf(
+  { run, deps, cells }: RunScope & { cells: RunCells },
+  patch: PatchBytes,
+  name: string,
+  baseline: Judged | null | Promise<Judged | null>,
+  attemptIdx: number | null,
+  early?: AbortSignal,
+): Promise<GroundTruth> {
   // With the base commit's tests, as its verdict had them (verdictTree.ts).
-  const baseTests = await verdictTree(run.repo, run.base, winner.patch);
-  const gtWt = await createAttemptWorktree(run.repo, baseTests?.commit ?? run.base, `${run.runId}-truth`, {
+  const baseTests = await verdictTree(run.repo, run.base, patch);
+  const gtWt = await createAttemptWorktree(run.repo, baseTests?.commit ?? run.base, name, {
     include: run.trust.include,
     onSkipped: deps.progress,
   });
   try {
-    const applied = baseTests ? { applied: true, conflicts: [] } : await applyPatch(gtWt, winner.patch);
+    const applied = baseTests ? { applied: true, conflicts: [] } : await applyPatch(gtWt, patch);
     let verdict: Verdict | null = null;
     if (applied.applied) {
       await purgePythonCaches(gtWt.path);
       try {
-        const judged = await cells.judgedTestCell(gtWt.path, 'ground_truth', null, baselineReport);
+        const judged = await cells.judgedTestCell(gtWt.path, 'ground_truth', attemptIdx, baseline, undefined, early);
         // A cell killed by the cancel says nothing about the patch: the run is cancelled, not "not fixed".
         throwIfCancelled(deps.signal);
         verdict = judged.verdict;

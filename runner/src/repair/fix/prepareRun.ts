@@ -126,6 +126,7 @@ export const RUN_SETTINGS = [
   'reuse_verdicts',
   'failing_first',
   'warm_caches',
+  'early_ground_truth',
 ] as const satisfies readonly (keyof FixRequest)[];
 
 /** Pure: the settings of a request to record with its run. */

@@ -24,6 +24,8 @@ import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { type FailingFirstPlan, failingFirstPlan, plural } from '../verdicts/failingFirst.js';
 import { failingFirstVerdict } from './failingFirstVerdict.js';
 import { testOutputOf } from '../verdicts/testRunOutput.js';
+import type { EarlyGroundTruths } from './earlyGroundTruth.js';
+import type { PatchBytes } from '../../workspace/patchBytes.js';
 
 export interface AttemptsInput extends RunScope {
   cells: RunCells;
@@ -33,6 +35,8 @@ export interface AttemptsInput extends RunScope {
    * baseline ends the run instead, the run's signal aborts before this settles.
    */
   baseline: Promise<Judged | null>;
+  /** Where an attempt's run_tests starts the ground truth of its change on an idle core (null: never early). */
+  early: EarlyGroundTruths | null;
 }
 
 export interface AttemptInput extends AttemptsInput {
@@ -130,20 +134,36 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       budget: { maxTurns: request.max_turns, deadline: Date.now() + request.timeout_per_attempt_s * 1000, maxTokens: request.max_tokens },
       runCell: async (command, purpose, turn) => {
         if (purpose !== 'run_tests' || !request.reuse_verdicts) {
-          if (purpose !== 'run_tests') testRuns.commandRan();
+          if (purpose !== 'run_tests') {
+            testRuns.commandRan();
+            input.early?.drop(index);
+          }
           const r = await cells.cell(wt.path, command, purpose, index);
           if (purpose === 'run_tests') testRuns.latestOutput = testOutputOf(r).text;
           return r;
         }
         // The tree it runs on is named first: a verdict on the same tree later takes this run.
+        let tree: PatchBytes | null = null;
         const test = await testRuns.run(
           turn,
-          () => treeKeyOf(wt, run.base),
-          () => cells.testCell(wt.path, 'run_tests', index),
+          () =>
+            treeKeyOf(wt, run.base, (patch) => {
+              tree = patch;
+            }),
+          () => {
+            // The tests take their cell first: the ground truth gets only a core left idle (earlyGroundTruth.ts).
+            const testing = cells.testCell(wt.path, 'run_tests', index);
+            if (tree) input.early?.testsStarted(index, tree);
+            return testing;
+          },
         );
+        if (tree) input.early?.testsEnded(index, tree, test);
         return test.result;
       },
-      fileWritten: (rel) => testRuns.fileWritten(rel),
+      fileWritten: (rel) => {
+        testRuns.fileWritten(rel);
+        input.early?.drop(index);
+      },
       recordTurn: (turn, reply, results) =>
         store.recordTurn(
           runId,
@@ -225,6 +245,8 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
           .join(', ')}${change.omitted.length > 5 ? ', ...' : ''}`,
       );
     for (const w of change.warnings) progress(`attempt ${index}: warning: ${w}`);
+    // A red attempt does not win: its ground truth started early stops (a green one's goes on until selection).
+    if (!result.verdict.green) input.early?.drop(index);
     store.finishAttempt(runId, index, {
       verdict: result.verdict,
       patch: result.patch,
@@ -240,6 +262,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
         `attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}`,
       );
   } catch (e) {
+    input.early?.drop(index);
     if (signal?.aborted) {
       // Not recorded as finished: a resumed run redoes this attempt from scratch.
       if (result.wt) await destroyAttemptWorktree(result.wt).catch(() => undefined);
@@ -324,8 +347,11 @@ function planFailingFirst({ run, request, deps }: AttemptsInput, baselineReport:
   return plan;
 }
 
-/** The key of the tree an attempt's worktree holds now (stale Python caches gone first, as before a verdict). */
-async function treeKeyOf(wt: AttemptWorktree, base: string): Promise<string | null> {
+/** The key of the tree an attempt's worktree holds now (stale Python caches gone first, as before a verdict); `named` gets the patch of a tree it names. */
+async function treeKeyOf(wt: AttemptWorktree, base: string, named: (patch: PatchBytes) => void): Promise<string | null> {
   await purgePythonCaches(wt.path);
-  return treeKey(await captureApplicablePatch({ location: wt.location, base }));
+  const captured = await captureApplicablePatch({ location: wt.location, base });
+  const key = treeKey(captured);
+  if (key !== null) named(captured.patch);
+  return key;
 }

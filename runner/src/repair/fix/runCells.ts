@@ -41,6 +41,13 @@ import {
  */
 export class WorktreeWithheldError extends InputError {}
 
+/** Idle-core work that found no idle core, or gave its core to a cell that needed it: nothing was judged. */
+export class EarlyWorkDropped extends Error {
+  constructor() {
+    super('no idle core for it');
+  }
+}
+
 /** A test cell's result, its console, and the report its build tool wrote (null: none). */
 export interface TestRun {
   result: CellResult;
@@ -112,6 +119,8 @@ export class RunCells {
       exclusive?: boolean;
       /** Without the run's build caches (a run whose result came from them is run again). */
       noCaches?: boolean;
+      /** Work on an idle core only (a ground truth started early): declined when none is free, stopped by this signal. */
+      early?: AbortSignal;
     } = {},
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
@@ -138,7 +147,8 @@ export class RunCells {
     const appended = { ...(cached ? cacheAppendEnv(caches.length > 0 ? caches : undefined) : {}) };
     for (const [k, v] of Object.entries(how.appendEnv ?? {})) appended[k] = appended[k] ? `${appended[k]} ${v}` : v;
     for (const [k, v] of Object.entries(appended)) env[k] = env[k] ? `${env[k]} ${v}` : v;
-    const release = await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
+    const release = how.early ? this.idleCell(how.early) : await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
+    const signal = how.early ? (deps.signal ? AbortSignal.any([deps.signal, how.early]) : how.early) : deps.signal;
     const r = await deps.provider
       .run(
         {
@@ -164,12 +174,40 @@ export class RunCells {
             ...(attemptIdx === null ? {} : { 'forge.attempt': String(attemptIdx) }),
           },
         },
-        deps.signal ? { signal: deps.signal } : {},
+        signal ? { signal } : {},
       )
-      .finally(release);
-    deps.store.recordCell(run.runId, attemptIdx, purpose, r, command);
+      .finally(() => {
+        release();
+        this.onCellEnded?.();
+      });
+    // Idle-core work stopped midway is recorded as such: its result stands for nothing.
+    deps.store.recordCell(run.runId, attemptIdx, how.early?.aborted ? `${purpose}_stopped` : purpose, r, command);
     if (r.worktree_withheld) throw new WorktreeWithheldError(r.worktree_withheld);
+    if (how.early?.aborted) throw new EarlyWorkDropped();
     return r;
+  }
+
+  /** Called when a cell of this run has to wait for the machine: work on idle cores gives way. */
+  onContention: (() => void) | null = null;
+  /** Called when a cell of this run ended: its core may be idle now. */
+  onCellEnded: (() => void) | null = null;
+
+  /** Whether a cell for idle-core work would start now (the machine has a free core and no cell waits). */
+  idleCoreNow(): boolean {
+    const release = this.scheduler?.acquireIfFree({ runId: this.scope.run.runId, memoryMib: DEFAULT_LIMITS.memory_mib });
+    release?.();
+    return Boolean(release);
+  }
+
+  /** A slot for idle-core work, or EarlyWorkDropped when the machine has none free now. */
+  private idleCell(early: AbortSignal): () => void {
+    const release = this.scheduler?.acquireIfFree({
+      runId: this.scope.run.runId,
+      memoryMib: DEFAULT_LIMITS.memory_mib,
+      signal: early,
+    });
+    if (!release) throw new EarlyWorkDropped();
+    return release;
   }
 
   /**
@@ -188,6 +226,7 @@ export class RunCells {
       ...(deps.signal ? { signal: deps.signal } : {}),
       onWait: (s) => {
         waited = true;
+        this.onContention?.();
         deps.cellWait?.({ attemptIdx, purpose }, s.ahead);
         deps.progress(
           exclusive
@@ -225,6 +264,7 @@ export class RunCells {
     env?: Record<string, string>,
     exclusive = false,
     targeted?: TargetedRun,
+    early?: AbortSignal,
   ): Promise<TestRun> {
     const run = async (noCaches: boolean, as: string): Promise<TestRun> => {
       const before = snapshotJunitReports(worktree);
@@ -234,6 +274,7 @@ export class RunCells {
         ...(targeted ? { appendEnv: targeted.env } : {}),
         exclusive,
         noCaches,
+        ...(early ? { early } : {}),
       });
       const log = testOutputOf(result);
       const written = readJunitReports(worktree, before) ?? readCellReport(worktree, requested);
@@ -264,6 +305,7 @@ export class RunCells {
     attemptIdx: number | null,
     first?: TestRun,
     env?: Record<string, string>,
+    early?: AbortSignal,
   ): Promise<{ test: TestRun; crash: string | null }> {
     const crashOf = (t: TestRun) =>
       testRunCrash(
@@ -271,9 +313,11 @@ export class RunCells {
         t.output,
         runReport(t.written, parseTestOutput(t.output), t.logWhole),
       );
-    const firstTry = first ?? (await this.testCell(worktree, purpose, attemptIdx, env));
+    const firstTry = first ?? (await this.testCell(worktree, purpose, attemptIdx, env, false, undefined, early));
     const crash = crashOf(firstTry);
     if (!crash) return { test: firstTry, crash: null };
+    // The second try waits for the machine to itself: no work for an idle core.
+    if (early) throw new EarlyWorkDropped();
     const who = whoRuns(purpose, attemptIdx);
     this.scope.deps.progress(`${who}: the tests could not run (${crash}); trying once more when no other cell runs`);
     const second = await this.testCell(worktree, `${purpose}_retry`, attemptIdx, env, true);
@@ -292,11 +336,14 @@ export class RunCells {
     worktree: string,
     purpose: string,
     attemptIdx: number | null,
-    baseline: Judged | null,
+    baselineKnown: Judged | null | Promise<Judged | null>,
     first?: TestRun,
+    early?: AbortSignal,
   ): Promise<{ test: TestRun; verdict: Verdict }> {
     const npmHooks = isNpmTestCommand(this.scope.run.testCmd);
-    const { test, crash } = await this.testCellOnce(worktree, purpose, attemptIdx, first);
+    const { test, crash } = await this.testCellOnce(worktree, purpose, attemptIdx, first, undefined, early);
+    // Work started early may have run before the baseline was known: judged once it is.
+    const baseline = await baselineKnown;
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks, end: runEnd(test) });
     if (crash) return { test, verdict: { ...verdict, green: false, could_not_run: crash } };
     if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
@@ -306,7 +353,15 @@ export class RunCells {
       this.scope.deps.progress(`${purpose}: the ${hook} hook failed after the tests passed, and ${why}: counted as failing`);
       return { test, verdict: { ...verdict, hook_failures: [], green: false } };
     }
-    const alone = await this.testCell(worktree, `${purpose}_without_hooks`, attemptIdx, { npm_config_ignore_scripts: 'true' });
+    const alone = await this.testCell(
+      worktree,
+      `${purpose}_without_hooks`,
+      attemptIdx,
+      { npm_config_ignore_scripts: 'true' },
+      false,
+      undefined,
+      early,
+    );
     if (alone.result.exit_code === 0) return { test, verdict };
     this.scope.deps.progress(
       `${purpose}: the output said a ${hook} hook failed after the tests passed, but the tests alone (hooks off) exit ${alone.result.exit_code}: counted as failing`,
