@@ -35,7 +35,7 @@ for (const name of only ?? [])
   }
 const chosen = all.filter((p) => (!only || only.includes(p.name)) && (!args.includes('--ci') || p.ci));
 const yes = (b: boolean) => (b ? 'yes' : 'NO ');
-const header = `${'project'.padEnd(26)} ${'pm'.padEnd(5)} ${'framework'.padEnd(12)} fixed+winner  regression  untouched  seconds`;
+const header = `${'project'.padEnd(26)} ${'pm'.padEnd(6)} ${'framework'.padEnd(12)} fixed+winner  regression  untouched  seconds`;
 process.stdout.write(`${header}\n`);
 const rows: RealOutcome[] = [];
 for (const p of chosen) {
@@ -45,7 +45,7 @@ for (const p of chosen) {
   const r = checkRealProject(p, provider, image);
   rows.push(r);
   process.stdout.write(
-    `${p.name.padEnd(26)} ${p.packageManager.padEnd(5)} ${p.framework.padEnd(12)} ${yes(r.fixedRightWinner).padEnd(13)} ${yes(r.regressionNamed).padEnd(11)} ${yes(r.untouched).padEnd(10)} ${r.seconds.toFixed(1).padStart(7)}\n`,
+    `${p.name.padEnd(26)} ${p.packageManager.padEnd(6)} ${p.framework.padEnd(12)} ${yes(r.fixedRightWinner).padEnd(13)} ${yes(r.regressionNamed).padEnd(11)} ${yes(r.untouched).padEnd(10)} ${r.seconds.toFixed(1).padStart(7)}\n`,
   );
   if (r.problem) process.stdout.write(`  ${r.problem}\n`);
 }

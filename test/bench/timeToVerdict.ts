@@ -3,7 +3,8 @@
 // ~0) against one bare run of the same test command in the same checkout, before (every
 // attempt judged on the whole suite in a verdict cell of its own, every cell compiling afresh:
 // --no-reuse-verdicts --no-failing-first --no-warm-caches), after
-// (the defaults), and every verdict in its own cell with failing tests first, side by side.
+// (the defaults), the defaults with the ground truth after selection, and every verdict in its
+// own cell with failing tests first, side by side.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { runCorpusFix } from '../corpus/corpusRepos.js';
@@ -11,8 +12,8 @@ import { prepareRealProject, realProjects } from '../corpus-real/realProjects.js
 import type { BenchLine } from './hostCellOverhead.js';
 import { median } from './measure.js';
 
-/** One project of each shape the issue names that the published corpus has (nested npm + tape/nyc, Go module, pnpm + vitest). */
-export const TIME_TO_VERDICT_PROJECTS = ['npm-call-bind', 'go-logfmt', 'pnpm-css-what'];
+/** One project of each shape the issue names (slow Python unittest suite, nested npm + tape/nyc, Go module, pnpm + vitest). */
+export const TIME_TO_VERDICT_PROJECTS = ['deb-python-statistics', 'npm-call-bind', 'go-logfmt', 'pnpm-css-what'];
 
 function timed<T>(work: () => T): { ms: number; value: T } {
   const t = performance.now();
@@ -20,13 +21,15 @@ function timed<T>(work: () => T): { ms: number; value: T } {
   return { ms: performance.now() - t, value };
 }
 
-type Variant = 'before' | 'after' | 'targeted';
+type Variant = 'before' | 'after' | 'targeted' | 'late';
 
 /** before: the previous behaviour; after: the defaults; targeted: every verdict in a cell of its own (failing tests first, warm caches). */
 const FLAGS: Record<Variant, string[]> = {
-  before: ['--no-reuse-verdicts', '--no-failing-first', '--no-warm-caches'],
+  before: ['--no-reuse-verdicts', '--no-failing-first', '--no-warm-caches', '--no-early-ground-truth'],
   after: [],
   targeted: ['--no-reuse-verdicts'],
+  // The defaults but the winner's ground truth only after selection (as before this was built).
+  late: ['--no-early-ground-truth'],
 };
 
 export function benchTimeToVerdict(names: string[], rounds: number, provider: 'host' | 'docker', image?: string): BenchLine[] {
@@ -34,13 +37,13 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
   for (const name of names) {
     const p = realProjects().find((x) => x.name === name);
     if (!p) throw new Error(`time to verdict: no project ${name} in test/corpus-real`);
-    const fixes: Record<Variant, number[]> = { before: [], after: [], targeted: [] };
-    const cells: Record<Variant, number[]> = { before: [], after: [], targeted: [] };
+    const fixes: Record<Variant, number[]> = { before: [], after: [], targeted: [], late: [] };
+    const cells: Record<Variant, number[]> = { before: [], after: [], targeted: [], late: [] };
     const bare: number[] = [];
     const barePassing: number[] = [];
     for (let round = 0; round < rounds; round++) {
       // Alternate which goes first: a warm page cache favours whichever runs second.
-      const order: Variant[] = round % 2 === 0 ? ['before', 'after', 'targeted'] : ['targeted', 'after', 'before'];
+      const order: Variant[] = round % 2 === 0 ? ['before', 'after', 'late', 'targeted'] : ['targeted', 'late', 'after', 'before'];
       for (const variant of order) {
         const prepared = prepareRealProject(p);
         try {
@@ -86,7 +89,7 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
     lines.push(
       { name: `${name}: one bare test run`, value: suite / 1000, unit: 's' },
       {
-        name: `${name}: fix / bare run, before (--no-reuse-verdicts --no-failing-first --no-warm-caches)`,
+        name: `${name}: fix / bare run, before (--no-reuse-verdicts --no-failing-first --no-warm-caches --no-early-ground-truth)`,
         value: ratio('before'),
         unit: 'x',
       },
@@ -97,6 +100,7 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
         target: `< ${target}x`,
         met: ratio('after') < target,
       },
+      { name: `${name}: fix / bare run, ground truth after selection (--no-early-ground-truth)`, value: ratio('late'), unit: 'x' },
       {
         name: `${name}: fix / bare run, failing tests first alone (--no-reuse-verdicts)`,
         value: ratio('targeted'),

@@ -20,7 +20,7 @@ describe('real-world corpus (CI subset): published projects fixed with default f
 
   for (const p of chosen) {
     it(`${p.name}: ${p.source.package}@${p.source.version} (${p.packageManager}, ${p.framework}): the right winner, "${p.regression}" named, the checkout untouched`, function () {
-      for (const program of [...p.needs, p.packageManager === 'go' ? 'go' : p.packageManager])
+      for (const program of [...p.needs, p.packageManager === 'python' ? 'python3' : p.packageManager])
         assert.equal(spawnSync('/bin/sh', ['-c', `command -v ${program}`]).status, 0, `${program} is not installed (.ci/run installs it)`);
       const r = checkRealProject(p);
       assert.equal(r.problem, null, r.problem ?? '');

@@ -23,19 +23,47 @@ const NpmSource = z.strictObject({
   /** The registry's dist.integrity (sha512, base64), checked on every fetch and cache hit. */
   integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]+=*$/),
 });
-const DebianSource = z.strictObject({
-  registry: z.literal('debian'),
-  package: z.string().regex(/^golang-[a-z0-9.+-]+-dev$/),
+const DebianPackage = {
+  package: z.string().regex(/^[a-z0-9][a-z0-9.+-]+$/),
   version: z.string().regex(/^[\w.+~:-]+$/),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  /** The module's directory inside the package, e.g. usr/share/gocode/src/github.com/google/uuid. */
-  root: z.string().regex(/^usr\/share\/gocode\/src\/[\w./-]+$/),
-});
+};
+const inPackage = z
+  .string()
+  .regex(/^usr\/[\w./+-]+$/)
+  .refine((p) => !p.split('/').includes('..'), 'no .. in a path');
+const DebianSource = z
+  .strictObject({
+    registry: z.literal('debian'),
+    ...DebianPackage,
+    /** The module's directory inside the package, e.g. usr/share/gocode/src/github.com/google/uuid (Go's -dev packages). */
+    root: z
+      .string()
+      .regex(/^usr\/share\/gocode\/src\/[\w./-]+$/)
+      .optional(),
+    /** Or files and directories of the unpacked packages, each copied to a path of the checkout (a project spread over packages). */
+    files: z
+      .array(
+        z.strictObject({
+          from: inPackage,
+          to: z
+            .string()
+            .regex(/^[\w][\w./-]*$/)
+            .refine((p) => !p.split('/').includes('..'), 'no .. in a path'),
+        }),
+      )
+      .min(1)
+      .optional(),
+    /** More packages unpacked beside the first (files may come from any). */
+    also: z.array(z.strictObject(DebianPackage)).max(4).default([]),
+  })
+  .refine((s) => (s.root === undefined) !== (s.files === undefined), 'exactly one of root and files');
 
 export const RealProjectSchema = z.strictObject({
   description: z.string().min(1),
   source: z.discriminatedUnion('registry', [NpmSource, DebianSource]),
-  packageManager: z.enum(['npm', 'pnpm', 'yarn', 'go']),
+  /** python: the standard library's unittest, nothing to install. */
+  packageManager: z.enum(['npm', 'pnpm', 'yarn', 'go', 'python']),
   framework: z.string().min(1),
   /** The install step its users run, in the checkout; null when there is nothing to install. */
   setup: z.string().nullable(),
@@ -85,7 +113,12 @@ const sha256Hex = (file: string) => createHash('sha256').update(readFileSync(fil
  * digest is there, else fetched from its registry; a digest that does not match is an error.
  */
 export function fetchArchive(p: RealProject): string {
-  const src = p.source;
+  return fetchOne(p.name, p.source);
+}
+
+type Fetchable = z.infer<typeof NpmSource> | (z.infer<typeof DebianSource>['also'][number] & { registry: 'debian' });
+
+function fetchOne(name: string, src: Fetchable): string {
   const digest = src.registry === 'npm' ? createHash('sha256').update(src.integrity).digest('hex').slice(0, 16) : src.sha256.slice(0, 16);
   const safe = src.package.replace(/^@/, '').replace(/\//g, '-');
   const cacheDir = join(corpusCacheDir(), src.registry);
@@ -118,7 +151,7 @@ export function fetchArchive(p: RealProject): string {
     if (!matches(file)) {
       const got = src.registry === 'npm' ? sha512Integrity(file) : sha256Hex(file);
       throw new Error(
-        `${p.name}: ${src.package}@${src.version} from ${src.registry} has digest ${got}, project.json says ${src.registry === 'npm' ? src.integrity : src.sha256}`,
+        `${name}: ${src.package}@${src.version} from ${src.registry} has digest ${got}, project.json says ${src.registry === 'npm' ? src.integrity : src.sha256}`,
       );
     }
     renameSync(file, cached);
@@ -169,7 +202,12 @@ export function prepareRealProject(p: RealProject, how: { install?: boolean } = 
         cpSync(join(unpack, top.length === 1 ? top[0]! : 'package'), dir, { recursive: true });
       } else {
         run('dpkg-deb', ['-x', archive, unpack], unpack);
-        cpSync(join(unpack, p.source.root), dir, { recursive: true, dereference: false });
+        for (const more of p.source.also) run('dpkg-deb', ['-x', fetchOne(p.name, { registry: 'debian', ...more }), unpack], unpack);
+        if (p.source.root) cpSync(join(unpack, p.source.root), dir, { recursive: true, dereference: false });
+        for (const f of p.source.files ?? []) {
+          mkdirSync(join(dir, f.to, '..'), { recursive: true });
+          cpSync(join(unpack, f.from), join(dir, f.to), { recursive: true, dereference: false });
+        }
       }
     } finally {
       rmSync(unpack, { recursive: true, force: true });

@@ -119,6 +119,42 @@ describe('test output parsers for frameworks added with real projects (captured 
     assert.deepEqual([r.passed, r.failed, r.skipped], [1, 2, 1]);
   });
 
+  it("unittest: a test whose subtests fail is one failing test, though each failing subtest counts in the totals (CPython's test_statistics)", () => {
+    const out = [
+      'test_even_ints (test.test_statistics.TestMedian.test_even_ints) ... FAIL',
+      'test_odd_ints (test.test_statistics.TestMedian.test_odd_ints) ... ok',
+      'test_repeated_single_value (test.test_statistics.TestMedian.test_repeated_single_value) ... ',
+      '  test_repeated_single_value (test.test_statistics.TestMedian.test_repeated_single_value) (x=Fraction(61, 67), count=2) ... FAIL',
+      "  test_repeated_single_value (test.test_statistics.TestMedian.test_repeated_single_value) (x=Decimal('4.9712'), count=2) ... ERROR",
+      '',
+      '======================================================================',
+      "ERROR: test_repeated_single_value (test.test_statistics.TestMedian.test_repeated_single_value) (x=Decimal('4.9712'), count=2)",
+      '----------------------------------------------------------------------',
+      'TypeError: unsupported operand',
+      '======================================================================',
+      'FAIL: test_even_ints (test.test_statistics.TestMedian.test_even_ints)',
+      '----------------------------------------------------------------------',
+      'AssertionError: 5.0 != 4.0',
+      '======================================================================',
+      'FAIL: test_repeated_single_value (test.test_statistics.TestMedian.test_repeated_single_value) (x=Fraction(61, 67), count=2)',
+      '----------------------------------------------------------------------',
+      'AssertionError',
+      '----------------------------------------------------------------------',
+      'Ran 3 tests in 0.010s',
+      '',
+      'FAILED (failures=2, errors=1)',
+      '',
+    ].join('\n');
+    const r = parseTestOutput(out)!;
+    assert.deepEqual([r.passed, r.failed], [1, 2]);
+    assert.deepEqual(
+      [...r.tests].filter(([, s]) => s === 'fail').map(([n]) => n),
+      ['test.test_statistics.TestMedian.test_even_ints', 'test.test_statistics.TestMedian.test_repeated_single_value'],
+    );
+    // Named in full: the baseline's failing list is whole.
+    assert.equal(judgeTestRun(1, out, null).failing_complete, true);
+  });
+
   it('unittest: -v names every test; without -v the failures are still named from their headers', () => {
     const v = parseTestOutput(fixture('unittest-v.txt'))!;
     assert.equal(v.framework, 'unittest');

@@ -239,6 +239,7 @@ export function parseUnittest(out: string): TestReport | null {
   const nameOf = (method: string, dotted: string) => (dotted === method || dotted.endsWith(`.${method}`) ? dotted : `${dotted}.${method}`);
   const RESULT = / \.\.\. (ok|FAIL|ERROR|skipped|expected failure|unexpected success)/;
   let pending: string | null = null;
+  const subtestFailures: string[] = [];
   for (const l of out.split('\n')) {
     // With -v, a test with a description (a docstring's first line, "Doctest: mod.add") has it,
     // and its result, on the line after its name.
@@ -248,8 +249,16 @@ export function parseUnittest(out: string): TestReport | null {
     pending = v && !result ? name : null;
     if (name && result)
       r.tests.set(name, result[1] === 'ok' || result[1] === 'expected failure' ? 'pass' : result[1] === 'skipped' ? 'skip' : 'fail');
-    const h = /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/.exec(l);
+    const h = /^(FAIL|ERROR): (\w+) \(([\w.]+)\)( \(.*\))?\s*$/.exec(l);
     if (h) r.tests.set(nameOf(h[2]!, h[3]!), 'fail');
+    if (h?.[4]) subtestFailures.push(nameOf(h[2]!, h[3]!));
+  }
+  // Each failing subtest ("FAIL: test_x (mod.Cls.test_x) (n=2)") counts as a failure in the
+  // totals, while "Ran N tests" counts its test once: they are one failing test.
+  const repeats = subtestFailures.length - new Set(subtestFailures).size;
+  if (repeats > 0 && repeats < r.failed) {
+    r.failed -= repeats;
+    r.passed += repeats;
   }
   return r;
 }
