@@ -106,6 +106,11 @@ export class CellScheduler {
     };
   }
 
+  /** How many cells of any runner of the machine wait for a slot now. */
+  waiting(): number {
+    return this.queue.step(-1, this.alive, (rows) => ({ admit: false, n: rows.filter((r) => r.state === 'waiting').length })).n;
+  }
+
   /** Until another cell of this runner ends, the poll interval passes (another runner's cell), or the signal aborts. */
   private nap(signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {

@@ -1,7 +1,7 @@
 import { untrackedNote } from './fix/checkRepository.js';
 import type { FixRequest } from '../protocol/fixRequest.js';
 import type { AttemptWorktree } from '../workspace/attemptWorktree.js';
-import { checkGroundTruth, isFixed } from './fix/groundTruth.js';
+import { checkGroundTruth, isFixed, removeLeftGroundTruths } from './fix/groundTruth.js';
 import { EarlyGroundTruths } from './fix/earlyGroundTruth.js';
 import { brokenEnvironmentReport, finishReport, writeOutputs } from './fix/fixReport.js';
 import { EMPTY_PATCH } from '../workspace/patchBytes.js';
@@ -61,6 +61,7 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
   let early: EarlyGroundTruths | null = null;
   try {
     depsWt = await prepareDependencies({ ...scope, cells });
+    if (run.resumed) await removeLeftGroundTruths(run);
     // The attempts start with the baseline, not after it: their agents read, edit and run
     // tests while it runs (a model's minutes hide it), and only their verdicts wait for it.
     const baselineRun = runBaseline({ ...scope, cells });

@@ -153,6 +153,25 @@ describe('test output parsers for frameworks added with real projects (captured 
     );
     // Named in full: the baseline's failing list is whole.
     assert.equal(judgeTestRun(1, out, null).failing_complete, true);
+    // Without -v, a subtest with a message is named from its header alone (red team: a header
+    // the parser did not read left the failing test unnamed, and a patch that skipped it won).
+    const quiet = [
+      '======================================================================',
+      'FAIL: test_add (test_calc.T.test_add) [sum] (a=2, b=3)',
+      '----------------------------------------------------------------------',
+      'AssertionError: -1 != 5',
+      '======================================================================',
+      'FAIL: test_add (test_calc.T.test_add) [sum] (a=1, b=1)',
+      '----------------------------------------------------------------------',
+      'AssertionError: 0 != 2',
+      '----------------------------------------------------------------------',
+      'Ran 1 test in 0.001s',
+      '',
+      'FAILED (failures=2)',
+      '',
+    ].join('\n');
+    const q = parseTestOutput(quiet)!;
+    assert.deepEqual([q.passed, q.failed, [...q.tests]], [0, 1, [['test_calc.T.test_add', 'fail']]]);
   });
 
   it('unittest: -v names every test; without -v the failures are still named from their headers', () => {

@@ -1,11 +1,13 @@
 import type { Judged } from '../verdicts/failingSet.js';
 import type { FixReport } from '../../protocol/fixReport.js';
 import { applyPatch } from '../../workspace/applyPatch.js';
-import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
+import { attemptsDir, createAttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { PatchBytes } from '../../workspace/patchBytes.js';
 import type { CandidateGroup } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
-import { type RunScope, throwIfCancelled } from './fixRun.js';
+import { type PreparedRun, type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
 import { verdictTree } from './verdictTree.js';
 import { type RunCells, WorktreeWithheldError } from './runCells.js';
@@ -97,4 +99,14 @@ export async function groundTruthOf(
 /** Fixed: a winner whose diff applied to a fresh checkout and passed there. */
 export function isFixed(winner: CandidateGroup | null, groundTruth: FixReport['ground_truth']): boolean {
   return Boolean(winner && groundTruth?.applied && groundTruth.verdict?.green);
+}
+
+/** A resumed run: the ground-truth checkouts and branches its killed runner left go first (gc would find them only later). */
+export async function removeLeftGroundTruths(run: Pick<PreparedRun, 'repo' | 'runId'>): Promise<void> {
+  const dir = attemptsDir(await locateRepository(run.repo));
+  const left = existsSync(dir)
+    ? readdirSync(dir).filter((name) => /^-truth\d*$/.test(name.slice(run.runId.length)) && name.startsWith(run.runId))
+    : [];
+  for (const name of left)
+    await destroyAttemptWorktree({ repo: run.repo, path: join(dir, name), branch: `forge/attempt/${name}` }).catch(() => undefined);
 }

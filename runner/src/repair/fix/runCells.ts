@@ -71,6 +71,9 @@ export function runEnd(t: TestRun): NonNullable<JudgeOptions['end']> {
  * The cells of one run: every command of every phase goes through here, so each is labelled
  * with its run, purpose and attempt, sees the run's shared dependencies, and is recorded.
  */
+/** How often idle-core work looks for cells waiting on the machine (a poll of the store's queue). */
+const WAITING_POLL_MS = 250;
+
 export class RunCells {
   private deps!: SharedDependencies;
   /** The shared dependencies as the report names them. */
@@ -148,7 +151,11 @@ export class RunCells {
     for (const [k, v] of Object.entries(how.appendEnv ?? {})) appended[k] = appended[k] ? `${appended[k]} ${v}` : v;
     for (const [k, v] of Object.entries(appended)) env[k] = env[k] ? `${env[k]} ${v}` : v;
     const release = how.early ? this.idleCell(how.early) : await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
-    const signal = how.early ? (deps.signal ? AbortSignal.any([deps.signal, how.early]) : how.early) : deps.signal;
+    // Idle-core work gives its core to any cell of the machine that waits, another runner's too.
+    const gaveWay = new AbortController();
+    const watch = how.early ? setInterval(() => this.scheduler && this.scheduler.waiting() > 0 && gaveWay.abort(), WAITING_POLL_MS) : null;
+    const stopped = () => Boolean(how.early?.aborted || gaveWay.signal.aborted);
+    const signal = how.early ? AbortSignal.any([how.early, gaveWay.signal, ...(deps.signal ? [deps.signal] : [])]) : deps.signal;
     const r = await deps.provider
       .run(
         {
@@ -177,13 +184,14 @@ export class RunCells {
         signal ? { signal } : {},
       )
       .finally(() => {
+        if (watch) clearInterval(watch);
         release();
         this.onCellEnded?.();
       });
     // Idle-core work stopped midway is recorded as such: its result stands for nothing.
-    deps.store.recordCell(run.runId, attemptIdx, how.early?.aborted ? `${purpose}_stopped` : purpose, r, command);
+    deps.store.recordCell(run.runId, attemptIdx, stopped() ? `${purpose}_stopped` : purpose, r, command);
     if (r.worktree_withheld) throw new WorktreeWithheldError(r.worktree_withheld);
-    if (how.early?.aborted) throw new EarlyWorkDropped();
+    if (stopped()) throw new EarlyWorkDropped();
     return r;
   }
 

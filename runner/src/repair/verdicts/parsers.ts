@@ -249,9 +249,10 @@ export function parseUnittest(out: string): TestReport | null {
     pending = v && !result ? name : null;
     if (name && result)
       r.tests.set(name, result[1] === 'ok' || result[1] === 'expected failure' ? 'pass' : result[1] === 'skipped' ? 'skip' : 'fail');
-    const h = /^(FAIL|ERROR): (\w+) \(([\w.]+)\)( \(.*\))?\s*$/.exec(l);
+    // A subtest's header goes on with its message and parameters: "... (mod.Cls.test_x) [msg] (n=2)".
+    const h = /^(FAIL|ERROR): (\w+) \(([\w.]+)\)(.*)$/.exec(l);
     if (h) r.tests.set(nameOf(h[2]!, h[3]!), 'fail');
-    if (h?.[4]) subtestFailures.push(nameOf(h[2]!, h[3]!));
+    if (h && /^ [[(]/.test(h[4]!)) subtestFailures.push(nameOf(h[2]!, h[3]!));
   }
   // Each failing subtest ("FAIL: test_x (mod.Cls.test_x) (n=2)") counts as a failure in the
   // totals, while "Ran N tests" counts its test once: they are one failing test.
