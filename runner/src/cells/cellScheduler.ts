@@ -73,13 +73,7 @@ export class CellScheduler {
       this.queue.release(id);
       throw e;
     }
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.queue.release(id);
-      for (const wake of [...this.wakers]) wake();
-    };
+    return this.releaseOf(id);
   }
 
   /**
@@ -97,6 +91,11 @@ export class CellScheduler {
       this.queue.release(id);
       return null;
     }
+    return this.releaseOf(id);
+  }
+
+  /** Gives slot `id` back once, and wakes this runner's waiting cells. */
+  private releaseOf(id: number): () => void {
     let released = false;
     return () => {
       if (released) return;

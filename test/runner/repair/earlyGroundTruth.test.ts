@@ -2,16 +2,11 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
+import { BUGGY_CALC, CALC_RIGHT_ONLY_IN_ATTEMPT_WORKTREE, FIXED_CALC } from '../../helpers/calcRepo.js';
 import { fixWith, type ToolCall, write } from '../../helpers/fixCli.js';
 
 const RUN_TESTS: ToolCall = { name: 'run_tests', arguments: {} };
 const ARGS = ['--test-cmd', 'python3 -m unittest -v'];
-const BUGGY = {
-  'calc.py': 'def add(a, b):\n    return a - b\n',
-  'test_calc.py':
-    'import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n',
-};
-const FIXED = 'def add(a, b):\n    return a + b\n';
 // The baseline runs beside the attempt from its start: a first turn that waits lets it end
 // before the attempt's tests run (the ground truth starts early only once the baseline is known).
 const LET_THE_BASELINE_END: ToolCall = { name: 'run_command', arguments: { command: 'sleep 1' } };
@@ -38,7 +33,7 @@ describe('ground truth started early, on an idle core (issue 29)', function () {
   });
 
   it("the winner's ground truth starts beside its run_tests and is taken as its ground truth: one ground-truth cell", () => {
-    const r = fixWith(BUGGY, [[LET_THE_BASELINE_END], [write('calc.py', FIXED)], [RUN_TESTS]], ARGS);
+    const r = fixWith(BUGGY_CALC, [[LET_THE_BASELINE_END], [write('calc.py', FIXED_CALC)], [RUN_TESTS]], ARGS);
     const report = r.report!;
     assert.equal(report.status, 'fixed', r.stderr);
     assert.match(r.stderr, /attempt 0: the ground truth of its change starts early, on an idle core/);
@@ -56,16 +51,11 @@ describe('ground truth started early, on an idle core (issue 29)', function () {
     // First an honest fix (its ground truth starts early and passes), then the red team's
     // patch that passes only where .git names an attempt's worktree: the early ground truth
     // tested other bytes, so it must not stand for the final change.
-    const cheat = [
-      'import re',
-      '',
-      '',
-      'def add(a, b):',
-      "    name = open('.git').read().strip()",
-      "    return a + b if re.search(r'-a\\d+$', name) else a - b",
-      '',
-    ].join('\n');
-    const r = fixWith(BUGGY, [[LET_THE_BASELINE_END], [write('calc.py', FIXED)], [RUN_TESTS], [write('calc.py', cheat)]], ARGS);
+    const r = fixWith(
+      BUGGY_CALC,
+      [[LET_THE_BASELINE_END], [write('calc.py', FIXED_CALC)], [RUN_TESTS], [write('calc.py', CALC_RIGHT_ONLY_IN_ATTEMPT_WORKTREE)]],
+      ARGS,
+    );
     const report = r.report!;
     assert.match(r.stderr, /attempt 0: the ground truth of its change starts early/);
     assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
@@ -75,7 +65,11 @@ describe('ground truth started early, on an idle core (issue 29)', function () {
   });
 
   it('--no-early-ground-truth starts it only after selection', () => {
-    const r = fixWith(BUGGY, [[LET_THE_BASELINE_END], [write('calc.py', FIXED)], [RUN_TESTS]], [...ARGS, '--no-early-ground-truth']);
+    const r = fixWith(
+      BUGGY_CALC,
+      [[LET_THE_BASELINE_END], [write('calc.py', FIXED_CALC)], [RUN_TESTS]],
+      [...ARGS, '--no-early-ground-truth'],
+    );
     assert.equal(r.report!.status, 'fixed', r.stderr);
     assert.doesNotMatch(r.stderr, /starts early/);
     assert.equal(groundTruthCells(r.report!.run_id).length, 1);

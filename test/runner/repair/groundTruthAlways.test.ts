@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
+import { BUGGY_CALC, CALC_RIGHT_ONLY_IN_ATTEMPT_WORKTREE } from '../../helpers/calcRepo.js';
 import { fixWith, type ToolCall } from '../../helpers/fixCli.js';
 
 const RUN_TESTS: ToolCall = { name: 'run_tests', arguments: {} };
@@ -22,22 +23,9 @@ describe('ground truth always runs the patch on a fresh checkout (issue 29 red t
   this.timeout(300_000);
 
   it("a patch that passes only in an attempt's worktree (it reads the worktree's name from .git) is not fixed", () => {
-    const calc = [
-      'import re',
-      '',
-      '',
-      'def add(a, b):',
-      "    name = open('.git').read().strip()",
-      "    return a + b if re.search(r'-a\\d+$', name) else a - b",
-      '',
-    ].join('\n');
     const r = fixWith(
-      {
-        'calc.py': 'def add(a, b):\n    return a - b\n',
-        'test_calc.py':
-          'import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n',
-      },
-      [[{ name: 'write_file', arguments: { path: 'calc.py', content: calc } }], [RUN_TESTS]],
+      BUGGY_CALC,
+      [[{ name: 'write_file', arguments: { path: 'calc.py', content: CALC_RIGHT_ONLY_IN_ATTEMPT_WORKTREE } }], [RUN_TESTS]],
       ARGS,
     );
     const report = r.report!;
