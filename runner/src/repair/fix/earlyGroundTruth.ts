@@ -34,6 +34,8 @@ export class EarlyGroundTruths implements EarlyStarted {
   private readonly all = new Set<Promise<GroundTruth | null>>();
   private readonly said = new Set<string>();
   private made = 0;
+  /** Selection is made (take) or the run ends (settle): nothing starts any more. */
+  private closed = false;
 
   constructor(
     private readonly scope: RunScope & { cells: RunCells },
@@ -80,7 +82,7 @@ export class EarlyGroundTruths implements EarlyStarted {
   }
 
   private wait(index: number, patch: PatchBytes): void {
-    if (patch.length === 0 || this.scope.deps.signal?.aborted) return;
+    if (this.closed || patch.length === 0 || this.scope.deps.signal?.aborted) return;
     this.waiting.set(index, patch);
     this.startWaiting();
   }
@@ -98,6 +100,7 @@ export class EarlyGroundTruths implements EarlyStarted {
 
   /** The ground truth of exactly `patch`, when one started early (every other one stops); null when none did. */
   take(patch: PatchBytes): Promise<GroundTruth | null> | null {
+    this.closed = true;
     this.waiting.clear();
     let found: Started | null = null;
     for (const [index, s] of this.byAttempt) {
@@ -109,6 +112,7 @@ export class EarlyGroundTruths implements EarlyStarted {
 
   /** Stops every early ground truth still running and waits until their cells and checkouts are gone. */
   async settle(): Promise<void> {
+    this.closed = true;
     this.waiting.clear();
     for (const index of [...this.byAttempt.keys()]) this.drop(index);
     await Promise.all(this.all);
@@ -126,11 +130,12 @@ export class EarlyGroundTruths implements EarlyStarted {
     const stop = new AbortController();
     const name = `${this.scope.run.runId}-truth${++this.made}`;
     const started: Started = { patch, stop, result: Promise.resolve(null) };
-    started.result = groundTruthOf(this.scope, patch, name, this.baseline, index, stop.signal).catch((e: unknown) => {
+    started.result = groundTruthOf(this.scope, patch, name, this.baseline, stop.signal).catch((e: unknown) => {
       // No idle core after all, or it gave its core away: it waits for the next one.
       if (e instanceof EarlyWorkDropped && this.byAttempt.get(index) === started) {
         this.byAttempt.delete(index);
-        if (!this.scope.deps.signal?.aborted) this.waiting.set(index, patch);
+        // After selection the winner's ground truth runs in the foreground instead (checkGroundTruth).
+        if (!this.closed && !this.scope.deps.signal?.aborted) this.waiting.set(index, patch);
       }
       return null;
     });
@@ -150,6 +155,6 @@ export class EarlyGroundTruths implements EarlyStarted {
     const [index, started] = newest;
     started.stop.abort();
     this.byAttempt.delete(index);
-    this.waiting.set(index, started.patch);
+    if (!this.closed) this.waiting.set(index, started.patch);
   }
 }

@@ -51,21 +51,19 @@ export async function checkGroundTruth(input: GroundTruthInput): Promise<FixRepo
     if (done) return done;
     deps.progress('ground truth: the early run gave its core to other work: running it again');
   } else deps.progress(`ground truth: ${who} on a fresh checkout of the base commit`);
-  return groundTruthOf(input, winner.patch, `${input.run.runId}-truth`, input.baselineReport, null);
+  return groundTruthOf(input, winner.patch, `${input.run.runId}-truth`, input.baselineReport);
 }
 
 /**
  * `patch` on a fresh checkout of the base (worktree `name`), tested in a fresh cell and judged
  * against the baseline. `early`: on idle cores only (EarlyWorkDropped when none is, or when
- * it aborts), and judged once the baseline is known; its cells are labelled with the attempt
- * whose change it tests (`attemptIdx`), as that change may not win.
+ * it aborts), and judged once the baseline is known.
  */
 export async function groundTruthOf(
   { run, deps, cells }: RunScope & { cells: RunCells },
   patch: PatchBytes,
   name: string,
   baseline: Judged | null | Promise<Judged | null>,
-  attemptIdx: number | null,
   early?: AbortSignal,
 ): Promise<GroundTruth> {
   // With the base commit's tests, as its verdict had them (verdictTree.ts).
@@ -80,7 +78,7 @@ export async function groundTruthOf(
     if (applied.applied) {
       await purgePythonCaches(gtWt.path);
       try {
-        const judged = await cells.judgedTestCell(gtWt.path, 'ground_truth', attemptIdx, baseline, undefined, early);
+        const judged = await cells.judgedTestCell(gtWt.path, 'ground_truth', null, baseline, undefined, early);
         // A cell killed by the cancel says nothing about the patch: the run is cancelled, not "not fixed".
         throwIfCancelled(deps.signal);
         verdict = judged.verdict;

@@ -153,7 +153,7 @@ export class RunCells {
     const release = how.early ? this.idleCell(how.early) : await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
     // Idle-core work gives its core to any cell of the machine that waits, another runner's too.
     const gaveWay = new AbortController();
-    const watch = how.early ? setInterval(() => this.scheduler && this.scheduler.waiting() > 0 && gaveWay.abort(), WAITING_POLL_MS) : null;
+    const watch = how.early ? setInterval(() => this.othersWaiting() && gaveWay.abort(), WAITING_POLL_MS) : null;
     const stopped = () => Boolean(how.early?.aborted || gaveWay.signal.aborted);
     const signal = how.early ? AbortSignal.any([how.early, gaveWay.signal, ...(deps.signal ? [deps.signal] : [])]) : deps.signal;
     const r = await deps.provider
@@ -200,11 +200,25 @@ export class RunCells {
   /** Called when a cell of this run ended: its core may be idle now. */
   onCellEnded: (() => void) | null = null;
 
+  /** Whether any cell of the machine waits for a slot (a store that is busy this once says no: the next poll asks again). */
+  private othersWaiting(): boolean {
+    try {
+      return (this.scheduler?.waiting() ?? 0) > 0;
+    } catch {
+      return false;
+    }
+  }
+
   /** Whether a cell for idle-core work would start now (the machine has a free core and no cell waits). */
   idleCoreNow(): boolean {
-    const release = this.scheduler?.acquireIfFree({ runId: this.scope.run.runId, memoryMib: DEFAULT_LIMITS.memory_mib });
-    release?.();
-    return Boolean(release);
+    try {
+      const release = this.scheduler?.acquireIfFree({ runId: this.scope.run.runId, memoryMib: DEFAULT_LIMITS.memory_mib });
+      release?.();
+      return Boolean(release);
+    } catch {
+      // Idle-core work never fails the cell whose end asked for it.
+      return false;
+    }
   }
 
   /** A slot for idle-core work, or EarlyWorkDropped when the machine has none free now. */
