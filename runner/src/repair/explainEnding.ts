@@ -1,4 +1,5 @@
 import type { FixReport } from '../protocol/fixReport.js';
+import { plain } from './verdicts/testReport.js';
 import type { Verdict } from './verdicts/judgeTestRun.js';
 
 const names = (list: readonly string[], n = 3) =>
@@ -21,6 +22,21 @@ export function attemptReason(v: Verdict | null, error: string | null): string |
   if (v.failing.length > 0) return `${names(v.failing)} still fail${v.failing.length === 1 ? 's' : ''}`;
   if (v.failing_incomplete) return v.failing_incomplete;
   return `its test command exited ${v.exit_code}`;
+}
+
+/**
+ * Pure: the last `n` non-empty lines of a cell's output, quoted on one line and bounded: what
+ * a red run said last (a compiler error, a missing module) is most often why it is red.
+ */
+export function outputEnding(output: string, n = 3, maxChars = 400): string {
+  const lines = plain(output)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-n);
+  if (lines.length === 0) return '(no output)';
+  const text = lines.join(' | ');
+  return `"${text.length > maxChars ? `...${text.slice(-maxChars)}` : text}"`;
 }
 
 /**

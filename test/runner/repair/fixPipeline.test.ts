@@ -335,7 +335,13 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       assert.equal(a1!.verdict!.green, true);
       assert.match(r.stderr, /attempt 0: verdict reused from turn 2's run_tests/);
       const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
-      const purposes = (i: number) => store.cells(r.report!.run_id, i).map((c) => c.purpose);
+      // A run_tests that starts once the baseline is known runs its failing tests first (then the
+      // whole suite when they pass): whether it does depends on when the baseline ends. One run_tests here.
+      const purposes = (i: number) =>
+        store
+          .cells(r.report!.run_id, i)
+          .map((c) => (c.purpose === 'run_tests_targeted' ? 'run_tests' : c.purpose))
+          .filter((p, at, all) => p !== 'run_tests' || all[at - 1] !== 'run_tests');
       assert.deepEqual(purposes(0), ['run_tests'], 'no verdict cell for an unchanged tree');
       // A verdict of its own runs the baseline's failing tests first, unless the attempt's last
       // run_tests passed them already (attempt 1): then the whole suite runs at once.
@@ -446,6 +452,67 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
       rmSync(script, { force: true });
       repo.cleanup();
       rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  it("failing tests first in run_tests: once the baseline is known, an attempt's run_tests on a change runs the baseline's failing tests first; all failing again, that run is what the model reads and its verdict (issue 29)", () => {
+    const repo = sampleRepo('py-calc');
+    const script = join(repo.dir, '..', `run-tests-first-${Date.now()}.json`);
+    const edit = (new_string: string) => ({
+      tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string } }],
+    });
+    const runTests = { tool_calls: [{ name: 'run_tests', arguments: {} }] };
+    const finish = { tool_calls: [{ name: 'finish', arguments: {} }] };
+    writeFileSync(
+      script,
+      JSON.stringify({
+        version: 1,
+        attempts: [
+          // Changes nothing the failing tests see: they fail again, the rest of the suite never runs for it.
+          [edit('return sum(values) / (len(values) + 1)  # unchanged'), runTests, finish],
+          // The fix: they pass, then the whole suite, which is its verdict.
+          [edit('return sum(values) / len(values)'), runTests, finish],
+          // A partial fix: some fail again, so the whole suite names what it broke.
+          [edit('return sum(values) // len(values)'), runTests, finish],
+        ],
+      }),
+    );
+    try {
+      const args = ['--provider', 'host', '--issue-file', issue('py-calc'), '--model', `replay:${script}`, '--attempts', '3'];
+      // One cell at a time: every run_tests waits for the baseline's cell, so it starts with the baseline known.
+      const r = fix(repo.dir, args, { FORGE_MAX_CELLS: '1' });
+      assert.equal(r.status, 0, r.stderr);
+      const store = new RunStore(openStore(join(process.env.FORGE_STATE_DIR!, 'forge.db')));
+      const runId = r.report!.run_id;
+      const purposes = (i: number) => store.cells(runId, i).map((c) => c.purpose);
+      assert.deepEqual(purposes(0), ['run_tests_targeted'], 'no whole suite and no verdict cell for attempt 0');
+      const a0 = r.report!.attempts[0]!.verdict!;
+      assert.equal(a0.green, false);
+      assert.equal(a0.regressions_known, false);
+      assert.deepEqual(a0.targeted?.still_failing.length, 3);
+      assert.match(a0.reused_from ?? '', /^turn 2's run_tests of the baseline's failing tests/);
+      assert.match(r.stderr, /attempt 0: its run_tests is red in [\d.]+ s on the baseline's 3 failing tests \(all fail again: /);
+      // What the model read says that only those tests ran.
+      const told = JSON.parse(store.turns(runId, 0)[1]!.tool_results_json) as { result: string }[];
+      assert.match(told[0]!.result, /only the baseline's 3 failing tests ran \(pytest node ids\), and they fail again/);
+      assert.match(told[0]!.result, /test_average_of_two/);
+      assert.deepEqual(purposes(1), ['run_tests_targeted', 'run_tests']);
+      assert.match(r.stderr, /attempt 1: its run_tests: the 3 failing tests passed \(targeted run, [\d.]+ s\): running the whole suite/);
+      assert.equal(r.report!.attempts[1]!.verdict!.reused_from, "turn 2's run_tests (the tree is unchanged since)");
+      assert.deepEqual(purposes(2), ['run_tests_targeted', 'run_tests']);
+      assert.deepEqual(r.report!.attempts[2]!.verdict!.regressions_known, true);
+      assert.ok(r.report!.winner!.attempts[0]!.endsWith('-a1'));
+      assert.equal(r.report!.ground_truth?.verdict?.green, true);
+      // --no-failing-first: run_tests runs the whole suite at once.
+      const whole = fix(repo.dir, [...args, '--no-failing-first'], { FORGE_MAX_CELLS: '1' });
+      assert.equal(whole.status, 0, whole.stderr);
+      assert.deepEqual(
+        store.cells(whole.report!.run_id, 0).map((c) => c.purpose),
+        ['run_tests'],
+      );
+    } finally {
+      rmSync(script, { force: true });
+      repo.cleanup();
     }
   });
 

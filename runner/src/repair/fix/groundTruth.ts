@@ -1,5 +1,6 @@
 import type { Judged } from '../verdicts/failingSet.js';
 import type { FixReport } from '../../protocol/fixReport.js';
+import { attemptReason, outputEnding } from '../explainEnding.js';
 import { applyPatch } from '../../workspace/applyPatch.js';
 import { attemptsDir, createAttemptWorktree, destroyAttemptWorktree, locateRepository } from '../../workspace/attemptWorktree.js';
 import { existsSync, readdirSync } from 'node:fs';
@@ -82,6 +83,9 @@ export async function groundTruthOf(
         // A cell killed by the cancel says nothing about the patch: the run is cancelled, not "not fixed".
         throwIfCancelled(deps.signal);
         verdict = judged.verdict;
+        // The run's ending names the reason; what the cell printed last is most often its cause.
+        if (!verdict.green)
+          deps.progress(`ground truth: red (${attemptReason(verdict, null)}); its output ends: ${outputEnding(judged.test.output)}`);
       } catch (e) {
         // The winner's tests left a tree nobody may use: not fixed (no verdict), the tree goes below.
         if (!(e instanceof WorktreeWithheldError)) throw e;

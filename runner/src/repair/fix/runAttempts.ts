@@ -1,6 +1,5 @@
 import type { Judged } from '../verdicts/failingSet.js';
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { AttemptRow } from '../../store/runStore.js';
 import {
@@ -22,7 +21,7 @@ import { type RunCells, WorktreeWithheldError } from './runCells.js';
 import { AttemptTestRuns, RunVerdicts, treeKey } from './verdictReuse.js';
 import type { AttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { type FailingFirstPlan, failingFirstPlan, plural } from '../verdicts/failingFirst.js';
-import { failingFirstVerdict } from './failingFirstVerdict.js';
+import { failingFirstVerdict, judgeTargeted, passedEvery } from './failingFirstVerdict.js';
 import { testOutputOf } from '../verdicts/testRunOutput.js';
 import type { EarlyGroundTruths } from './earlyGroundTruth.js';
 import type { PatchBytes } from '../../workspace/patchBytes.js';
@@ -44,6 +43,8 @@ export interface AttemptInput extends AttemptsInput {
   verdicts: RunVerdicts;
   /** How verdicts run the baseline's failing tests before the whole suite (or that they do not): planned once, after the baseline. */
   failingFirst: Promise<FailingFirstPlan>;
+  /** The plan once the baseline is known (before: null): an attempt's run_tests runs the failing tests first too. */
+  failingFirstNow: () => FailingFirstPlan | null;
   index: number;
   temperature: number;
 }
@@ -61,7 +62,7 @@ interface JudgeInput extends AttemptInput {
 export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]> {
   const { run, request, deps } = input;
   const k = run.temperatures.length;
-  const concurrency = Math.max(1, Math.min(request.concurrency ?? Math.min(k, availableParallelism()), k));
+  const concurrency = Math.max(1, Math.min(request.concurrency ?? k, k));
   const done = new Map(
     deps.store
       .attempts(run.runId)
@@ -72,6 +73,11 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
   const failingFirst = input.baseline.then((baselineReport) => planFailingFirst(input, baselineReport));
   // Awaited by each attempt when it is judged; a baseline that ends the run aborts them first.
   failingFirst.catch(() => undefined);
+  let planned: FailingFirstPlan | null = null;
+  failingFirst.then(
+    (p) => (planned = p),
+    () => undefined,
+  );
   const results = await boundedParallel(
     run.temperatures.map((t, i) => ({ i, t })),
     concurrency,
@@ -87,7 +93,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
         path: join(attemptsDir(await locateRepository(run.repo)), `${run.runId}-a${i}`),
         branch: `forge/attempt/${run.runId}-a${i}`,
       }).catch(() => undefined);
-      return runAttempt({ ...input, verdicts, failingFirst, index: i, temperature: t });
+      return runAttempt({ ...input, verdicts, failingFirst, failingFirstNow: () => planned, index: i, temperature: t });
     },
     deps.signal,
   );
@@ -150,15 +156,46 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
             treeKeyOf(wt, run.base, (patch) => {
               tree = patch;
             }),
-          () => {
-            // The tests take their cell first: the ground truth gets only a core left idle (earlyGroundTruth.ts).
-            const testing = cells.testCell(wt.path, 'run_tests', index);
-            if (tree) input.early?.testsStarted(index, tree);
-            return testing;
+          async () => {
+            // Once the baseline named its failing tests, a change runs them first: an attempt that
+            // has not fixed them yet learns so from them alone, without paying the whole suite.
+            // Chosen when the cell starts: a run_tests that waited may start after the baseline.
+            const targeted = async () => {
+              const plan = tree ? await planWhenStarting(input) : null;
+              const passedBefore =
+                plan?.kind === 'targeted' && testRuns.latestOutput !== null && passedEvery(plan.run.tests, testRuns.latestOutput);
+              if (tree && plan?.kind === 'targeted' && !passedBefore) return plan.run;
+              // The whole suite: its cell has its slot, so the ground truth gets only a core left idle (earlyGroundTruth.ts).
+              if (tree) input.early?.testsStarted(index, tree);
+              return null;
+            };
+            const first = await cells.testCell(wt.path, 'run_tests', index, undefined, false, targeted);
+            if (!first.selected) return first;
+            const step = judgeTargeted(first.selected, first, Math.round(first.result.duration_ms / 100) / 10, await input.baseline);
+            const n = plural(first.selected.tests.length, 'failing test');
+            if (step.red) {
+              progress(
+                `attempt ${index}: its run_tests is red in ${step.seconds} s on the baseline's ${n} (${step.why}); the rest of the suite not run`,
+              );
+              return { ...first, targetedRed: step.red };
+            }
+            progress(`attempt ${index}: its run_tests: ${step.why} (targeted run, ${step.seconds} s): running the whole suite`);
+            // Some of them failed again: red whatever the rest says, so no ground truth for this tree.
+            const stillRed = step.stillFailing.length > 0;
+            return cells.testCell(wt.path, 'run_tests', index, undefined, false, async () => {
+              if (tree && !stillRed) input.early?.testsStarted(index, tree);
+              return null;
+            });
           },
         );
-        if (tree) input.early?.testsEnded(index, tree, test);
-        return test.result;
+        if (!test.targetedRed) {
+          if (tree) input.early?.testsEnded(index, tree, test);
+          return test.result;
+        }
+        // The model reads which tests ran: only these, and the whole suite once they pass.
+        const only = test.targetedRed.targeted!;
+        const note = `[forge: only the baseline's ${plural(only.tests.length, 'failing test')} ran (${only.how}), and ${only.still_failing.length === 1 ? 'it fails' : 'they fail'} again; run_tests runs the whole suite once they pass]\n`;
+        return { ...test.result, output: note + test.result.output };
       },
       fileWritten: (rel) => {
         testRuns.fileWritten(rel);
@@ -216,6 +253,13 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
         },
         earlier
           ? async () => {
+              // Its run_tests ran only the baseline's failing tests on this tree, and they failed again: red as it stands.
+              const red = earlier.test.targetedRed;
+              if (red)
+                return {
+                  ...red,
+                  reused_from: `turn ${earlier.turn + 1}'s run_tests of the baseline's failing tests (the tree is unchanged since)`,
+                };
               // A run that crashed is tried again in a cell here, which may leave things in the tree.
               ranHere = true;
               const { verdict } = await failingFirstVerdict(cells, judge.plan, judging, earlier.test);
@@ -345,6 +389,26 @@ function planFailingFirst({ run, request, deps }: AttemptsInput, baselineReport:
     );
   else if (plan.kind === 'whole') deps.progress(`failing tests first: not used, every verdict runs the whole suite: ${plan.why}`);
   return plan;
+}
+
+/** How long a cell that starts as the baseline's cell ends waits for its failing tests to be known. */
+const PLAN_WAIT_MS = 2000;
+
+/**
+ * The failing-tests-first plan as a cell starts: known once the baseline is judged. A cell that
+ * starts on the core the baseline's cell just gave back waits a moment for the judging (a
+ * bounded wait: a baseline that is tried again holds its plan back much longer).
+ */
+async function planWhenStarting(input: AttemptInput): Promise<FailingFirstPlan | null> {
+  const now = input.failingFirstNow();
+  if (now || !input.cells.baselineRan) return now;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), PLAN_WAIT_MS)));
+  try {
+    return await Promise.race([input.failingFirst.catch(() => null), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The key of the tree an attempt's worktree holds now (stale Python caches gone first, as before a verdict); `named` gets the patch of a tree it names. */

@@ -55,6 +55,10 @@ export interface TestRun {
   /** The log the parsers read holds every byte the command printed. */
   logWhole: boolean;
   written: TestReport | null;
+  /** Only these tests ran (failing tests first), not the whole suite. */
+  selected?: TargetedRun;
+  /** Only the baseline's failing tests ran, and every one failed again: the red verdict that run makes (failingFirstVerdict.ts). */
+  targetedRed?: Verdict;
 }
 
 /** Who a cell runs for, in progress lines: the attempt, or the phase (baseline, ground truth). */
@@ -124,12 +128,30 @@ export class RunCells {
       noCaches?: boolean;
       /** Work on an idle core only (a ground truth started early): declined when none is free, stopped by this signal. */
       early?: AbortSignal;
+      /**
+       * Asked once the cell has its slot: another command to run instead (null: this one). A
+       * cell that waited decides on what is known when it starts (the baseline's failing tests).
+       */
+      choose?: () => Promise<{ command: string; purpose: string; appendEnv: Record<string, string> } | null>;
     } = {},
   ): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     if (!this.baselineIsOver && this.waitsForBaseline(purpose)) {
       deps.progress(`${whoRuns(purpose, attemptIdx)}: its ${purpose} waits for the baseline's build cache`);
       await this.baselineOver;
+    }
+    const release = how.early ? this.idleCell(how.early) : await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
+    let chosen: Awaited<ReturnType<NonNullable<typeof how.choose>>> = null;
+    try {
+      chosen = (await how.choose?.()) ?? null;
+    } catch (e) {
+      release();
+      throw e;
+    }
+    if (chosen) {
+      command = chosen.command;
+      purpose = chosen.purpose;
+      how = { ...how, appendEnv: { ...how.appendEnv, ...chosen.appendEnv } };
     }
     const caches = how.noDeps || how.noCaches ? [] : this.caches;
     // Test runs name their tests (regressions need the baseline's passing ones).
@@ -150,7 +172,6 @@ export class RunCells {
     const appended = { ...(cached ? cacheAppendEnv(caches.length > 0 ? caches : undefined) : {}) };
     for (const [k, v] of Object.entries(how.appendEnv ?? {})) appended[k] = appended[k] ? `${appended[k]} ${v}` : v;
     for (const [k, v] of Object.entries(appended)) env[k] = env[k] ? `${env[k]} ${v}` : v;
-    const release = how.early ? this.idleCell(how.early) : await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
     // Idle-core work gives its core to any cell of the machine that waits, another runner's too.
     const gaveWay = new AbortController();
     const watch = how.early ? setInterval(() => this.othersWaiting() && gaveWay.abort(), WAITING_POLL_MS) : null;
@@ -184,6 +205,7 @@ export class RunCells {
         signal ? { signal } : {},
       )
       .finally(() => {
+        if (purpose.startsWith('baseline')) this.baselineRan = true;
         if (watch) clearInterval(watch);
         release();
         this.onCellEnded?.();
@@ -194,6 +216,9 @@ export class RunCells {
     if (stopped()) throw new EarlyWorkDropped();
     return r;
   }
+
+  /** A baseline cell ended: what it found (the failing tests) is known in a moment. */
+  baselineRan = false;
 
   /** Called when a cell of this run has to wait for the machine: work on idle cores gives way. */
   onContention: (() => void) | null = null;
@@ -285,22 +310,35 @@ export class RunCells {
     attemptIdx: number | null,
     env?: Record<string, string>,
     exclusive = false,
-    targeted?: TargetedRun,
+    /** Only these tests; a function is asked once the cell has its slot (null: the whole suite). */
+    targeted?: TargetedRun | (() => Promise<TargetedRun | null>),
     early?: AbortSignal,
   ): Promise<TestRun> {
+    const testCmd = this.scope.run.testCmd;
+    let selected = typeof targeted === 'function' ? null : (targeted ?? null);
     const run = async (noCaches: boolean, as: string): Promise<TestRun> => {
       const before = snapshotJunitReports(worktree);
       const requested = snapshotCellReports(worktree);
-      const result = await this.cell(worktree, targeted?.command ?? this.scope.run.testCmd, as, attemptIdx, {
+      const decide = typeof targeted === 'function' ? targeted : null;
+      const choose = decide
+        ? async () => {
+            selected = await decide();
+            return selected && { command: selected.command ?? testCmd, purpose: `${as}_targeted`, appendEnv: selected.env };
+          }
+        : undefined;
+      const result = await this.cell(worktree, selected?.command ?? testCmd, as, attemptIdx, {
         ...(env ? { env } : {}),
-        ...(targeted ? { appendEnv: targeted.env } : {}),
+        ...(selected ? { appendEnv: selected.env } : {}),
         exclusive,
         noCaches,
         ...(early ? { early } : {}),
+        ...(choose ? { choose } : {}),
       });
+      // Chosen once: a second try runs what the first did.
+      targeted = selected ?? undefined;
       const log = testOutputOf(result);
       const written = readJunitReports(worktree, before) ?? readCellReport(worktree, requested);
-      return { result, output: log.text, logWhole: log.whole, written };
+      return { result, output: log.text, logWhole: log.whole, written, ...(selected ? { selected } : {}) };
     };
     const first = await run(false, purpose);
     // GOFLAGS=-count=1 keeps test results out of the run's build cache, but a command that sets
