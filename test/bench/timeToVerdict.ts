@@ -6,6 +6,8 @@
 // (the defaults), the defaults with the ground truth after selection, and every verdict in its
 // own cell with failing tests first, side by side.
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCorpusFix } from '../corpus/corpusRepos.js';
 import { prepareRealProject, realProjects } from '../corpus-real/realProjects.js';
@@ -40,6 +42,7 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
     const fixes: Record<Variant, number[]> = { before: [], after: [], targeted: [], late: [] };
     const cells: Record<Variant, number[]> = { before: [], after: [], targeted: [], late: [] };
     const bare: number[] = [];
+    const bareCold: number[] = [];
     const barePassing: number[] = [];
     for (let round = 0; round < rounds; round++) {
       // Alternate which goes first: a warm page cache favours whichever runs second.
@@ -63,6 +66,17 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
             throw new Error(
               `time to verdict: ${name} (${variant}) was not fixed by ${p.winner} with "${p.regression}" named: ${out.value.stderr.split('\n').slice(-5).join(' | ')}`,
             );
+          // A Go module's bare run reuses the user's build cache (warm from the rounds before);
+          // every fix run's first cell starts cold (a run's caches are never another run's).
+          if (existsSync(join(prepared.dir, 'go.mod'))) {
+            const cache = mkdtempSync(join(tmpdir(), 'forge-bench-gocache-'));
+            try {
+              const env = { ...process.env, GOCACHE: cache };
+              bareCold.push(timed(() => spawnSync('sh', ['-c', report.test_cmd], { cwd: prepared.dir, stdio: 'ignore', env })).ms);
+            } finally {
+              rmSync(cache, { recursive: true, force: true });
+            }
+          }
           fixes[variant].push(out.ms);
           cells[variant].push(report.cells);
           // The same command once, bare, in the same checkout (the planted bug: it fails).
@@ -107,6 +121,12 @@ export function benchTimeToVerdict(names: string[], rounds: number, provider: 'h
         unit: 'x',
       },
       { name: `${name}: test cells, before / after`, value: median(cells.before) / median(cells.after), unit: 'x' },
+      ...(bareCold.length > 0
+        ? [
+            { name: `${name}: one bare run with an empty build cache (GOCACHE)`, value: median(bareCold) / 1000, unit: 's' },
+            { name: `${name}: fix / bare run with an empty build cache, after`, value: median(fixes.after) / median(bareCold), unit: 'x' },
+          ]
+        : []),
       { name: `${name}: one bare passing run (the winner's tree)`, value: passingSuite / 1000, unit: 's' },
       { name: `${name}: fix / bare passing run, after`, value: median(fixes.after) / passingSuite, unit: 'x' },
     );

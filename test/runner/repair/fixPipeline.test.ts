@@ -29,6 +29,12 @@ const issue = (name: string) => join(SAMPLES, name, 'issue.md');
 const attemptsOf = (name: string) =>
   String((JSON.parse(readFileSync(join(SAMPLES, name, 'replay.json'), 'utf8')) as { attempts: unknown[] }).attempts.length);
 
+/** A turn of py-calc's replay that changes the average's line to `new_string`, and the turn that finishes. */
+const edit = (new_string: string) => ({
+  tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string } }],
+});
+const finish = { tool_calls: [{ name: 'finish', arguments: {} }] };
+
 describe('forge-runner fix (end to end, replay model, real cells)', function () {
   this.timeout(300_000);
 
@@ -380,10 +386,6 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
     const repo = sampleRepo('py-calc');
     const out = mkdtempSync(join(tmpdir(), 'forge-out-'));
     const script = join(repo.dir, '..', `failing-first-${Date.now()}.json`);
-    const edit = (new_string: string) => ({
-      tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string } }],
-    });
-    const finish = { tool_calls: [{ name: 'finish', arguments: {} }] };
     writeFileSync(
       script,
       JSON.stringify({
@@ -458,11 +460,7 @@ describe('forge-runner fix (end to end, replay model, real cells)', function () 
   it("failing tests first in run_tests: once the baseline is known, an attempt's run_tests on a change runs the baseline's failing tests first; all failing again, that run is what the model reads and its verdict (issue 29)", () => {
     const repo = sampleRepo('py-calc');
     const script = join(repo.dir, '..', `run-tests-first-${Date.now()}.json`);
-    const edit = (new_string: string) => ({
-      tool_calls: [{ name: 'edit_file', arguments: { path: 'calc.py', old_string: 'return sum(values) / (len(values) + 1)', new_string } }],
-    });
     const runTests = { tool_calls: [{ name: 'run_tests', arguments: {} }] };
-    const finish = { tool_calls: [{ name: 'finish', arguments: {} }] };
     writeFileSync(
       script,
       JSON.stringify({
