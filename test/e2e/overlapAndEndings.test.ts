@@ -265,10 +265,10 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
     assert.ok(!text.includes(ESC) && !/␛|\[3\dm|\[39m|\[1m/.test(text), `no escape code shows in Attempt details: ${text}`);
     await shot('details-coloured');
 
-    // A cell log opened from the Cells view: plain text.
+    // A cell log opened from the Cells view: plain text (the red attempt's verdict: its log has failures).
     const cell = page
       .locator('.pane', { hasText: 'Cells' })
-      .locator('.monaco-list-row', { hasText: /verdict/ })
+      .locator('.monaco-list-row', { hasText: /^verdict · attempt 2(?!\d)/ })
       .first();
     await cell.waitFor({ timeout: 30_000 });
     await cell.click();

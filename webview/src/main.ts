@@ -188,7 +188,7 @@ function renderAttempt(d: AttemptData): TemplateResult {
         ${d.cells.map(
           (c) =>
             html`<vscode-table-row>
-              <vscode-table-cell>${c.purpose}</vscode-table-cell><vscode-table-cell>${c.command}</vscode-table-cell>
+              <vscode-table-cell>${cellPurpose(c, d.attempt.index)}</vscode-table-cell><vscode-table-cell>${c.command}</vscode-table-cell>
               ${
                 // A cell the run's cancel killed: its exit code (137) is no verdict on what it ran.
                 c.killed_by === 'cancel'
@@ -202,8 +202,13 @@ function renderAttempt(d: AttemptData): TemplateResult {
         )}
       </vscode-table-body>
     </vscode-table>
-    ${d.cells.filter((c) => c.log).map((c) => html`<vscode-collapsible title="Log: ${c.purpose} (${c.cell_id})"><pre>${ansiText(c.log ?? '')}</pre></vscode-collapsible>`)}
+    ${d.cells.filter((c) => c.log).map((c) => html`<vscode-collapsible title="Log: ${cellPurpose(c, d.attempt.index)} (${c.cell_id})"><pre>${ansiText(c.log ?? '')}</pre></vscode-collapsible>`)}
   `;
+}
+
+/** A cell's purpose, and whose it is when another attempt's (the verdict of the same change this attempt took). */
+function cellPurpose(c: { purpose: string; attempt_index: number | null }, index: number): string {
+  return c.attempt_index !== null && c.attempt_index !== index ? `${c.purpose} of attempt ${c.attempt_index} (the same change)` : c.purpose;
 }
 
 function renderVerdict(v: Verdict, testCmd: string): TemplateResult {

@@ -35,7 +35,9 @@ export function outputEnding(output: string, n = 3, maxChars = 400): string {
     .filter(Boolean)
     .slice(-n);
   if (lines.length === 0) return '(no output)';
-  const text = lines.join(' | ');
+  // Every client of the progress gets it safe for a terminal (OSC and private CSI sequences too).
+  // eslint-disable-next-line no-control-regex
+  const text = lines.join(' | ').replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
   return `"${text.length > maxChars ? `...${text.slice(-maxChars)}` : text}"`;
 }
 

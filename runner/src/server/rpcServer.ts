@@ -17,6 +17,7 @@ import { checkRepository } from '../repair/fix/checkRepository.js';
 import { confirmRepositoryFiles } from '../repair/trust/repositoryTrust.js';
 import { locateRepository } from '../workspace/attemptWorktree.js';
 import { storedVerdict } from '../repair/verdicts/storedVerdict.js';
+import { sharedVerdictSource } from '../repair/fix/verdictReuse.js';
 
 // core types: the table mixes zod's chainable and functional (zod/mini) schemas.
 type MethodTable = Record<string, { params: z.core.$ZodType; result: z.core.$ZodType }>;
@@ -114,13 +115,19 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
           tool_calls: results.map((r) => ({ tool: r.tool, arguments: r.arguments, result: r.result })),
         };
       });
+      const verdict = row.verdict_json ? storedVerdict(row.verdict_json) : null;
+      // A verdict taken from another attempt with the same change: that attempt's verdict cells are its logs.
+      const source = sharedVerdictSource(verdict?.reused_from ?? null);
       return {
         run: snap.run,
         ranking: snap.ranking,
         attempt,
-        verdict: row.verdict_json ? storedVerdict(row.verdict_json) : null,
+        verdict,
         turns,
-        cells: snap.cells.filter((cell) => cell.attempt_index === index),
+        cells: snap.cells.filter(
+          (cell) =>
+            cell.attempt_index === index || (source !== null && cell.attempt_index === source && cell.purpose.startsWith('verdict')),
+        ),
       };
     },
     'cells/log': async ({ run_id, cell_id }) => {

@@ -12,4 +12,11 @@ describe('outputEnding: what a red cell printed last, on one line', () => {
     assert.equal(ending, `"...${'x'.repeat(100)}"`);
     assert.equal(outputEnding('\n \n'), '(no output)');
   });
+
+  it('escapes what a terminal would obey: an OSC clipboard write, a private CSI, C1 codes', () => {
+    const ending = outputEnding('FAIL\x1b]52;c;ZXZpbA==\x07 \x1b[?1049h \x9b2J done');
+    // eslint-disable-next-line no-control-regex
+    assert.doesNotMatch(ending, /[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+    assert.match(ending, /\\x1b\]52;c;ZXZpbA==\\x07 \\x1b\[\?1049h \\x9b2J done/);
+  });
 });

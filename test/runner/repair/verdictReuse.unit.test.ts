@@ -2,7 +2,13 @@
 import assert from 'node:assert/strict';
 import type { CellResult } from '../../../runner/src/protocol/cellResult.js';
 import type { TestRun } from '../../../runner/src/repair/fix/runCells.js';
-import { AttemptTestRuns, RunVerdicts, treeKey } from '../../../runner/src/repair/fix/verdictReuse.js';
+import {
+  AttemptTestRuns,
+  RunVerdicts,
+  sharedVerdictFrom,
+  sharedVerdictSource,
+  treeKey,
+} from '../../../runner/src/repair/fix/verdictReuse.js';
 import type { Verdict } from '../../../runner/src/repair/verdicts/judgeTestRun.js';
 import { aVerdict } from '../../helpers/verdicts.js';
 
@@ -138,5 +144,11 @@ describe('verdict reuse: never run the same tree twice', () => {
     let judged = false;
     await verdicts.judge('same', 2, async () => ((judged = true), verdict(true)), undefined, false);
     assert.equal(judged, true, 'nor does it take one');
+  });
+
+  it("a verdict taken from another attempt names it, and the name gives the attempt back (its logs are that attempt's verdict cells)", () => {
+    assert.equal(sharedVerdictSource(sharedVerdictFrom(3)), 3);
+    assert.equal(sharedVerdictSource("turn 2's run_tests (the tree is unchanged since)"), null);
+    assert.equal(sharedVerdictSource(null), null);
   });
 });

@@ -130,15 +130,17 @@ export class EarlyGroundTruths implements EarlyStarted {
     const stop = new AbortController();
     const name = `${this.scope.run.runId}-truth${++this.made}`;
     const started: Started = { patch, stop, result: Promise.resolve(null) };
-    started.result = groundTruthOf(this.scope, patch, name, this.baseline, stop.signal).catch((e: unknown) => {
-      // No idle core after all, or it gave its core away: it waits for the next one.
-      if (e instanceof EarlyWorkDropped && this.byAttempt.get(index) === started) {
-        this.byAttempt.delete(index);
-        // After selection the winner's ground truth runs in the foreground instead (checkGroundTruth).
-        if (!this.closed && !this.scope.deps.signal?.aborted) this.waiting.set(index, patch);
-      }
-      return null;
-    });
+    started.result = groundTruthOf(this.scope, patch, name, this.baseline, `attempt ${index}'s change (started early)`, stop.signal).catch(
+      (e: unknown) => {
+        // No idle core after all, or it gave its core away: it waits for the next one.
+        if (e instanceof EarlyWorkDropped && this.byAttempt.get(index) === started) {
+          this.byAttempt.delete(index);
+          // After selection the winner's ground truth runs in the foreground instead (checkGroundTruth).
+          if (!this.closed && !this.scope.deps.signal?.aborted) this.waiting.set(index, patch);
+        }
+        return null;
+      },
+    );
     this.all.add(started.result);
     this.byAttempt.set(index, started);
     const key = `${index}:${createHash('sha256').update(patch).digest('hex')}`;

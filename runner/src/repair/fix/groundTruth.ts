@@ -52,7 +52,7 @@ export async function checkGroundTruth(input: GroundTruthInput): Promise<FixRepo
     if (done) return done;
     deps.progress('ground truth: the early run gave its core to other work: running it again');
   } else deps.progress(`ground truth: ${who} on a fresh checkout of the base commit`);
-  return groundTruthOf(input, winner.patch, `${input.run.runId}-truth`, input.baselineReport);
+  return groundTruthOf(input, winner.patch, `${input.run.runId}-truth`, input.baselineReport, who);
 }
 
 /**
@@ -65,6 +65,8 @@ export async function groundTruthOf(
   patch: PatchBytes,
   name: string,
   baseline: Judged | null | Promise<Judged | null>,
+  /** Whose change, in progress lines. */
+  who: string,
   early?: AbortSignal,
 ): Promise<GroundTruth> {
   // With the base commit's tests, as its verdict had them (verdictTree.ts).
@@ -85,7 +87,9 @@ export async function groundTruthOf(
         verdict = judged.verdict;
         // The run's ending names the reason; what the cell printed last is most often its cause.
         if (!verdict.green)
-          deps.progress(`ground truth: red (${attemptReason(verdict, null)}); its output ends: ${outputEnding(judged.test.output)}`);
+          deps.progress(
+            `ground truth of ${who}: red (${attemptReason(verdict, null)}); its output ends: ${outputEnding(judged.test.output)}`,
+          );
       } catch (e) {
         // The winner's tests left a tree nobody may use: not fixed (no verdict), the tree goes below.
         if (!(e instanceof WorktreeWithheldError)) throw e;

@@ -180,7 +180,8 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
               return { ...first, targetedRed: step.red };
             }
             progress(`attempt ${index}: its run_tests: ${step.why} (targeted run, ${step.seconds} s): running the whole suite`);
-            // Some of them failed again: red whatever the rest says, so no ground truth for this tree.
+            // Some of them failed again: most likely red, so its ground truth does not start beside
+            // these tests (it may still start when they end green: testsEnded).
             const stillRed = step.stillFailing.length > 0;
             return cells.testCell(wt.path, 'run_tests', index, undefined, false, async () => {
               if (tree && !stillRed) input.early?.testsStarted(index, tree);
@@ -192,10 +193,11 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
           if (tree) input.early?.testsEnded(index, tree, test);
           return test.result;
         }
-        // The model reads which tests ran: only these, and the whole suite once they pass.
+        // The model reads which tests ran: only these, and the whole suite once they pass. Last:
+        // what it reads of a long output is its end.
         const only = test.targetedRed.targeted!;
-        const note = `[forge: only the baseline's ${plural(only.tests.length, 'failing test')} ran (${only.how}), and ${only.still_failing.length === 1 ? 'it fails' : 'they fail'} again; run_tests runs the whole suite once they pass]\n`;
-        return { ...test.result, output: note + test.result.output };
+        const note = `\n[forge: only the baseline's ${plural(only.tests.length, 'failing test')} ran (${only.how}), and ${only.still_failing.length === 1 ? 'it fails' : 'they fail'} again; run_tests runs the whole suite once they pass]\n`;
+        return { ...test.result, output: test.result.output + note };
       },
       fileWritten: (rel) => {
         testRuns.fileWritten(rel);

@@ -78,6 +78,25 @@ export function runEnd(t: TestRun): NonNullable<JudgeOptions['end']> {
 /** How often idle-core work looks for cells waiting on the machine (a poll of the store's queue). */
 const WAITING_POLL_MS = 250;
 
+/** How a cell of the run runs (RunCells.cell). */
+interface CellHow {
+  allowNet?: string[];
+  noDeps?: boolean;
+  env?: Record<string, string>;
+  /** Added after the value the cell has (GOFLAGS=-v gets a -run): failing tests first. */
+  appendEnv?: Record<string, string>;
+  exclusive?: boolean;
+  /** Without the run's build caches (a run whose result came from them is run again). */
+  noCaches?: boolean;
+  /** Work on an idle core only (a ground truth started early): declined when none is free, stopped by this signal. */
+  early?: AbortSignal;
+  /**
+   * Asked once the cell has its slot: another command to run instead (null: this one). A
+   * cell that waited decides on what is known when it starts (the baseline's failing tests).
+   */
+  choose?: () => Promise<{ command: string; purpose: string; appendEnv: Record<string, string> } | null>;
+}
+
 export class RunCells {
   private deps!: SharedDependencies;
   /** The shared dependencies as the report names them. */
@@ -112,66 +131,24 @@ export class RunCells {
     this.sharedSpec = { mount_at: repo, shared_deps: found.deps.map((d) => ({ source: d.source, target: d.target, layer: d.layer })) };
   }
 
-  async cell(
-    worktree: string,
-    command: string,
-    purpose: string,
-    attemptIdx: number | null,
-    how: {
-      allowNet?: string[];
-      noDeps?: boolean;
-      env?: Record<string, string>;
-      /** Added after the value the cell has (GOFLAGS=-v gets a -run): failing tests first. */
-      appendEnv?: Record<string, string>;
-      exclusive?: boolean;
-      /** Without the run's build caches (a run whose result came from them is run again). */
-      noCaches?: boolean;
-      /** Work on an idle core only (a ground truth started early): declined when none is free, stopped by this signal. */
-      early?: AbortSignal;
-      /**
-       * Asked once the cell has its slot: another command to run instead (null: this one). A
-       * cell that waited decides on what is known when it starts (the baseline's failing tests).
-       */
-      choose?: () => Promise<{ command: string; purpose: string; appendEnv: Record<string, string> } | null>;
-    } = {},
-  ): Promise<CellResult> {
+  async cell(worktree: string, command: string, purpose: string, attemptIdx: number | null, how: CellHow = {}): Promise<CellResult> {
     const { run, request, deps } = this.scope;
     if (!this.baselineIsOver && this.waitsForBaseline(purpose)) {
       deps.progress(`${whoRuns(purpose, attemptIdx)}: its ${purpose} waits for the baseline's build cache`);
       await this.baselineOver;
     }
     const release = how.early ? this.idleCell(how.early) : await this.waitForCell(purpose, attemptIdx, how.exclusive ?? false);
-    let chosen: Awaited<ReturnType<NonNullable<typeof how.choose>>> = null;
+    // Nothing may leave the slot taken: what fails before the cell starts gives it back.
+    let made: Awaited<ReturnType<RunCells['cellInput']>>;
     try {
-      chosen = (await how.choose?.()) ?? null;
+      made = await this.cellInput(command, purpose, how);
     } catch (e) {
       release();
+      this.onCellEnded?.();
       throw e;
     }
-    if (chosen) {
-      command = chosen.command;
-      purpose = chosen.purpose;
-      how = { ...how, appendEnv: { ...how.appendEnv, ...chosen.appendEnv } };
-    }
-    const caches = how.noDeps || how.noCaches ? [] : this.caches;
-    // Test runs name their tests (regressions need the baseline's passing ones).
-    const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
-    const env: Record<string, string> = {
-      // The conventional no-colour variables (no-color.org; FORCE_COLOR=0 for chalk and Node):
-      // logs, reports and what the model reads stay plain text. A command may set its own.
-      NO_COLOR: '1',
-      FORCE_COLOR: '0',
-      ...(how.noDeps ? {} : this.deps.env),
-      ...Object.fromEntries(caches.map((c) => [c.variable, c.target])),
-      ...(purpose === 'run_command' || purpose === 'install' ? {} : { ...TEST_REPORTING_ENV, ...reportRequestEnv(run.repo) }),
-      ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
-      ...how.env,
-    };
-    // A cell that writes or reads the run's build caches keeps out of them what must not be kept (test results).
-    const cached = caches.length > 0 || (!how.noDeps && this.baselineCaching && purpose.startsWith('baseline'));
-    const appended = { ...(cached ? cacheAppendEnv(caches.length > 0 ? caches : undefined) : {}) };
-    for (const [k, v] of Object.entries(how.appendEnv ?? {})) appended[k] = appended[k] ? `${appended[k]} ${v}` : v;
-    for (const [k, v] of Object.entries(appended)) env[k] = env[k] ? `${env[k]} ${v}` : v;
+    ({ command, purpose, how } = made);
+    const { caches, allowNet, env } = made;
     // Idle-core work gives its core to any cell of the machine that waits, another runner's too.
     const gaveWay = new AbortController();
     const watch = how.early ? setInterval(() => this.othersWaiting() && gaveWay.abort(), WAITING_POLL_MS) : null;
@@ -219,6 +196,37 @@ export class RunCells {
 
   /** A baseline cell ended: what it found (the failing tests) is known in a moment. */
   baselineRan = false;
+
+  /** What a cell that has its slot runs, and with what: `how.choose` asked, the run's variables and caches added. */
+  private async cellInput(command: string, purpose: string, how: CellHow) {
+    const { run, request } = this.scope;
+    const chosen = (await how.choose?.()) ?? null;
+    if (chosen) {
+      command = chosen.command;
+      purpose = chosen.purpose;
+      how = { ...how, appendEnv: { ...how.appendEnv, ...chosen.appendEnv } };
+    }
+    const caches = how.noDeps || how.noCaches ? [] : this.caches;
+    // Test runs name their tests (regressions need the baseline's passing ones).
+    const allowNet = [...new Set([...request.allow_net, ...(how.allowNet ?? [])])];
+    const env: Record<string, string> = {
+      // The conventional no-colour variables (no-color.org; FORCE_COLOR=0 for chalk and Node):
+      // logs, reports and what the model reads stay plain text. A command may set its own.
+      NO_COLOR: '1',
+      FORCE_COLOR: '0',
+      ...(how.noDeps ? {} : this.deps.env),
+      ...Object.fromEntries(caches.map((c) => [c.variable, c.target])),
+      ...(purpose === 'run_command' || purpose === 'install' ? {} : { ...TEST_REPORTING_ENV, ...reportRequestEnv(run.repo) }),
+      ...(allowNet.length === 0 ? OFFLINE_ENV : {}),
+      ...how.env,
+    };
+    // A cell that writes or reads the run's build caches keeps out of them what must not be kept (test results).
+    const cached = caches.length > 0 || (!how.noDeps && this.baselineCaching && purpose.startsWith('baseline'));
+    const appended = { ...(cached ? cacheAppendEnv(caches.length > 0 ? caches : undefined) : {}) };
+    for (const [k, v] of Object.entries(how.appendEnv ?? {})) appended[k] = appended[k] ? `${appended[k]} ${v}` : v;
+    for (const [k, v] of Object.entries(appended)) env[k] = env[k] ? `${env[k]} ${v}` : v;
+    return { command, purpose, how, caches, allowNet, env };
+  }
 
   /** Called when a cell of this run has to wait for the machine: work on idle cores gives way. */
   onContention: (() => void) | null = null;
@@ -316,6 +324,8 @@ export class RunCells {
   ): Promise<TestRun> {
     const testCmd = this.scope.run.testCmd;
     let selected = typeof targeted === 'function' ? null : (targeted ?? null);
+    // The first run's purpose as recorded (a chosen targeted run says so): the uncached re-run is named after it.
+    let named = purpose;
     const run = async (noCaches: boolean, as: string): Promise<TestRun> => {
       const before = snapshotJunitReports(worktree);
       const requested = snapshotCellReports(worktree);
@@ -323,7 +333,8 @@ export class RunCells {
       const choose = decide
         ? async () => {
             selected = await decide();
-            return selected && { command: selected.command ?? testCmd, purpose: `${as}_targeted`, appendEnv: selected.env };
+            if (selected) named = `${as}_targeted`;
+            return selected && { command: selected.command ?? testCmd, purpose: named, appendEnv: selected.env };
           }
         : undefined;
       const result = await this.cell(worktree, selected?.command ?? testCmd, as, attemptIdx, {
@@ -350,7 +361,7 @@ export class RunCells {
     this.scope.deps.progress(
       `${who}: go test reported results from the run's build cache (the command sets GOFLAGS, so -count=1 was not in force): run again without it`,
     );
-    return run(true, `${purpose}_uncached`);
+    return run(true, `${named}_uncached`);
   }
 
   /**

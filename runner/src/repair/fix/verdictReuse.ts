@@ -75,6 +75,17 @@ export class AttemptTestRuns {
   }
 }
 
+/** Pure: how a verdict taken from attempt `attempt` (the same change) says where it came from. */
+export function sharedVerdictFrom(attempt: number): string {
+  return `attempt ${attempt}'s verdict (the same change)`;
+}
+
+/** Pure: the attempt whose verdict cells a verdict reused from another attempt came from, or null. */
+export function sharedVerdictSource(reusedFrom: string | null): number | null {
+  const m = /^attempt (\d+)'s verdict \(the same change\)$/.exec(reusedFrom ?? '');
+  return m ? Number(m[1]) : null;
+}
+
 /** A verdict the run already has, shared by attempts whose change is the same. */
 export interface SharedVerdict {
   verdict: Verdict;
@@ -106,8 +117,7 @@ export class RunVerdicts {
     const earlier = own ? undefined : this.byTree.get(key);
     if (earlier) {
       const shared = await earlier;
-      if (shared && shared.attempt !== attempt)
-        return { ...shared.verdict, reused_from: `attempt ${shared.attempt}'s verdict (the same change)` };
+      if (shared && shared.attempt !== attempt) return { ...shared.verdict, reused_from: sharedVerdictFrom(shared.attempt) };
     }
     let offer!: (v: SharedVerdict | null) => void;
     this.byTree.set(key, new Promise((resolve) => (offer = resolve)));
