@@ -33,13 +33,14 @@ export async function targetedStep(
   at: { worktree: string; attemptIdx: number; baseline: Judged | null },
   purpose: string,
 ): Promise<TargetedStep> {
-  const started = performance.now();
   const test = await cells.testCell(at.worktree, purpose, at.attemptIdx, undefined, false, run);
-  return judgeTargeted(run, test, Math.round((performance.now() - started) / 100) / 10, at.baseline);
+  return judgeTargeted(run, test, at.baseline);
 }
 
 /** What a targeted run of `run`'s tests says: red when every one of them failed again. */
-export function judgeTargeted(run: TargetedRun, test: TestRun, seconds: number, baseline: Judged | null): TargetedStep {
+export function judgeTargeted(run: TargetedRun, test: TestRun, baseline: Judged | null): TargetedStep {
+  // The cell's own time, not its wait for a slot.
+  const seconds = Math.round(test.result.duration_ms / 100) / 10;
   const end = runEnd(test);
   const report = runReport(test.written, parseTestOutput(test.output), test.logWhole);
   const crash = testRunCrash(

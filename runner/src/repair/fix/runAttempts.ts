@@ -171,7 +171,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
             };
             const first = await cells.testCell(wt.path, 'run_tests', index, undefined, false, targeted);
             if (!first.selected) return first;
-            const step = judgeTargeted(first.selected, first, Math.round(first.result.duration_ms / 100) / 10, await input.baseline);
+            const step = judgeTargeted(first.selected, first, await input.baseline);
             const n = plural(first.selected.tests.length, 'failing test');
             if (step.red) {
               progress(
