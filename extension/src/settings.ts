@@ -11,6 +11,8 @@ export interface ForgeSettings {
   maxTurns: number;
   /** Seconds one cell may run (the runner's cell_timeout_s). */
   cellTimeout: number;
+  /** A fix must pass the whole suite, not only the issue's tests with nothing else broken (the runner's strict). */
+  strict?: boolean;
 }
 
 /**
@@ -43,6 +45,7 @@ export function fixStartParams(settings: ForgeSettings, repo: string, issue: str
     ...(settings.testCommand.trim() ? { test_cmd: settings.testCommand.trim() } : {}),
     max_turns: clampWhole(settings.maxTurns, FIX_LIMITS.max_turns),
     cell_timeout_s: clampWhole(settings.cellTimeout, FIX_LIMITS.cell_timeout_s),
+    ...(settings.strict ? { strict: true } : {}),
   };
 }
 

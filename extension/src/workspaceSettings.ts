@@ -13,5 +13,6 @@ export function readSettings(): ForgeSettings {
     model: c.get<string>('model', ''),
     maxTurns: c.get<number>('maxTurns', FIX_LIMITS.max_turns.default),
     cellTimeout: c.get<number>('cellTimeout', FIX_LIMITS.cell_timeout_s.default),
+    strict: c.get<boolean>('strict', false),
   };
 }

@@ -5,6 +5,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { runCorpusFix, runSetup } from '../corpus/corpusRepos.js';
+import type { FixReport } from '../../runner/src/protocol/fixReport.js';
 
 /**
  * The real-world corpus: published projects fetched at test time by name and exact version
@@ -73,6 +74,10 @@ export const RealProjectSchema = z.strictObject({
   winner: z.string().regex(/^a\d+$/),
   /** A test the regression-causing attempt breaks, as the verdict names it. */
   regression: z.string().min(1),
+  /** Tests that fail on the base commit and after the fix here (not the issue's): the winner must name them so, and still win. */
+  failing_before: z.array(z.string().min(1)).default([]),
+  /** A cache directory its tests write (pytest's): the winner must name it generated, not carry it in its patch. */
+  generated: z.string().min(1).optional(),
   /** In the CI subset (npm test); the whole set runs with npm run corpus:real. */
   ci: z.boolean().default(false),
   /** Programs the set-up and tests need on the host. */
@@ -284,6 +289,7 @@ export function checkRealProject(p: RealProject, provider: 'host' | 'docker' = '
             .join('; ')})`
         : null,
       baselineProblem,
+      ...preexistingProblems(p, out.report),
       untouched ? null : 'the user checkout changed',
     ].filter((x): x is string => x !== null);
     return row({
@@ -297,4 +303,20 @@ export function checkRealProject(p: RealProject, provider: 'host' | 'docker' = '
   } finally {
     prepared.cleanup();
   }
+}
+
+/** What the winner must say of tests failing before and after and of a tool's cache (project.json), in words; empty when it does. */
+function preexistingProblems(p: RealProject, report: FixReport | null): string[] {
+  const winner = report?.winner;
+  if (!winner) return [];
+  const named = winner.verdict.failing_before;
+  const problems = p.failing_before
+    .filter((t) => !named.includes(t))
+    .map((t) => `"${t}" not named as failing before and after (named: ${named.join('; ') || 'none'})`);
+  const won = report.attempts.find((a) => a.attempt_id === winner.attempts[0]);
+  if (p.generated && !won?.generated.includes(p.generated))
+    problems.push(
+      `the winner names no generated ${p.generated} (generated: ${won?.generated.join(', ') || 'none'}, ${won?.diff_size} changed lines)`,
+    );
+  return problems;
 }

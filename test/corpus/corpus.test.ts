@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { corpusEntries, prepareCorpusRepo, runCorpusFix } from './corpusRepos.js';
+import { type CorpusEntry, type CorpusOutcome, corpusEntries, prepareCorpusRepo, runCorpusFix } from './corpusRepos.js';
+import { requireQemu } from '../helpers/qemu.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
 import { requireFeature } from '../helpers/requirement.js';
 import { swarmUnavailable, TEST_SWARM_REGISTRY } from '../helpers/swarm.js';
@@ -11,6 +12,20 @@ import { swarmUnavailable, TEST_SWARM_REGISTRY } from '../helpers/swarm.js';
  * Every corpus repository is fixed with default flags after its ordinary install step: the
  * regression-causing attempt loses with its regression named, the correct one wins.
  */
+/** A test failing before and after is named so on the winner, and a tool's cache is named generated, not patched. */
+function checkPreexistingAndGenerated(entry: CorpusEntry, out: CorpusOutcome): void {
+  const report = out.report!;
+  const won = report.attempts.find((a) => out.winner === a.attempt_id)!;
+  if (entry.failing_before) {
+    assert.deepEqual(report.winner?.verdict.failing_before, [entry.failing_before], JSON.stringify(report.winner?.verdict));
+    assert.match(report.ending ?? '', /failing before and after, not caused by this change/);
+  }
+  if (entry.generated) {
+    assert.ok(won.generated.includes(entry.generated), `the winner names no generated ${entry.generated}: ${JSON.stringify(won)}`);
+    assert.ok(won.diff_size <= 2, `the winner's patch has ${won.diff_size} changed lines: more than its fix`);
+  }
+}
+
 describe('corpus: realistic repositories fixed with default flags', function () {
   this.timeout(900_000);
 
@@ -51,6 +66,7 @@ describe('corpus: realistic repositories fixed with default flags', function () 
               )}\n${out.stderr.slice(-2000)}`,
             );
             assert.ok(out.report!.dependencies.length > 0 || !entry.setup, 'installed dependencies were not detected');
+            checkPreexistingAndGenerated(entry, out);
           } finally {
             repo.cleanup();
           }
@@ -58,6 +74,24 @@ describe('corpus: realistic repositories fixed with default flags', function () 
       }
     });
   }
+
+  describe('qemu cells: a bare pytest checkout (a test failing before and after, its cache, multiprocessing) is fixed in micro-VMs', () => {
+    it('py-pytest-preexisting', function () {
+      requireQemu(this);
+      const entry = corpusEntries().find((e) => e.name === 'py-pytest-preexisting')!;
+      const repo = prepareCorpusRepo(entry);
+      try {
+        const out = runCorpusFix(entry, repo, 'qemu');
+        assert.equal(out.exitCode, 0, out.stderr.slice(-3000));
+        assert.equal(out.report!.provider, 'qemu');
+        assert.ok(out.winner?.endsWith(`-${entry.winner}`), `winner ${out.winner}`);
+        assert.ok(out.regressions.includes(entry.regression), JSON.stringify(out.regressions));
+        checkPreexistingAndGenerated(entry, out);
+      } finally {
+        repo.cleanup();
+      }
+    });
+  });
 
   describe('swarm cells: the installed dependencies travel to the nodes as a layer', () => {
     it('js-jest: an npm package with jest installed in the checkout is fixed on the 3-node cluster', async function () {

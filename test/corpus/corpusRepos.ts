@@ -27,6 +27,10 @@ export interface CorpusEntry {
    * (e.g. a developer's ~/.m2; $FORGE_CORPUS_REAL_HOME is the machine's home to take it from).
    */
   own_home?: boolean;
+  /** A test that fails on the base commit and after the fix (not the issue's): the winner must name it so, and still win. */
+  failing_before?: string;
+  /** A cache directory its tests write (pytest's): the winner must name it generated, not carry it in its patch. */
+  generated?: string;
   /** The providers whose cells have this project's toolchain (default: all). */
   providers?: ('host' | 'docker' | 'qemu')[];
 }

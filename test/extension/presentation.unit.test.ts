@@ -262,6 +262,22 @@ describe('extension presentation and decisions (pure)', () => {
       ),
       { repo: '/r', issue: 'i', model: 'm', attempts: 64, provider: 'docker', image: 'img', max_turns: 1, cell_timeout_s: 300 },
     );
+    const strict = fixStartParams(
+      { attempts: 3, provider: 'host', image: '', testCommand: '', model: '', maxTurns: 30, cellTimeout: 300, strict: true },
+      '/r',
+      'i',
+      'm',
+    );
+    assert.equal(strict.strict, true);
+  });
+
+  it('an attempt green with a test failing before and after says so in its tooltip', () => {
+    const v = attemptView(attempt({ passed: 6, failed: 1, failing_before: ['tests/test_meta.py::test_has_version'] }));
+    assert.match(v.description, /^green/);
+    assert.match(
+      v.tooltip,
+      /6 passed, 1 failed \(1 failing before and after, not caused by this change: tests\/test_meta\.py::test_has_version\)/,
+    );
   });
 
   it('review URIs round-trip; apply outcomes name every conflicting file', () => {

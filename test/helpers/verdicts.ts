@@ -19,6 +19,9 @@ export function aVerdict(green: boolean, over: Partial<Verdict> = {}): Verdict {
     could_not_run: null,
     reused_from: null,
     targeted: null,
+    fixed: [],
+    failing_before: [],
+    issue_tests: [],
     green,
     ...over,
   };

@@ -162,21 +162,25 @@ describe('a failing test run is never green on what it printed (issue 25, red te
     assert.match(v.failing_incomplete ?? '', /1 test\(s\) ran where the baseline ran 3, and its failing test\(s\) subtracts did not run/);
   });
 
-  it('a run that names a failing test is not green though its command exits 0 (a; b in the test script; red team, issue 26)', () => {
-    const r = fixWith(
-      {
-        'package.json': npmPackage('poly', { test: 'python3 -m unittest discover -s py -v; node --test js/' }),
-        'py/norm.py': 'def norm(s):\n    return s.lower()\n',
-        'py/test_norm.py':
-          "import unittest\nfrom norm import norm\nclass T(unittest.TestCase):\n    def test_strips(self):\n        self.assertEqual(norm(' A '), 'a')\n",
-        'js/slug.js': "module.exports = (s) => s.toLowerCase().replace(/\\s+/g, '-');\n",
-        'js/slug.test.js':
-          "const test = require('node:test'); const assert = require('node:assert'); const slug = require('./slug');\ntest('slug joins words', () => assert.strictEqual(slug(' A b '), 'a-b'));\n",
-      },
-      [[edit('js/slug.js', 's.toLowerCase()', 's.trim().toLowerCase()')]],
-    );
-    const v = notFixedVerdict(r);
+  it('a run that names a failing test is not green though its command exits 0 (a; b in the test script; red team, issue 26); by default a test failing before and after is named so', () => {
+    const files = {
+      'package.json': npmPackage('poly', { test: 'python3 -m unittest discover -s py -v; node --test js/' }),
+      'py/norm.py': 'def norm(s):\n    return s.lower()\n',
+      'py/test_norm.py':
+        "import unittest\nfrom norm import norm\nclass T(unittest.TestCase):\n    def test_strips(self):\n        self.assertEqual(norm(' A '), 'a')\n",
+      'js/slug.js': "module.exports = (s) => s.toLowerCase().replace(/\\s+/g, '-');\n",
+      'js/slug.test.js':
+        "const test = require('node:test'); const assert = require('node:assert'); const slug = require('./slug');\ntest('slug joins words', () => assert.strictEqual(slug(' A b '), 'a-b'));\n",
+    };
+    const fixSlug = [[edit('js/slug.js', 's.toLowerCase()', 's.trim().toLowerCase()')]];
+    // The whole-suite rule: the exit status does not hide the failure it names.
+    const v = notFixedVerdict(fixWith(files, fixSlug, ['--strict']));
     assert.deepEqual([v.exit_code, v.green, v.failing], [0, false, ['test_norm.T.test_strips']]);
+    // The default rule: the issue's test (the one an attempt made pass) passes, test_strips failed before and after.
+    const r = fixWith(files, fixSlug);
+    assert.equal(r.report!.status, 'fixed', r.stderr);
+    assert.deepEqual(r.report!.winner!.verdict.failing_before, ['test_norm.T.test_strips']);
+    assert.deepEqual(r.report!.issue_tests, { tests: ['slug joins words'], rule: 'made to pass by an attempt' });
   });
 
   it('a TAP run that fails before a passing unittest run is read too: the regression is named though the command exits 0 (red team 3, issue 26)', () => {

@@ -221,7 +221,18 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
       ${v.green ? 'green' : 'red'}: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped (exit
       ${v.exit_code}${v.framework ? `, ${v.framework}` : ''}) · <code>${testCmd}</code>
     </p>
-    ${v.failing.length ? html`<div>Failing: ${v.failing.join(', ')}</div>` : nothing}
+    ${
+      v.failing.filter((n) => !(v.failing_before ?? []).includes(n)).length
+        ? html`<div>Failing: ${v.failing.filter((n) => !(v.failing_before ?? []).includes(n)).join(', ')}</div>`
+        : nothing
+    }
+    ${
+      (v.failing_before ?? []).length
+        ? html`<div data-testid="failing-before" class="sub">
+            Failing before and after (not caused by this change): ${(v.failing_before ?? []).join(', ')}
+          </div>`
+        : nothing
+    }
     ${
       v.regressions.length
         ? html`<div class="bad">

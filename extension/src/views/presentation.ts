@@ -83,7 +83,11 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   else if (a.could_not_run) [state, icon, color] = ['could not run', 'warning', 'editorWarning.foreground'];
   else [state, icon, color] = ['red', 'error', 'testing.iconFailed'];
   // A test runner that died before reporting gave no counts worth showing.
-  const tests = a.passed !== null && !a.could_not_run ? ` · ${a.passed} passed, ${a.failed} failed` : '';
+  const before = a.failing_before ?? [];
+  const tests =
+    a.passed !== null && !a.could_not_run
+      ? ` · ${a.passed} passed, ${a.failed} failed${before.length > 0 ? ` (${before.length} failing before and after, not caused by this change: ${before.slice(0, 3).join(', ')}${before.length > 3 ? ', ...' : ''})` : ''}`
+      : '';
   const agree = a.agrees_with.length > 0 ? ` · ${a.agrees_with.length + 1} agree` : '';
   const changed = a.status === 'finished' && a.diff_size > 0;
   return {

@@ -28,6 +28,12 @@ export interface BubblewrapPlan {
    * its one way out. Null or unset: no network at all.
    */
   egress?: { socket: string; node: string } | null;
+  /**
+   * Size of the cell's own /dev/shm (a tmpfs every user may write, as on a real machine:
+   * Python's multiprocessing, pytest-xdist and Chromium need it). Its pages count against the
+   * cell's memory limit like any other. Unset: bwrap's /dev/shm, a directory only root may write.
+   */
+  shmBytes?: number;
   /** The cell's whole environment: bwrap clears its own and sets exactly this. */
   env: Record<string, string>;
   argv: string[];
@@ -67,8 +73,9 @@ export const ROOT_STAGE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
  */
 export function buildBubblewrapArgs(plan: BubblewrapPlan): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  // /tmp stays world-writable like a real one: the command may run as a user other than bwrap's.
-  for (const dir of plan.layout.tmpfsMasks) args.push(...(dir === '/tmp' ? ['--perms', '1777'] : []), '--tmpfs', dir);
+  if (plan.shmBytes) args.push('--perms', '1777', '--size', String(plan.shmBytes), '--tmpfs', '/dev/shm');
+  // /tmp and /var/tmp stay world-writable like real ones: the command may run as a user other than bwrap's.
+  for (const dir of plan.layout.tmpfsMasks) args.push(...(dir === '/tmp' || dir === '/var/tmp' ? ['--perms', '1777'] : []), '--tmpfs', dir);
   for (const dir of plan.layout.reexposed) {
     // Directories bubblewrap makes on the way inside a mask would be 0700 (root's): the cell user could not pass.
     for (const up of ancestorsBelowMasks(dir, plan.layout.tmpfsMasks)) args.push('--perms', '0755', '--dir', up);

@@ -51,7 +51,8 @@ export function buildContainerSpec(spec: CellSpec, ctx: DockerCellContext): Cont
     ...ctx.networkEnv,
   };
   const binds: string[] = [];
-  const tmpfs: Record<string, string> = { '/tmp': TMPFS_OPTIONS };
+  // Where test tools write scratch (tempfile, some caches), writable by the cell user as on a real machine.
+  const tmpfs: Record<string, string> = { '/tmp': TMPFS_OPTIONS, '/var/tmp': TMPFS_OPTIONS };
   const workdir = ctx.worktree ? (ctx.worktreeTarget ?? DOCKER_WORKDIR) : DOCKER_WORKDIR;
   if (ctx.worktree) {
     binds.push(`${ctx.worktree.top}:${workdir}:rw`);

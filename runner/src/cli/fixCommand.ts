@@ -56,6 +56,7 @@ interface FixFlags {
   resume?: string;
   allowDirty?: boolean;
   allowGreenBaseline?: boolean;
+  strict?: boolean;
   json?: boolean;
 }
 
@@ -132,6 +133,10 @@ export function registerFixCommand(program: Command): void {
     )
     .option('--allow-dirty', 'run even with uncommitted changes (they are not part of the attempts)')
     .option('--allow-green-baseline', 'continue even if the tests already pass on the base commit')
+    .option(
+      '--strict',
+      "a fix must pass the whole suite (exit 0, nothing failing); by default it must make the issue's failing tests pass and break nothing else, and tests that fail before and after are named, not held against it",
+    )
     .option('--json', 'print only the report (JSON) on stdout')
     .action(async (flags: FixFlags) => {
       // Ctrl-C stops the cells and leaves the run "cancelled", resumable with --resume.
@@ -277,6 +282,7 @@ export async function fixFromFlags(
       temperature,
       ...runSettings(flags),
       allow_dirty: flags.allowDirty ?? false,
+      strict: flags.strict ?? false,
     },
     flags,
   );
@@ -352,6 +358,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
     ...(flags.failingFirst === false ? { failing_first: false } : {}),
     ...(flags.warmCaches === false ? { warm_caches: false } : {}),
     ...(flags.earlyGroundTruth === false ? { early_ground_truth: false } : {}),
+    ...(flags.strict ? { strict: true } : {}),
   };
   const request = parseFixRequest(resumeRequest(row, given), flags);
   const provider = createProvider(row.provider, { prewarm: prewarmFor(row.attempts), ...swarmOptions(flags) });

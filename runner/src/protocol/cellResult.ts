@@ -35,6 +35,15 @@ export const WorktreeDiffSchema = z.strictObject({
         'Files left out of the change set (too large, not a regular file, nested repository): they are neither shown nor applied.',
       ),
     ),
+  generated: z.optional(
+    z
+      .array(z.string())
+      .check(
+        z.describe(
+          'New directories a tool marked as its cache (a CACHEDIR.TAG, or a .gitignore of `*` inside it, as pytest writes): generated, not part of the change, neither shown nor applied.',
+        ),
+      ),
+  ),
   warnings: z
     .array(z.string())
     .check(z.describe('Changes the review can only name, not show, although they are text files by name (e.g. a NUL byte in a .js file).')),

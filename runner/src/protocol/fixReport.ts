@@ -24,7 +24,22 @@ export const VerdictSchema = z
       .describe(
         'Lifecycle hooks around the tests (npm posttest...) that failed for an environment reason after the tests passed: said, not counted against the tests.',
       ),
-    green: z.boolean(),
+    green: z
+      .boolean()
+      .describe(
+        "A fix: the issue's tests pass and every test failing now failed on the base commit too (not the issue's); with --strict, or when a failing list is not whole, exit 0 with nothing failing.",
+      ),
+    fixed: z.array(z.string()).default([]).describe("Of the baseline's failing tests, those this run shows passing."),
+    failing_before: z
+      .array(z.string())
+      .default([])
+      .describe(
+        "Tests failing here that failed on the base commit too and are not the issue's: failing before and after, not caused by this change.",
+      ),
+    issue_tests: z
+      .array(z.string())
+      .default([])
+      .describe("The issue's tests this verdict was held to: every one must pass (report.json's issue_tests says how they were chosen)."),
     could_not_run: z
       .string()
       .nullable()
@@ -81,6 +96,12 @@ export const AttemptReportSchema = z
       .describe(
         'What the attempt changed that its patch leaves out (too large, not a regular file, a nested repository): neither reviewed nor applied.',
       ),
+    generated: z
+      .array(z.string())
+      .default([])
+      .describe(
+        'New directories a tool marked as its cache (a CACHEDIR.TAG, or a .gitignore of `*` inside it): generated, not part of the patch, left out of review and Apply.',
+      ),
     error: z.string().nullable(),
   })
   .strict();
@@ -97,6 +118,16 @@ export const FixReportSchema = z
     image: z.string(),
     model: z.string(),
     baseline: VerdictSchema,
+    issue_tests: z
+      .object({
+        tests: z.array(z.string()),
+        rule: z.enum(['named in the issue', 'made to pass by an attempt', 'whole suite (--strict)', 'none passed']),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "The baseline's failing tests every attempt was held to, and the rule that chose them: those the issue names; else those some attempt made pass; every one with --strict; every one when no attempt made any pass. Absent when no attempt was judged.",
+      ),
     environment: BrokenEnvironmentSchema.nullable().describe(
       'Set when the tests could not run on the base commit (no attempt was judged): the cause and the way out.',
     ),

@@ -57,6 +57,12 @@ export const FixRequestSchema = z
       .describe(
         "Untracked files of the checkout (globs) to copy into every attempt: the user's word, unlike the repository's .forgeinclude.",
       ),
+    strict: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Hold every attempt to the whole suite (exit 0, nothing failing) instead of the issue's tests passing with nothing else broken: a test that fails before and after then stops every fix.",
+      ),
     share: z
       .array(z.string().min(1).max(4096))
       .max(32)
@@ -121,5 +127,6 @@ export const FixStartParamsSchema = FixRequestSchema.pick({
   allow_dirty: true,
   include: true,
   share: true,
+  strict: true,
 }).strict();
 export type FixStartParams = z.output<typeof FixStartParamsSchema>;

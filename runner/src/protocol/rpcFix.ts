@@ -76,6 +76,12 @@ export const AttemptSnapshotSchema = z
       .string()
       .nullable()
       .describe('Its test runner died before reporting, twice: why. Such an attempt is not ranked as failing tests.'),
+    failing_before: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "Tests failing in its verdict that failed on the base commit too and are not the issue's: not caused by its change, not held against it.",
+      ),
     waiting_for_cell: z
       .number()
       .int()

@@ -19,7 +19,10 @@ export function attemptReason(v: Verdict | null, error: string | null): string |
   if (v.could_not_run) return `its tests could not run: ${v.could_not_run}`;
   if (v.green) return null;
   if (v.regressions.length > 0) return `it broke ${names(v.regressions)}, which passed before`;
-  if (v.failing.length > 0) return `${names(v.failing)} still fail${v.failing.length === 1 ? 's' : ''}`;
+  // Failing before and after is not this change's doing: what still fails of its own is the reason.
+  const still = v.failing.filter((n) => !(v.failing_before ?? []).includes(n));
+  const shown = still.length > 0 ? still : v.failing;
+  if (shown.length > 0) return `${names(shown)} still fail${shown.length === 1 ? 's' : ''}`;
   if (v.failing_incomplete) return v.failing_incomplete;
   return `its test command exited ${v.exit_code}`;
 }
@@ -46,11 +49,19 @@ export function outputEnding(output: string, n = 3, maxChars = 400): string {
  * none did, attempt by attempt. A winner of the ranking that failed on a fresh checkout says so
  * (the ranking and the run's state never disagree).
  */
-export function runEnding(report: Pick<FixReport, 'status' | 'attempts' | 'winner' | 'best' | 'ground_truth'>): string {
+export function runEnding(report: Pick<FixReport, 'status' | 'attempts' | 'winner' | 'best' | 'ground_truth' | 'issue_tests'>): string {
   const idx = (id: string) => Number(id.split('-a').at(-1));
   if (report.status === 'fixed' && report.winner) {
     const v = report.winner.verdict;
     const agree = report.winner.attempts.length > 1 ? ` (${report.winner.attempts.length} attempts made the same change)` : '';
+    const before = v.failing_before ?? [];
+    // Inferred issue tests are a guess that the ending owns up to: an attempt may have fixed only an unrelated failure.
+    const guessed =
+      report.issue_tests?.rule === 'made to pass by an attempt'
+        ? ` (the issue names no test: its tests were taken as those an attempt made pass, ${names(report.issue_tests.tests)}; if one failing before and after is the issue's, name it in the issue or pass --strict)`
+        : '';
+    if (before.length > 0)
+      return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: the issue's tests pass (${v.passed} passed) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s); failing before and after, not caused by this change: ${names(before)}${guessed}`;
     return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: its tests pass (${v.passed} passed) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s)`;
   }
   const gt = report.ground_truth;

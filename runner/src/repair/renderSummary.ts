@@ -31,6 +31,9 @@ export function renderSummary(r: FixReport): string {
     '',
     `Baseline: exit ${r.baseline.exit_code}, ${r.baseline.passed} passed, ${r.baseline.failed} failed.`,
     '',
+    ...(r.issue_tests && r.issue_tests.rule !== 'whole suite (--strict)'
+      ? [`Issue tests (${r.issue_tests.rule}): ${r.issue_tests.tests.map(markdownText).join(', ')}.`, '']
+      : []),
     '| attempt | temperature | result | passed | failed | regressions | changed lines | turns |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.attempts.map(
@@ -54,6 +57,8 @@ export function renderSummary(r: FixReport): string {
     lines.push(
       `The winner's diff did not apply to a fresh checkout: conflicts in ${r.ground_truth.conflicts.map(markdownText).join(', ')}.`,
     );
+  const before = r.winner?.verdict.failing_before ?? r.best?.verdict.failing_before ?? [];
+  if (before.length > 0) lines.push(`Failing before and after (not caused by this change): ${before.map(markdownText).join(', ')}.`);
   for (const a of r.attempts)
     if (a.verdict && !a.verdict.regressions_known)
       lines.push(

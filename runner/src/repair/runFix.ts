@@ -1,11 +1,12 @@
 import { untrackedNote } from './fix/checkRepository.js';
 import type { FixRequest } from '../protocol/fixRequest.js';
 import type { AttemptWorktree } from '../workspace/attemptWorktree.js';
-import { checkGroundTruth, isFixed, removeLeftGroundTruths } from './fix/groundTruth.js';
+import { groundTruthInRankOrder, isFixed, removeLeftGroundTruths } from './fix/groundTruth.js';
 import { EarlyGroundTruths } from './fix/earlyGroundTruth.js';
 import { brokenEnvironmentReport, finishReport, writeOutputs } from './fix/fixReport.js';
 import { EMPTY_PATCH } from '../workspace/patchBytes.js';
 import type { FixDeps, FixOutcome, PreparedRun, RunScope } from './fix/fixRun.js';
+import { holdToIssueTests } from './fix/holdToIssueTests.js';
 import { prepareDependencies } from './fix/prepareDependencies.js';
 import { prepareRun } from './fix/prepareRun.js';
 import { runAttempts } from './fix/runAttempts.js';
@@ -103,14 +104,20 @@ export async function runPreparedFix(run: PreparedRun, request: FixRequest, user
       throw error;
     }
     const results = await attempts;
+    const issueTests = holdToIssueTests(scope, baseline, results);
     // Selection by real test results.
-    const selection = selectWinner(
+    let selection = selectWinner(
       results.filter((r) => r.verdict).map((r) => ({ attemptId: r.attemptId, index: r.index, verdict: r.verdict!, patch: r.patch })),
     );
-    const groundTruth = await checkGroundTruth({ ...scope, cells, winner: selection.winner, baselineReport: baseline.judged, early });
+    const checked = await groundTruthInRankOrder(
+      { ...scope, cells, winner: selection.winner, baselineReport: baseline.judged, early, issueTests },
+      selection,
+    );
+    const { groundTruth } = checked;
+    selection = checked.selection;
     const fixed = isFixed(selection.winner, groundTruth);
     const settled = await settleWorktrees({ ...scope, cells, results, winner: selection.winner, fixed });
-    const { patch, ...outcome } = finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled });
+    const { patch, ...outcome } = finishReport({ ...scope, cells, baseline, results, selection, groundTruth, fixed, settled, issueTests });
     // The one place a run writes its outputs (--out, the CI step summary).
     writeOutputs(request.out_dir, outcome.report, patch);
     return outcome;

@@ -96,6 +96,7 @@ export function attemptSnapshot(
     rank: ranking?.rank.get(a.idx) ?? null,
     reason: v || a.error ? attemptReason(v, a.error) : null,
     could_not_run: v?.could_not_run ?? null,
+    failing_before: v?.failing_before ?? [],
     ...(waitingForCell !== null && a.status === 'running' ? { waiting_for_cell: waitingForCell } : {}),
   };
 }

@@ -151,6 +151,13 @@ export class RunStore {
     }
   }
 
+  /** A finished attempt's verdict as the run finally holds it (issueTests.ts: held to the run's issue tests). */
+  setAttemptVerdict(runId: string, idx: number, verdict: unknown): void {
+    this.db
+      .prepare(`UPDATE attempts SET verdict_json = ? WHERE run_id = ? AND idx = ? AND status = 'finished'`)
+      .run(JSON.stringify(verdict), runId, idx);
+  }
+
   recordTurn(runId: string, attemptIdx: number, turnIdx: number, response: unknown, toolResults: unknown, tokens: number): void {
     this.db
       .prepare(`INSERT OR REPLACE INTO model_turns VALUES (?, ?, ?, ?, ?, ?, ?)`)

@@ -7,6 +7,7 @@ import { lstatBeneathPath, openBeneathPath } from '../hostguard/beneath.js';
 import { readRegularPath } from '../hostguard/readRegularFile.js';
 import { displayText, isUtf8Text } from '../hostguard/displayText.js';
 import type { PatchBytes } from './patchBytes.js';
+import { generatedCaches } from './generatedCaches.js';
 import { reviewWarnings } from './reviewWarnings.js';
 import type { RepoLocation } from './repoLocation.js';
 import { GitDeadlineError, type GitView, nulRecordBytes, nulRecords, runGit, withGitView } from './safeGit.js';
@@ -77,6 +78,8 @@ interface PreparedChanges {
   deadline: number;
   omitted: WorktreeDiff['omitted'];
   incomplete: string | null;
+  /** Untracked directories that mark themselves as caches (generatedCaches.ts): not part of the change. */
+  generated: string[];
 }
 
 /** Review diff of a tree against its base: tracked and untracked files, bounded. */
@@ -103,6 +106,7 @@ export async function captureWorktreeDiff(src: WorktreeSource, caps: DiffCaps = 
         files,
         files_total: all.length,
         omitted: c.omitted,
+        ...(c.generated.length > 0 ? { generated: c.generated } : {}),
         warnings: reviewWarnings(detailed, startsWithShebang(src.location.top)),
         incomplete,
       };
@@ -124,6 +128,8 @@ export async function captureApplicablePatch(
   /** The paths the patch changes, exactly (from git's NUL-separated listing, not its headers). */
   paths: string[];
   omitted: WorktreeDiff['omitted'];
+  /** Directories a tool marked as its cache: generated, not part of the patch. */
+  generated: string[];
   warnings: string[];
   incomplete: string | null;
 }> {
@@ -143,6 +149,7 @@ export async function captureApplicablePatch(
       patch: patch.stdout,
       paths: files.map((f) => f.path),
       omitted: c.omitted,
+      generated: c.generated,
       warnings: reviewWarnings(files, startsWithShebang(src.location.top)),
       incomplete,
     };
@@ -251,6 +258,14 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
         untracked = untracked.slice(0, caps.maxUntracked);
         incomplete ??= `more than ${caps.maxUntracked} untracked files; only the first ${caps.maxUntracked} were looked at`;
       }
+      // Caches a tool marked as its own (pytest's, ruff's...): named, not part of the change.
+      const generated = await generatedCaches(
+        top,
+        untracked.filter(isUtf8Text).map((p) => p.toString('utf8')),
+        async (dir) =>
+          (await runGit(view, ['ls-tree', '-r', '--name-only', '-z', src.base, '--', dir], { ...opts, maxRecords: 1 })).stdout.length > 0,
+      );
+      if (generated.length > 0) untracked = untracked.filter((p) => !generated.some((d) => p.toString('utf8').startsWith(d)));
       const include: Buffer[] = [];
       for (const path of untracked) {
         const shown = displayText(path);
@@ -277,7 +292,7 @@ async function withPreparedChanges<T>(src: WorktreeSource, caps: DiffCaps, work:
       }
       // Records the stat of unchanged files once, so the diffs below hash only real changes.
       await runGit(view, ['update-index', '-q', '--refresh'], { ...opts, okExitCodes: [1] });
-      return work({ view, base: src.base, deadline, omitted, incomplete });
+      return work({ view, base: src.base, deadline, omitted, incomplete, generated });
     },
   );
 }

@@ -219,6 +219,23 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
       }
     });
 
+    // A cell differs from the user's machine only where isolation requires it: the places test
+    // tools write (Python's multiprocessing and pytest-xdist need /dev/shm, tempfile /tmp or
+    // $TMPDIR, some tools /var/tmp, caches $HOME) are there and writable by the cell's user.
+    it('the places test tools write are writable by the cell user: /dev/shm (a tmpfs), /tmp, /var/tmp, $HOME, $TMPDIR', async () => {
+      const r = await run({
+        cmd: [
+          'for d in /dev/shm /tmp /var/tmp "$HOME" "${TMPDIR:-/tmp}"; do',
+          '  if echo x > "$d/forge-probe-$$" 2>/dev/null && rm "$d/forge-probe-$$"; then echo "ok $d"; else echo "not writable: $d"; fi;',
+          'done;',
+          'grep -q "^[^ ]* /dev/shm tmpfs " /proc/mounts && echo "shm tmpfs"',
+        ].join(' '),
+      });
+      assert.equal(r.exit_code, 0, r.output);
+      assert.doesNotMatch(r.output, /not writable/);
+      assert.match(r.output, /^shm tmpfs$/m);
+    });
+
     it('without network, localhost still resolves (test servers bind to it)', async () => {
       const r = await run({ cmd: 'grep -E "^(127\\.0\\.0\\.1|::1)[[:space:]].*localhost" /etc/hosts >/dev/null && echo resolves' });
       assert.equal(r.output, 'resolves\n');

@@ -51,15 +51,18 @@ describe('swarm cells: planning (pure)', () => {
     assert.deepEqual(t.ContainerSpec.CapabilityDrop, ['ALL']);
     assert.deepEqual(t.ContainerSpec.CapabilityAdd, ['CAP_SETUID', 'CAP_SETGID', 'CAP_NET_ADMIN']);
     assert.deepEqual(
-      (t.ContainerSpec.Mounts as { Type: string }[]).map((m) => m.Type),
-      ['tmpfs'],
+      (t.ContainerSpec.Mounts as { Type: string; Target: string }[]).map((m) => `${m.Type} ${m.Target}`),
+      ['tmpfs /tmp', 'tmpfs /var/tmp'],
     );
     assert.deepEqual(t.Placement, { Constraints: ['node.id!=lost1'] });
     assert.equal(s.Labels!['forge.run'], 'r1');
     assert.equal(s.Labels!['forge.cell'], 'cell-x');
     // A worktree below /tmp lives in the image: no tmpfs over it.
     const under = buildSwarmServiceSpec(spec, { ...ctx, workdir: '/tmp/repo' });
-    assert.deepEqual((under.TaskTemplate as { ContainerSpec: { Mounts: unknown[] } }).ContainerSpec.Mounts, []);
+    assert.deepEqual(
+      (under.TaskTemplate as { ContainerSpec: { Mounts: { Target: string }[] } }).ContainerSpec.Mounts.map((m) => m.Target),
+      ['/var/tmp'],
+    );
     const files = (x: typeof s) =>
       (x.TaskTemplate as { ContainerSpec: { Configs: { File: { Name: string } }[] } }).ContainerSpec.Configs.map((c) => c.File.Name);
     assert.deepEqual(files(s), ['/forge-in/cell.sh', '/forge-in/input.tar']);

@@ -147,7 +147,7 @@ describe('failing tests first: which tests a verdict runs before the whole suite
     // A partial fix is red too, but the whole suite judges it: its regressions are worth naming.
     assert.deepEqual(targetedOutcome(run, report('go test', { TestA: 'pass', TestB: 'fail' }), null), {
       red: false,
-      why: '1 of the 2 failing tests passed, 1 failed again: it is red, and the whole suite names what else it changed',
+      why: "1 of the 2 failing tests passed, 1 failed again: the whole suite decides (one failing before and after is not the change's doing) and names what else it changed",
     });
     assert.equal(targetedOutcome(run, report('go test', { TestB: 'fail' }), null).red, false, 'one not named: not sure');
     // Everything else goes to the whole suite: passed, the filter missed them, no report, a crash.

@@ -477,6 +477,7 @@ describe('the summary never shows a bare "?"', () => {
       diff_size: 1,
       review_warnings: [],
       omitted: [],
+      generated: [],
       error: null,
     });
     const summary = renderSummary({

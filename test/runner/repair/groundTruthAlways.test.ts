@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
 import { BUGGY_CALC, CALC_RIGHT_ONLY_IN_ATTEMPT_WORKTREE } from '../../helpers/calcRepo.js';
-import { fixWith, type ToolCall } from '../../helpers/fixCli.js';
+import { fixWith, fixWithAttempts, type ToolCall, write } from '../../helpers/fixCli.js';
 
 const RUN_TESTS: ToolCall = { name: 'run_tests', arguments: {} };
 const ARGS = ['--test-cmd', 'python3 -m unittest -v'];
@@ -54,5 +54,30 @@ describe('ground truth always runs the patch on a fresh checkout (issue 29 red t
     assert.ok(groundTruthCells(report.run_id) >= 1);
     assert.equal(report.ground_truth!.verdict!.green, false);
     assert.equal(report.status, 'not_fixed', r.stderr);
+  });
+
+  it('a change that passed only in its worktree (code in a directory marked as a cache) does not hide a real fix ranked after it: the next green change is checked (red team, issue 32)', () => {
+    const TAG = 'Signature: 8a477f597d28d172789f06886806bc55\n';
+    const r = fixWithAttempts(
+      BUGGY_CALC,
+      [
+        [
+          [
+            write('fast/CACHEDIR.TAG', TAG),
+            write('fast/__init__.py', 'def add(a, b):\n    return a + b\n'),
+            write('calc.py', 'from fast import add\n'),
+          ],
+        ],
+        [[write('calc.py', '# Sums two numbers.\ndef add(a, b):\n    total = a + b\n    return total\n')]],
+      ],
+      ARGS,
+    );
+    const report = r.report!;
+    assert.equal(report.attempts[0]!.verdict!.green, true, 'green in its own worktree');
+    assert.deepEqual(report.attempts[0]!.generated, ['fast/']);
+    assert.equal(report.status, 'fixed', r.stderr);
+    assert.ok(report.winner!.attempts[0]!.endsWith('-a1'), `winner ${report.winner!.attempts[0]}`);
+    assert.match(r.stderr, /attempt 0's change failed on a fresh checkout: checking the next green change, attempt 1's/);
+    assert.ok(groundTruthCells(report.run_id) >= 2);
   });
 });

@@ -36,6 +36,8 @@ export async function planBubblewrapCell(
         gitMetadata: worktree?.gitEntry ?? null,
         egress: egress ? { socket: egress.socket, node: realpathSync(process.execPath) } : null,
         env: cellEnv,
+        // Half the cell's memory, as a tmpfs defaults to half the machine's.
+        shmBytes: Math.floor(spec.limits.memory_mib / 2) * 1024 * 1024,
         argv: c.argv,
         dropTo,
         ...(mounts.plan.worktree ? { worktreeTarget: mounts.plan.worktree.target } : {}),

@@ -54,6 +54,9 @@ mount -t proc -o nosuid,nodev,noexec proc /newroot/proc
 mount -t sysfs -o nosuid,nodev,noexec,ro sys /newroot/sys
 mount -t devtmpfs -o nosuid,noexec dev /newroot/dev
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /newroot/tmp
+# devtmpfs has no /dev/shm: POSIX semaphores and shared memory (Python's multiprocessing) need one.
+mkdir -p /newroot/dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev shm /newroot/dev/shm
+mkdir -p /newroot/var/tmp && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /newroot/var/tmp
 mkdir -p /newroot/tmp/forge-home /newroot/tmp/forge-work /newroot/.forge
 chmod 0777 /newroot/tmp/forge-home /newroot/tmp/forge-work
 chmod 0755 /newroot/.forge

@@ -64,9 +64,9 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
   const memory = spec.limits.memory_mib * MiB;
   const cpus = spec.limits.cpus !== undefined ? Math.round(spec.limits.cpus * 1e9) : undefined;
   // A worktree below /tmp (a fix run on a repository there) lives in the image: no tmpfs over it.
-  const tmpfs = isInside(ctx.workdir, '/tmp')
-    ? []
-    : [{ Type: 'tmpfs' as const, Source: '', Target: '/tmp', TmpfsOptions: { SizeBytes: memory, Mode: 0o1777 } }];
+  const tmpfs = ['/tmp', '/var/tmp']
+    .filter((dir) => !isInside(ctx.workdir, dir))
+    .map((dir) => ({ Type: 'tmpfs' as const, Source: '', Target: dir, TmpfsOptions: { SizeBytes: memory, Mode: 0o1777 } }));
   return {
     Name: ctx.cellId,
     Labels: labels,

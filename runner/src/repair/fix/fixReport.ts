@@ -8,6 +8,7 @@ import { patchSize, type Selection } from '../selectWinner.js';
 import { InputError } from '../../protocol/inputError.js';
 import { type BrokenEnvironment, describeBrokenEnvironment } from '../verdicts/classifyBaseline.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
+import type { IssueTests } from '../verdicts/issueTests.js';
 import type { Baseline } from './runBaseline.js';
 import type { AttemptResult, FixOutcome, RunScope } from './fixRun.js';
 import type { RunCells } from './runCells.js';
@@ -22,6 +23,7 @@ export interface ReportInput extends RunScope {
   groundTruth: FixReport['ground_truth'];
   fixed: boolean;
   settled: Settled;
+  issueTests: IssueTests;
 }
 
 /**
@@ -72,6 +74,7 @@ export function finishReport(input: ReportInput): FixOutcome & { patch: PatchByt
   const report: FixReport = {
     ...reportHead(input, fixed ? 'fixed' : 'not_fixed'),
     baseline: baseline.verdict,
+    issue_tests: input.issueTests,
     environment: null,
     dependencies: cells.dependencies,
     attempts: results.map(attemptReport),
@@ -129,6 +132,7 @@ function attemptReport(r: AttemptResult): AttemptReport {
     diff_size: patchSize(r.patch),
     review_warnings: r.warnings,
     omitted: r.omitted,
+    generated: r.generated,
     error: r.error,
   };
 }

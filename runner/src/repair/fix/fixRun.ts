@@ -67,6 +67,8 @@ export interface AttemptResult {
   warnings: string[];
   /** What the attempt changed that its patch leaves out. */
   omitted: { path: string; reason: string }[];
+  /** New directories a tool marked as its cache: generated, not part of the patch. */
+  generated: string[];
   error: string | null;
 }
 

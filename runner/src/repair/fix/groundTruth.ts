@@ -6,8 +6,9 @@ import { attemptsDir, createAttemptWorktree, destroyAttemptWorktree, locateRepos
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PatchBytes } from '../../workspace/patchBytes.js';
-import type { CandidateGroup } from '../selectWinner.js';
+import type { CandidateGroup, Selection } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
+import { heldToIssueTests, type IssueTests } from '../verdicts/issueTests.js';
 import { type PreparedRun, type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
 import { verdictTree } from './verdictTree.js';
@@ -30,6 +31,10 @@ export interface GroundTruthInput extends RunScope {
   baselineReport: Judged | null;
   /** Ground truths started early on idle cores: the winner's, when it has one, is taken as is. */
   early: EarlyStarted | null;
+  /** The run's issue tests: the ground truth holds the winner to them as its verdict was. */
+  issueTests: IssueTests;
+  /** Its checkout's name (default `<run>-truth`): each change checked after the first gets its own. */
+  truthName?: string;
 }
 
 /**
@@ -37,6 +42,17 @@ export interface GroundTruthInput extends RunScope {
  * What passed in the attempt's own worktree must pass from the patch alone.
  */
 export async function checkGroundTruth(input: GroundTruthInput): Promise<FixReport['ground_truth']> {
+  const truth = await groundTruthOfWinner(input);
+  if (!truth?.verdict) return truth;
+  const verdict = heldToIssueTests(truth.verdict, input.issueTests);
+  if (verdict.green !== truth.verdict.green)
+    input.deps.progress(
+      `ground truth: red: the issue's test(s) ${verdict.issue_tests.filter((n) => !verdict.fixed.includes(n)).join(', ')} fail on a fresh checkout of the change`,
+    );
+  return { ...truth, verdict };
+}
+
+async function groundTruthOfWinner(input: GroundTruthInput): Promise<FixReport['ground_truth']> {
   const { deps, winner, early } = input;
   // Whatever else started early stops now: the winner's ground truth gets the machine.
   const started = winner ? early?.take(winner.patch) : null;
@@ -52,7 +68,33 @@ export async function checkGroundTruth(input: GroundTruthInput): Promise<FixRepo
     if (done) return done;
     deps.progress('ground truth: the early run gave its core to other work: running it again');
   } else deps.progress(`ground truth: ${who} on a fresh checkout of the base commit`);
-  return groundTruthOf(input, winner.patch, `${input.run.runId}-truth`, input.baselineReport, who);
+  return groundTruthOf(input, winner.patch, input.truthName ?? `${input.run.runId}-truth`, input.baselineReport, who);
+}
+
+/**
+ * The winner's ground truth; when its change fails on a fresh checkout, the next green change
+ * in the ranking is checked in turn (a change that passed only in its own worktree, with files
+ * its patch does not carry, must not hide a real fix ranked after it: red team). The ranking's
+ * first ground truth is the one reported when none passes.
+ */
+export async function groundTruthInRankOrder(
+  input: GroundTruthInput,
+  selection: Selection,
+): Promise<{ groundTruth: FixReport['ground_truth']; selection: Selection }> {
+  const first = await checkGroundTruth(input);
+  if (isFixed(selection.winner, first)) return { groundTruth: first, selection };
+  const who = (g: CandidateGroup) => `attempt ${/-a(\d+)$/.exec(g.attempts[0] ?? '')?.[1] ?? g.attempts[0]}`;
+  let n = 1;
+  for (const next of selection.ranked.filter((g) => g.verdict.green && g !== selection.winner)) {
+    n++;
+    throwIfCancelled(input.deps.signal);
+    input.deps.progress(
+      `ground truth: ${who(selection.winner!)}'s change failed on a fresh checkout: checking the next green change, ${who(next)}'s`,
+    );
+    const truth = await checkGroundTruth({ ...input, winner: next, early: null, truthName: `${input.run.runId}-truth${n}` });
+    if (isFixed(next, truth)) return { groundTruth: truth, selection: { ...selection, winner: next } };
+  }
+  return { groundTruth: first, selection };
 }
 
 /**

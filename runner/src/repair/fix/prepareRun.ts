@@ -127,6 +127,7 @@ export const RUN_SETTINGS = [
   'failing_first',
   'warm_caches',
   'early_ground_truth',
+  'strict',
 ] as const satisfies readonly (keyof FixRequest)[];
 
 /** Pure: the settings of a request to record with its run. */

@@ -121,6 +121,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     patch: EMPTY_PATCH,
     warnings: [],
     omitted: [],
+    generated: [],
     error: null,
   };
   const testRuns = new AttemptTestRuns();
@@ -283,6 +284,11 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     result.patch = change.patch;
     result.warnings = baseTests ? [...change.warnings, baseTestsNote(baseTests.changed)] : change.warnings;
     result.omitted = change.omitted;
+    result.generated = change.generated;
+    if (change.generated.length > 0)
+      progress(
+        `attempt ${index}: generated, not part of the patch: ${change.generated.slice(0, 5).join(', ')}${change.generated.length > 5 ? ', ...' : ''} (a tool marked it as its cache)`,
+      );
     if (change.omitted.length > 0)
       progress(
         `attempt ${index}: left out of its patch: ${change.omitted
@@ -305,7 +311,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       );
     else
       progress(
-        `attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}`,
+        `attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}${failingBeforeNote(result.verdict)}`,
       );
   } catch (e) {
     input.early?.drop(index);
@@ -356,6 +362,7 @@ async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<A
     patch: patchFromStore(a.patch),
     warnings: [],
     omitted: [],
+    generated: [],
     error: a.error,
   };
 }
@@ -420,4 +427,12 @@ async function treeKeyOf(wt: AttemptWorktree, base: string, named: (patch: Patch
   const key = treeKey(captured);
   if (key !== null) named(captured.patch);
   return key;
+}
+
+/** Pure: the tests a verdict names failing before and after (not caused by the change), for its progress line. */
+function failingBeforeNote(v: Verdict): string {
+  const n = v.failing_before;
+  return n.length === 0
+    ? ''
+    : `; failing before and after, not caused by this change: ${n.slice(0, 3).join(', ')}${n.length > 3 ? ` and ${n.length - 3} more` : ''}`;
 }

@@ -3,7 +3,9 @@ import { createAttemptWorktree } from '../../workspace/attemptWorktree.js';
 import { type BrokenEnvironment, classifyBaseline } from '../verdicts/classifyBaseline.js';
 import { isNpmTestCommand } from '../verdicts/npmLifecycle.js';
 import { judgedBaseline, judgeTestRun, runReport, type Verdict } from '../verdicts/judgeTestRun.js';
-import type { Judged } from '../verdicts/failingSet.js';
+import { failingOf, type FixRule, type Judged } from '../verdicts/failingSet.js';
+import { testsNamedByIssue } from '../verdicts/issueTests.js';
+import type { FixRequest } from '../../protocol/fixRequest.js';
 import { storedVerdict } from '../verdicts/storedVerdict.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from '../verdicts/testReport.js';
@@ -36,7 +38,7 @@ export interface BrokenBaseline {
 export async function runBaseline(input: BaselineInput): Promise<Baseline | BrokenBaseline> {
   const { run, request, deps, cells } = input;
   const { store, progress } = deps;
-  const stored = run.resumed ? parseStoredBaseline(store.getRun(run.runId)?.baseline_json ?? null) : null;
+  const stored = run.resumed ? parseStoredBaseline(store.getRun(run.runId)?.baseline_json ?? null, request) : null;
   let baseline: Baseline;
   if (stored) {
     baseline = stored;
@@ -84,10 +86,15 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline | Brok
       tests: report ? [...report.tests] : [],
       framework: report?.framework ?? null,
     });
-    baseline = { verdict, report, judged: judgedBaseline(report, verdict) };
+    baseline = { verdict, report, judged: judgedBaseline(report, verdict, fixRuleOf(request, report)) };
   }
   const v = baseline.verdict;
   progress(`baseline: exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.framework ? ` (${v.framework})` : ''}${hookNote(v)}`);
+  const named = baseline.judged.rule?.named ?? [];
+  if (named.length > 0 && !request.strict)
+    progress(
+      `baseline: the issue names ${named.length === v.failing.length ? 'its failing test(s)' : `${named.length} of its ${v.failing.length} failing tests`}: ${named.slice(0, 5).join(', ')}`,
+    );
   // Green as a verdict reads it: a command that exits 0 after a run that names a failure
   // (`pytest unit; pytest e2e`, the last one passing) has a failing test to fix.
   if (v.green && !request.allow_green_baseline) {
@@ -99,7 +106,12 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline | Brok
   return baseline;
 }
 
-function parseStoredBaseline(json: string | null): Baseline | null {
+/** How the run holds attempts to this baseline: the user's --strict, the failing tests the issue names. */
+function fixRuleOf(request: Pick<FixRequest, 'strict' | 'issue'>, report: TestReport | null): FixRule {
+  return { strict: request.strict, named: testsNamedByIssue(request.issue, [...failingOf(report)]) };
+}
+
+function parseStoredBaseline(json: string | null, request: Pick<FixRequest, 'strict' | 'issue'>): Baseline | null {
   if (!json) return null;
   const stored = JSON.parse(json) as {
     verdict: Verdict;
@@ -108,5 +120,5 @@ function parseStoredBaseline(json: string | null): Baseline | null {
   };
   stored.verdict = storedVerdict(JSON.stringify(stored.verdict));
   const report = stored.framework ? countTests({ ...emptyReport(stored.framework), tests: new Map(stored.tests) }) : null;
-  return { verdict: stored.verdict, report, judged: judgedBaseline(report, stored.verdict) };
+  return { verdict: stored.verdict, report, judged: judgedBaseline(report, stored.verdict, fixRuleOf(request, report)) };
 }

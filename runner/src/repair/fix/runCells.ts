@@ -397,7 +397,7 @@ export class RunCells {
 
   /**
    * The test command in a cell, judged against the baseline. A run that exited non-zero is
-   * green only through npm's hook rule (its tests passed, a post hook then failed for want of
+   * green through tests failing before and after (named) or through npm's hook rule (its tests passed, a post hook then failed for want of
    * the network), which rests on what the output says, and output is the command's to write:
    * such a verdict is kept only for an npm test command whose posttest is the base commit's
    * registry-only script (npm audit...), and when the same command with npm's hooks off
@@ -417,7 +417,8 @@ export class RunCells {
     const baseline = await baselineKnown;
     const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks, end: runEnd(test) });
     if (crash) return { test, verdict: { ...verdict, green: false, could_not_run: crash } };
-    if (!verdict.green || verdict.exit_code === 0) return { test, verdict };
+    // Green with a non-zero exit through failures that were there before (issueTests.ts) names them: no hook to check.
+    if (!verdict.green || verdict.exit_code === 0 || verdict.hook_failures.length === 0) return { test, verdict };
     const hook = verdict.hook_failures[0]?.hook ?? 'post';
     const why = await this.hookHeldAgainst(worktree, hook, verdict.hook_failures[0]?.command ?? '', test.output);
     if (why !== null) {

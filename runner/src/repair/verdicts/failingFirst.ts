@@ -217,9 +217,10 @@ export type TargetedOutcome =
 /**
  * Pure: what a targeted run says. Red only when its report names every one of the baseline's
  * failing tests it selected failing again: the attempt changed nothing those tests see, and
- * what else it broke is not worth a whole suite. An attempt that fixed some of them is red as
- * well, but it is the kind a user compares (the closest attempt, a partial fix that broke
- * something): the whole suite runs and names its regressions. Anything else (they passed, the
+ * what else it broke is not worth a whole suite. An attempt that fixed some of them may be a
+ * fix (the rest failing before and after, issueTests.ts) or the kind a user compares (the
+ * closest attempt, a partial fix that broke something): the whole suite decides and names its
+ * regressions. Anything else (they passed, the
  * filter missed, no report) goes to the whole suite too.
  */
 export function targetedOutcome(run: TargetedRun, report: TestReport | null, crashed: string | null): TargetedOutcome {
@@ -232,7 +233,7 @@ export function targetedOutcome(run: TargetedRun, report: TestReport | null, cra
   if (stillFailing.length > 0)
     return {
       red: false,
-      why: `${passed} of the ${n} passed, ${stillFailing.length} failed again: it is red, and the whole suite names what else it changed`,
+      why: `${passed} of the ${n} passed, ${stillFailing.length} failed again: the whole suite decides (one failing before and after is not the change's doing) and names what else it changed`,
     };
   return {
     red: false,

@@ -46,15 +46,25 @@ export function failingListCompleteness(report: TestReport | null, end: RunEnd):
   return WHOLE;
 }
 
+/** How a run holds attempts to the baseline (issueTests.ts; kept with the baseline: every verdict of the run uses it). */
+export interface FixRule {
+  /** --strict: the whole suite must pass. */
+  strict: boolean;
+  /** Tests of the baseline's failing set that the issue names (empty: it names none). */
+  named: string[];
+}
+
 export interface Judged {
   report: TestReport | null;
   completeness: Completeness;
+  /** A baseline's: how attempts are held to it (issueTests.ts); absent: the F/P rule with no test named. */
+  rule?: FixRule;
 }
 
 export type Regressions =
   { known: true; regressions: string[]; newFailing: string[] } | { known: false; regressions: string[]; why: string };
 
-const failingOf = (r: TestReport | null) => new Set(r ? [...r.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : []);
+export const failingOf = (r: TestReport | null) => new Set(r ? [...r.tests].filter(([, o]) => o === 'fail').map(([n]) => n) : []);
 
 /**
  * Pure: the tests that fail now and did not on the base commit. Known when both failing lists
@@ -103,10 +113,14 @@ export function namesEveryTest(r: TestReport): boolean {
  * report that names them skipped, more skipped tests than on the base commit while they are not
  * named passing, or a report that names every test it ran and not them.
  */
-export function baselineFailuresUnseen(now: TestReport | null, baseline: Judged | null): string | null {
-  const wanted = [...failingOf(baseline?.report ?? null)];
+export function baselineFailuresUnseen(
+  now: TestReport | null,
+  baseline: Judged | null,
+  /** Of the baseline's failing tests, those that must be shown passing (default: all). */
+  wanted: readonly string[] = [...failingOf(baseline?.report ?? null)],
+): string | null {
   if (wanted.length === 0) return null;
-  const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
+  const list = (names: readonly string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
   if (now === null)
     return `its output has no test report the runner reads, so the baseline's failing tests (${list(wanted)}) are not shown passing`;
   const base = baseline!.report!;

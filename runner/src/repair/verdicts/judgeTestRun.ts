@@ -1,5 +1,6 @@
 import { baselineFailuresUnseen, failingListCompleteness, type Judged, regressionsFrom, type RunEnd } from './failingSet.js';
 import { failedNetworkHook, type HookFailure, lifecycleStages } from './npmLifecycle.js';
+import { type FixRule, judgeFix } from './issueTests.js';
 import { parseTestOutput } from './parsers.js';
 import { combineReports, countTests, plain, type TestReport } from './testReport.js';
 
@@ -23,8 +24,18 @@ export interface Verdict {
   /** True when both failing lists (the baseline's and this run's) are whole; else regressions_unknown says why. */
   regressions_known: boolean;
   regressions_unknown: string | null;
-  /** Exit 0 and no regressions: the selection's first criterion. */
+  /**
+   * The selection's first criterion: the issue's tests pass and nothing else breaks (every test
+   * failing now failed on the base commit too and is not the issue's), or, with --strict or
+   * when the baseline's failing list is not whole, exit 0 with nothing failing (issueTests.ts).
+   */
   green: boolean;
+  /** Of the baseline's failing tests, those this run shows passing. */
+  fixed: string[];
+  /** Tests failing here that failed on the base commit too and are not the issue's: not caused by this change. */
+  failing_before: string[];
+  /** The issue's tests this verdict was held to (issueTests.ts): every one must pass. */
+  issue_tests: string[];
   /** The test runner died before reporting, twice (out of memory, a limit, a signal): why. Such a run is no verdict on the change. */
   could_not_run: string | null;
   /** This verdict is an earlier run's on the same tree (the attempt's own run_tests, or another attempt's verdict of the same change): which; null when its own cell ran. */
@@ -64,9 +75,14 @@ export function runReport(written: TestReport | null, console: TestReport | null
 const REQUESTED_REPORTS = new Set(['pytest']);
 
 /** What the baseline's verdict says of its failing list, for judging attempts against it. */
-export function judgedBaseline(report: TestReport | null, verdict: Pick<Verdict, 'failing_complete' | 'failing_incomplete'>): Judged {
+export function judgedBaseline(
+  report: TestReport | null,
+  verdict: Pick<Verdict, 'failing_complete' | 'failing_incomplete'>,
+  rule: FixRule = { strict: false, named: [] },
+): Judged {
   return {
     report,
+    rule,
     completeness:
       verdict.failing_complete === true
         ? { complete: true }
@@ -117,9 +133,28 @@ export function judgeTestRun(
   const unseen = baselineFailuresUnseen(report, baseline);
   const completeness = listed.complete && unseen ? { complete: false as const, why: unseen } : listed;
   const judged: Judged = { report, completeness };
-  const found = baseline
+  const failedOrRan = baseline
     ? regressionsFrom(judged, baseline)
     : { known: false as const, regressions: [], why: 'this is the baseline, which regressions are judged against' };
+  // A test that passed on the base commit and is skipped now no longer passes: a change that
+  // turns it into a skip (raise SkipTest, a feature check) broke it all the same (red team).
+  const skippedNow = [...(baseline?.report?.tests ?? [])]
+    .filter(([n, o]) => o === 'pass' && report?.tests.get(n) === 'skip')
+    .map(([n]) => n);
+  const found = { ...failedOrRan, regressions: [...failedOrRan.regressions, ...skippedNow] };
+  // The exit status is the command's to set: a run that names a failure, stopped before its
+  // framework's end, or does not show the baseline's failing tests passing is not green by
+  // the whole-suite rule; by the F/P rule it may still be a fix (judgeFix).
+  const wholeSuiteGreen =
+    (exitCode === 0 || hook !== null) &&
+    found.regressions.length === 0 &&
+    (report?.failed ?? 0) === 0 &&
+    failing.length === 0 &&
+    !report?.cutShort &&
+    unseen === null;
+  const fix = baseline
+    ? judgeFix(judged, baseline, found, wholeSuiteGreen)
+    : { green: wholeSuiteGreen, fixed: [], failing_before: [], issue_tests: [] };
   return {
     exit_code: exitCode,
     framework: report?.framework ?? null,
@@ -137,14 +172,6 @@ export function judgeTestRun(
     could_not_run: null,
     reused_from: null,
     targeted: null,
-    // The exit status is the command's to set: a run that names a failure, stopped before its
-    // framework's end, or does not show the baseline's failing tests passing is not green.
-    green:
-      (exitCode === 0 || hook !== null) &&
-      found.regressions.length === 0 &&
-      (report?.failed ?? 0) === 0 &&
-      failing.length === 0 &&
-      !report?.cutShort &&
-      unseen === null,
+    ...fix,
   };
 }

@@ -8,7 +8,10 @@ const OLDER = 'it was recorded by an older runner, which did not say';
  */
 export function storedVerdict(json: string): Verdict {
   const v = JSON.parse(json) as Partial<Verdict> &
-    Omit<Verdict, 'failing_complete' | 'failing_incomplete' | 'new_failing' | 'regressions_unknown'>;
+    Omit<
+      Verdict,
+      'failing_complete' | 'failing_incomplete' | 'new_failing' | 'regressions_unknown' | 'fixed' | 'failing_before' | 'issue_tests'
+    >;
   return {
     ...v,
     failing_complete: v.failing_complete ?? false,
@@ -17,6 +20,9 @@ export function storedVerdict(json: string): Verdict {
     could_not_run: v.could_not_run ?? null,
     reused_from: v.reused_from ?? null,
     targeted: v.targeted ?? null,
+    fixed: v.fixed ?? [],
+    failing_before: v.failing_before ?? [],
+    issue_tests: v.issue_tests ?? [],
     regressions_unknown: v.regressions_unknown !== undefined ? v.regressions_unknown : v.regressions_known ? null : OLDER,
   };
 }
