@@ -149,6 +149,13 @@ function renderAttempt(d: AttemptData): TemplateResult {
     <h2>Verdict</h2>
     ${d.verdict ? renderVerdict(d.verdict, d.run.test_cmd) : html`<p class="sub">No verdict (the attempt did not finish).</p>`}
     ${
+      (d.generated ?? []).length > 0
+        ? html`<div data-testid="generated" class="sub">
+            Left out of its patch (generated, a tool marked it as its cache): ${(d.generated ?? []).join(', ')}
+          </div>`
+        : nothing
+    }
+    ${
       d.ranking.length > 0
         ? html`<h2>Ranking</h2>
             <ul data-testid="ranking">
@@ -224,6 +231,14 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
     ${
       v.failing.filter((n) => !(v.failing_before ?? []).includes(n)).length
         ? html`<div>Failing: ${v.failing.filter((n) => !(v.failing_before ?? []).includes(n)).join(', ')}</div>`
+        : nothing
+    }
+    ${
+      (v.issue_tests ?? []).length && (v.failing_before ?? []).length
+        ? html`<div data-testid="issue-tests">
+            The issue's tests (${(v.issue_tests ?? []).every((n) => (v.fixed ?? []).includes(n)) ? 'all pass' : 'not all pass'}):
+            ${(v.issue_tests ?? []).join(', ')}
+          </div>`
         : nothing
     }
     ${

@@ -239,6 +239,10 @@ export const RPC_FIX_METHODS = {
         ),
         cells: z.array(CellSnapshotSchema),
         ranking: z.array(z.string()).describe("The run's ranking in words (RunSnapshot.ranking)."),
+        generated: z
+          .array(z.string())
+          .optional()
+          .describe("New directories a tool marked as its cache (pytest's .pytest_cache): left out of its patch (from the run's report)."),
       })
       .strict(),
   },

@@ -58,10 +58,11 @@ export function runEnding(report: Pick<FixReport, 'status' | 'attempts' | 'winne
     // Inferred issue tests are a guess that the ending owns up to: an attempt may have fixed only an unrelated failure.
     const guessed =
       report.issue_tests?.rule === 'made to pass by an attempt'
-        ? ` (the issue names no test: its tests were taken as those an attempt made pass, ${names(report.issue_tests.tests)}; if one failing before and after is the issue's, name it in the issue or pass --strict)`
+        ? ` (the issue names no test, so its tests are the ones an attempt made pass; if a test failing before and after is the issue's, write its name in the issue, or ask for the whole suite: --strict, or the forge.strict setting)`
         : '';
+    const issue = report.issue_tests?.tests ?? [];
     if (before.length > 0)
-      return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: the issue's tests pass (${v.passed} passed) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s); failing before and after, not caused by this change: ${names(before)}${guessed}`;
+      return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: the issue's ${issue.length === 1 ? 'test passes' : `${issue.length} tests pass`} (${names(issue)}; ${v.passed} passed in all) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s); failing before and after, not caused by this change: ${names(before)}${guessed}`;
     return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: its tests pass (${v.passed} passed) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s)`;
   }
   const gt = report.ground_truth;

@@ -123,6 +123,7 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
         ranking: snap.ranking,
         attempt,
         verdict,
+        generated: generatedOf(fixes.store.getRun(run_id)?.report_json ?? null, index),
         turns,
         cells: snap.cells.filter(
           (cell) =>
@@ -194,3 +195,14 @@ function register<T extends MethodTable>(
 }
 
 export type { RpcFixMethod, RpcInstanceMethod };
+
+/** What the run's report says attempt `index` left out of its patch as a tool's cache (none before the run ended). */
+function generatedOf(reportJson: string | null, index: number): string[] {
+  try {
+    const report = JSON.parse(reportJson ?? 'null') as { attempts?: { index?: unknown; generated?: unknown }[] } | null;
+    const generated = report?.attempts?.find((a) => a.index === index)?.generated;
+    return Array.isArray(generated) ? generated.filter((g): g is string => typeof g === 'string') : [];
+  } catch {
+    return [];
+  }
+}
