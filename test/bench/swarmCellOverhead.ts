@@ -11,12 +11,14 @@ import { interleaved, median, pairedRatio, timeAsync } from './measure.js';
  */
 export async function benchSwarmCells(image: string, registry: string, runs: number, long: boolean): Promise<BenchLine[]> {
   const docker = new DockerCellProvider();
-  const swarm = new SwarmCellProvider({ registry });
+  // Where a swarm cell's time goes: the steps of every measured cell (see onTimings).
+  const timings: Record<string, number>[] = [];
+  const swarm = new SwarmCellProvider({ registry, onTimings: (m) => timings.push(m) });
   const oneNode = new SwarmCellProvider({ registry, constraints: ['node.role==manager'] });
   const cell =
-    (p: DockerCellProvider | SwarmCellProvider, cmd: string[], memory = 256) =>
+    (p: DockerCellProvider | SwarmCellProvider, cmd: string[], memory = 256, allowNet: string[] | false = false) =>
     () =>
-      p.run({ image, cmd, limits: { memory_mib: memory } }).then((r) => {
+      p.run({ image, cmd, limits: { memory_mib: memory }, allow_net: allowNet }).then((r) => {
         if (r.exit_code !== 0) throw new Error(`${p.name} cell ${cmd.join(' ')} exited ${r.exit_code}: ${r.output}`);
       });
   // The first swarm cell builds and pushes the base image and each node pulls it once: warm-up.
@@ -27,11 +29,27 @@ export async function benchSwarmCells(image: string, registry: string, runs: num
     50,
   );
   const ratio = pairedRatio(samples.swarm_cell!, samples.docker_cell!);
+  const steps = stepMedians(timings.slice(-runs));
   const lines: BenchLine[] = [
     { name: 'docker cell /bin/true', value: median(samples.docker_cell!), unit: 'ms' },
     { name: 'swarm cell /bin/true', value: median(samples.swarm_cell!), unit: 'ms' },
     { name: 'swarm cell / docker cell', value: ratio, unit: 'x', target: '<= 3.0x', met: ratio <= 3 },
+    ...steps,
   ];
+  // The relay's cost: a cell on its own overlay with the relay on it, against one with no network.
+  const net = await interleaved(
+    {
+      no_net: () => timeAsync(cell(swarm, ['/bin/true'])),
+      allow_net: () => timeAsync(cell(swarm, ['/bin/true'], 256, ['localhost'])),
+    },
+    runs,
+    2,
+    50,
+  );
+  lines.push(
+    { name: 'swarm cell with allow_net', value: median(net.allow_net!), unit: 'ms' },
+    { name: 'allow_net / no network (relay)', value: pairedRatio(net.allow_net!, net.no_net!), unit: 'x' },
+  );
   if (long) {
     const slow = await interleaved(
       { docker_cell: () => timeAsync(cell(docker, ['sleep', '30'])), swarm_cell: () => timeAsync(cell(swarm, ['sleep', '30'])) },
@@ -58,5 +76,29 @@ export async function benchSwarmCells(image: string, registry: string, runs: num
     { name: `${k} cells on 1 node`, value: median(batches.one_node!), unit: 'ms' },
     { name: `${k} cells: 1 node / 3 nodes (throughput)`, value: pairedRatio(batches.one_node!, batches.three_nodes!), unit: 'x' },
   );
+  return lines;
+}
+
+/** The median time of each step of a swarm cell, from the one before it (ms). */
+function stepMedians(marks: Record<string, number>[]): BenchLine[] {
+  const order = ['prepared', 'service_created', 'task_running', 'first_output', 'frame_ended', 'waited', 'result'];
+  const lines: BenchLine[] = [];
+  for (let i = 0; i < order.length; i++) {
+    const step = order[i]!;
+    const gaps = marks
+      .filter((m) => m[step] !== undefined)
+      .map(
+        (m) =>
+          m[step]! -
+          (i === 0
+            ? 0
+            : (order
+                .slice(0, i)
+                .reverse()
+                .map((s) => m[s])
+                .find((v) => v !== undefined) ?? 0)),
+      );
+    if (gaps.length > 0) lines.push({ name: `  swarm step: ${step}`, value: median(gaps), unit: 'ms' });
+  }
   return lines;
 }

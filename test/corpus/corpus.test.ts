@@ -114,18 +114,25 @@ describe('corpus: realistic repositories fixed with default flags', function () 
   });
 
   describe('nothing installed in the checkout: --install-cmd runs once for the run, with only the registry reachable', () => {
-    for (const provider of ['host', 'docker'] as const) {
+    // Swarm: the install cell reaches the registry through the relay on its own overlay, and
+    // its node_modules (7,000 files) comes back from the node to travel to the others as a layer.
+    for (const provider of ['host', 'docker', 'swarm'] as const) {
       it(`js-tape-nyc on ${provider} cells: one install cell, its node_modules shared with every attempt`, async function () {
         if (provider === 'docker') {
           const why = await dockerUnavailable(TEST_IMAGES.bookworm);
           requireFeature(this, why === null, why ?? '');
         }
+        if (provider === 'swarm') {
+          const why = await swarmUnavailable(2);
+          requireFeature(this, why === null, why ?? '');
+        }
         const entry = corpusEntries().find((e) => e.name === 'js-tape-nyc')!;
         const repo = prepareCorpusRepo(entry, { install: false });
         try {
-          const out = runCorpusFix(entry, repo, provider, provider === 'docker' ? TEST_IMAGES.bookworm : undefined, [
+          const out = runCorpusFix(entry, repo, provider, provider === 'host' ? undefined : TEST_IMAGES.bookworm, [
             '--install-cmd',
             'npm ci --no-audit --no-fund',
+            ...(provider === 'swarm' ? ['--registry', TEST_SWARM_REGISTRY] : []),
           ]);
           assert.equal(out.exitCode, 0, out.stderr.slice(-3000));
           assert.match(out.stderr, /install: npm ci --no-audit --no-fund \(once for the run; network: registry\.npmjs\.org/);

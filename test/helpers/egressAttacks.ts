@@ -153,7 +153,7 @@ export async function runEgressAttacks(provider: CellProvider, opts: EgressAttac
     for (const [name] of direct) assert.match(line(name), /^blocked /, `${name} must not connect directly: ${line(name)}`);
     assert.match(line('allowed-get'), /^HTTP\/1\.1 200 .*hello-through-proxy/, line('allowed-get'));
     assert.match(line('allowed-connect'), /^HTTP\/1\.1 200 Connection Established/, line('allowed-connect'));
-    assert.match(line('unlisted-get'), /^HTTP\/1\.1 403 .*unlisted\.example is not in this cell's allow_net/, line('unlisted-get'));
+    assert.match(line('unlisted-get'), /^HTTP\/1\.1 403 .*unlisted\.example:80 is not in this cell's allow_net/, line('unlisted-get'));
     assert.match(line('registry-by-ip'), /^HTTP\/1\.1 403/, line('registry-by-ip'));
     assert.match(line('loopback-service-by-name'), /^HTTP\/1\.1 403/, line('loopback-service-by-name'));
     assert.match(line('no-credentials'), /^HTTP\/1\.1 407/, line('no-credentials'));
@@ -169,5 +169,76 @@ export async function runEgressAttacks(provider: CellProvider, opts: EgressAttac
   } finally {
     l.service.close();
     l.web.close();
+  }
+}
+
+/**
+ * What the proxy refused, in the CellResult, and the rules that refuse it (issue 30), the same
+ * on every provider: one allow_net cell with a port rule (`localhost:A`), an address allowed on
+ * every port (`127.0.0.1`) and a deny entry for one of its ports (`127.0.0.1:B`) tries the
+ * allowed port, the other port by name, the denied port by address (also written `127.1`), and
+ * an unlisted host three times. Its egress_denied lists each refused destination with how often
+ * and when first; the servers see only what was allowed.
+ */
+export async function runEgressRules(provider: CellProvider, opts: EgressAttackOptions): Promise<void> {
+  const seen = { a: 0, b: 0 };
+  const a = createHttpServer((_req, res) => res.end('port-a'));
+  const b = createHttpServer((_req, res) => res.end('port-b'));
+  a.on('connection', () => seen.a++);
+  b.on('connection', () => seen.b++);
+  const portA = await listen(a, '127.0.0.1');
+  const portB = await listen(b, '127.0.0.1');
+  try {
+    const get = (url: string) => `GET ${url} HTTP/1.1`;
+    const proxied: [string, string, string][] = [
+      ['port-rule-allows', get(`http://localhost:${portA}/`), 'own'],
+      ['port-rule-refuses', get(`http://localhost:${portB}/`), 'own'],
+      ['address-any-port', get(`http://127.0.0.1:${portA}/`), 'own'],
+      ['deny-wins', get(`http://127.0.0.1:${portB}/`), 'own'],
+      ['deny-wins-spelled', `CONNECT 127.1:${portB} HTTP/1.1`, 'own'],
+      ...[1, 2, 3].map((i): [string, string, string] => [`unlisted-${i}`, get('http://unlisted.example/'), 'own']),
+    ];
+    const started = Date.now();
+    const r = await provider.run({
+      ...opts.base,
+      cmd: [opts.python ?? 'python3', '-c', PROBE, JSON.stringify({ direct: [], proxied })],
+      allow_net: [`localhost:${portA}`, '127.0.0.1'],
+      deny_net: [`127.0.0.1:${portB}`],
+    });
+    const ended = Date.now();
+    const out = r.output;
+    const line = (name: string) => new RegExp(`^${name}: (.*)$`, 'm').exec(out)?.[1] ?? `(no line for ${name} in: ${out})`;
+    assert.equal(r.exit_code, 0, out);
+    assert.match(line('port-rule-allows'), /^HTTP\/1\.1 200 .*port-a/);
+    assert.match(line('port-rule-refuses'), new RegExp(`^HTTP/1\\.1 403 .*localhost:${portB} is not in this cell's allow_net`));
+    assert.match(line('address-any-port'), /^HTTP\/1\.1 200 .*port-a/);
+    assert.match(line('deny-wins'), new RegExp(`^HTTP/1\\.1 403 .*127\\.0\\.0\\.1:${portB} is in this cell's deny_net`));
+    assert.match(line('deny-wins-spelled'), /^HTTP\/1\.1 403/);
+    for (const i of [1, 2, 3])
+      assert.match(line(`unlisted-${i}`), /^HTTP\/1\.1 403 .*unlisted\.example:80 is not in this cell's allow_net/);
+    assert.equal(seen.b, 0, 'the refused port saw a connection');
+    assert.equal(seen.a, 2, 'the allowed port saw exactly the two allowed requests');
+
+    const entry = (host: string, port: number) => r.egress_denied.find((d) => d.host === host && d.port === port);
+    const expected: [string, number, number, 'allow_net' | 'deny_net'][] = [
+      ['localhost', portB, 1, 'allow_net'],
+      ['127.0.0.1', portB, 2, 'deny_net'],
+      ['unlisted.example', 80, 3, 'allow_net'],
+    ];
+    for (const [host, port, attempts, by] of expected) {
+      const d = entry(host, port);
+      assert.ok(d, `no record of ${host}:${port} in ${JSON.stringify(r.egress_denied)}`);
+      assert.ok(d.count >= attempts, `${host}:${port} refused ${attempts} time(s), counted ${d.count}`);
+      assert.equal(d.refused_by, by, `${host}:${port}`);
+      const first = Date.parse(d.first_at);
+      assert.ok(first >= started - 1000 && first <= ended + 1000, `${host}:${port} first refused at ${d.first_at}, not during the cell`);
+    }
+    assert.equal(r.egress_denied.length, 3, `only the refused destinations: ${JSON.stringify(r.egress_denied)}`);
+    assert.equal(r.egress_denied_more, 0);
+    const warning = r.isolation.warnings.find((w) => w.startsWith('egress refused'));
+    assert.ok(warning?.includes(`127.0.0.1:${portB} (deny_net) x2`) && warning.includes('unlisted.example:80 x3'), warning);
+  } finally {
+    a.close();
+    b.close();
   }
 }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CellProvider, CellRunOptions } from '../../runner/src/cells/provider.js';
-import type { CellResult, WorktreeDiff } from '../../runner/src/protocol/cellResult.js';
+import type { CellResult, EgressDenial, WorktreeDiff } from '../../runner/src/protocol/cellResult.js';
 import type { CellSpecInput } from '../../runner/src/protocol/cellSpec.js';
 import type { ProviderHealth } from '../../runner/src/protocol/health.js';
 import type { IsolationReport } from '../../runner/src/protocol/isolation.js';
@@ -27,6 +27,8 @@ export interface FakeCellOutcome {
   diff?: Partial<WorktreeDiff>;
   /** Never returns by itself: ends when the run's signal aborts (killed_by cancel, as the real lifecycle says). */
   hang?: boolean;
+  /** What the egress proxy refused the cell (an allow_net cell's record); default none. */
+  egress_denied?: EgressDenial[];
 }
 
 export type FakeCellScript = (cell: FakeCell) => FakeCellOutcome | Promise<FakeCellOutcome>;
@@ -118,6 +120,8 @@ export class FakeCellProvider implements CellProvider {
               ...outcome.diff,
             },
       neutralized: [],
+      egress_denied: outcome.egress_denied ?? [],
+      egress_denied_more: 0,
       isolation: ISOLATION,
       labels,
     };

@@ -18,6 +18,7 @@ export function aVerdict(green: boolean, over: Partial<Verdict> = {}): Verdict {
     hook_failures: [],
     could_not_run: null,
     reused_from: null,
+    egress_denied: [],
     targeted: null,
     fixed: [],
     failing_before: [],

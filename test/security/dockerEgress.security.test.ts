@@ -5,7 +5,7 @@ import Docker from 'dockerode';
 import { EGRESS_NETWORK } from '../../runner/src/cells/egressNetwork.js';
 import { DockerCellProvider } from '../../runner/src/cells/providers/dockerCellProvider.js';
 import { dockerUnavailable, TEST_IMAGES } from '../helpers/docker.js';
-import { runEgressAttacks } from '../helpers/egressAttacks.js';
+import { runEgressAttacks, runEgressRules } from '../helpers/egressAttacks.js';
 import { requireFeature } from '../helpers/requirement.js';
 
 const listen = (s: Server | TcpServer, host: string) =>
@@ -40,7 +40,7 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
       const refused = await provider.run({ image, cmd: fetch('http://unlisted.example/'), allow_net: ['localhost'] });
       assert.equal(refused.exit_code, 3);
       assert.match(refused.output, /403/);
-      assert.match(refused.output, /unlisted\.example is not in this cell's allow_net/);
+      assert.match(refused.output, /unlisted\.example:80 is not in this cell's allow_net/);
       assert.ok(refused.isolation.warnings.some((w) => w.includes('unlisted.example')));
     } finally {
       web.close();
@@ -49,6 +49,10 @@ describe('docker cell egress (allow_net through the runner proxy)', function () 
 
   it("the install network battery: only the allowlisted host, only through the proxy (not the host loopback, the swarm registry, the host addresses, an earlier cell's token)", async () => {
     await runEgressAttacks(provider, { base: { image } });
+  });
+
+  it('port rules and a deny list that wins; what the proxy refused is in the CellResult (host, port, count, first time)', async () => {
+    await runEgressRules(provider, { base: { image } });
   });
 
   it('CONNECT tunnels (https) obey the same allowlist', async () => {

@@ -13,7 +13,7 @@ import Database from 'better-sqlite3';
 import { probeBubblewrap } from '../../runner/src/cells/bubblewrapProbe.js';
 import { HostCellProvider } from '../../runner/src/cells/providers/hostCellProvider.js';
 import { InputError } from '../../runner/src/protocol/inputError.js';
-import { hostAddresses, PROBE, runEgressAttacks, SWARM_REGISTRY_PORT } from '../helpers/egressAttacks.js';
+import { hostAddresses, PROBE, runEgressAttacks, runEgressRules, SWARM_REGISTRY_PORT } from '../helpers/egressAttacks.js';
 import { git, makeRepo } from '../helpers/gitRepo.js';
 import { requireFeature } from '../helpers/requirement.js';
 
@@ -76,6 +76,10 @@ describe('install network: host cells with allow_net get the proxy, never the ho
 
   it('a cell with allow_net reaches its allowlisted host through the proxy and nothing else: not the host loopback, the swarm registry, the host addresses, nor the allowed host directly', async () => {
     await runEgressAttacks(provider, { base: {} });
+  });
+
+  it('port rules and a deny list that wins; what the proxy refused is in the CellResult (host, port, count, first time)', async () => {
+    await runEgressRules(provider, { base: {} });
   });
 
   it('real clients work through the relay: curl forwarding and tunnelling, also the way git asks (anyauth: credentials only after a 407)', async () => {
@@ -266,7 +270,13 @@ describe('install network: fix --install-cmd end to end', function () {
   });
 
   for (const [provider, extra, env, why] of [
-    ['swarm', ['--image', 'forge-test/busybox:1'], {}, /swarm cells have no network in this build/],
+    // Swarm cells reach the proxy through a relay on the manager's engine: a remote manager cannot carry them.
+    [
+      'swarm',
+      ['--image', 'forge-test/busybox:1', '--docker-host', 'tcp://127.0.0.1:9'],
+      {},
+      /relay on the manager's engine, and the manager \(tcp:\/\/127\.0\.0\.1:9\) is not this machine's engine/,
+    ],
     ['host', [], { FORGE_BUBBLEWRAP: 'off' }, /host cells without bubblewrap are plain subprocesses on the host network/],
   ] as const) {
     it(`fix --provider ${provider}${env.FORGE_BUBBLEWRAP ? ' without bubblewrap' : ''} --install-cmd / --allow-net: refused with one line before anything runs or is recorded`, () => {

@@ -8,7 +8,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QemuCellProvider } from '../../runner/src/cells/providers/qemuCellProvider.js';
 import { unmountUnder } from '../../runner/src/cells/qemu/handoverMounts.js';
-import { runEgressAttacks } from '../helpers/egressAttacks.js';
+import { runEgressAttacks, runEgressRules } from '../helpers/egressAttacks.js';
 import { makeRepo } from '../helpers/gitRepo.js';
 import { cmdlineOf, processesWith } from '../helpers/processes.js';
 
@@ -309,6 +309,10 @@ describe('qemu cell egress (allow_net through the runner proxy)', function () {
         ['slirp-dns', '10.0.2.3', 53],
       ],
     });
+  });
+
+  it('port rules and a deny list that wins; what the proxy refused is in the CellResult (host, port, count, first time)', async () => {
+    await runEgressRules(provider, { base: { timeout_s: 240 }, python: '/usr/bin/python3' });
   });
 
   it('reaches an allowlisted host through the proxy; an unlisted one is refused; nothing else is reachable', async () => {

@@ -34,8 +34,8 @@ describe('swarm cell security (each test tries to break one claim)', function ()
     const server: Server = createServer((s) => s.end('hello-from-host\n'));
     await new Promise<void>((res) => server.listen(0, '0.0.0.0', res));
     const port = (server.address() as { port: number }).port;
-    // The gateways of the test cluster's bridges (docker0 and the workers' own) and the host's loopback names.
-    const targets = ['172.17.0.1', '10.201.2.1', '10.201.3.1'];
+    // docker0's gateway and the test cluster's addresses: the manager's bridge and each worker's namespace.
+    const targets = ['172.17.0.1', '10.210.0.1', '10.210.0.12', '10.210.0.13'];
     const probe = targets.map((t) => `nc -w 2 ${t} ${port} </dev/null`).join('; ');
     try {
       // Three at once: Swarm spreads them, so every node's configuration is tried.
@@ -162,7 +162,7 @@ describe('swarm cell security (each test tries to break one claim)', function ()
     );
   });
 
-  it("gc removes a dead runner's services, configs and secrets, and leaves a live runner's alone", async () => {
+  it("gc removes a dead runner's services, overlays, configs and secrets, and leaves a live runner's alone", async () => {
     const labels = (pid: number) => ({
       [LABEL_CELL]: `cell-gc-${pid}`,
       'forge.run': 'adhoc',
@@ -191,10 +191,26 @@ describe('swarm cell security (each test tries to break one claim)', function ()
       Mode: { Replicated: { Replicas: 0 } },
       TaskTemplate: { ContainerSpec: { Image: image } },
     });
+    const net = await docker.createNetwork({
+      Name: `forge-net-cell-gc-${dead}`,
+      Driver: 'overlay',
+      Internal: true,
+      Attachable: true,
+      Labels: labels(dead),
+    });
     try {
       const items = await collectStaleSwarmCells(docker, false, (pid) => pid === process.pid);
       const removed = items.filter((i) => i.action === 'removed').map((i) => i.id);
-      assert.deepEqual(removed.sort(), [`config cell-gc-${dead}-script`, `secret cell-gc-${dead}-nonce`, `service cell-gc-${dead}`].sort());
+      assert.deepEqual(
+        removed.sort(),
+        [
+          `config cell-gc-${dead}-script`,
+          `secret cell-gc-${dead}-nonce`,
+          `service cell-gc-${dead}`,
+          `network forge-net-cell-gc-${dead}`,
+        ].sort(),
+      );
+      await assert.rejects(docker.getNetwork(net.id).inspect(), 'the overlay is gone');
       assert.ok(items.some((i) => i.id === `config cell-gc-${process.pid}-script` && i.action === 'left'));
     } finally {
       for (const remove of [
@@ -202,6 +218,7 @@ describe('swarm cell security (each test tries to break one claim)', function ()
         () => docker.getConfig(cfg.id).remove(),
         () => docker.getSecret(sec.id).remove(),
         () => docker.getConfig(live.id).remove(),
+        () => docker.getNetwork(net.id).remove(),
       ])
         await remove().catch(() => undefined);
     }

@@ -2,6 +2,7 @@ import { constants as osConstants } from 'node:os';
 import type { CellResult, ProviderName } from '../protocol/cellResult.js';
 import type { IsolationReport } from '../protocol/isolation.js';
 import type { BoundedOutputSummary } from './boundedOutput.js';
+import type { EgressDenied } from './egressDeniedLog.js';
 import { decideKilledBy } from './killedBy.js';
 
 export interface CellEnding {
@@ -26,6 +27,8 @@ export interface CellFacts {
   withheld?: string | null;
   isolation: IsolationReport;
   labels: Record<string, string>;
+  /** What the egress proxy refused the cell; absent: nothing (a cell without a grant). */
+  egressDenied?: EgressDenied;
 }
 
 /** Pure: the CellResult every provider returns, from what it observed. */
@@ -55,6 +58,8 @@ export function assembleCellResult(facts: CellFacts, end: CellEnding): CellResul
     diff: facts.diff,
     neutralized: facts.neutralized,
     ...(facts.withheld === undefined ? {} : { worktree_withheld: facts.withheld }),
+    egress_denied: facts.egressDenied?.denied ?? [],
+    egress_denied_more: facts.egressDenied?.more ?? 0,
     isolation: facts.isolation,
     labels: facts.labels,
   };

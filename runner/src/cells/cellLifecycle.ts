@@ -7,6 +7,7 @@ import type { CellWorktree } from '../workspace/inspectWorktree.js';
 import { collectAfterCell } from './cellWorktree.js';
 import { claimWorktree, treeClaimOf } from '../hostguard/worktreeClaims.js';
 import { join } from 'node:path';
+import { egressDeniedWarning, NO_EGRESS_DENIED } from './egressDeniedLog.js';
 import type { EgressProxy } from './egressProxy.js';
 import type { CellRunOptions } from './provider.js';
 
@@ -20,10 +21,13 @@ export interface EgressGrant {
   readonly token: string;
 }
 
-/** Grants an allow_net cell its proxy credentials; null for a cell without network or without a proxy. */
-export function grantEgress(proxy: EgressProxy | null, cellId: string, allowNet: CellSpec['allow_net']): EgressGrant | null {
-  if (!proxy || allowNet === false) return null;
-  return { proxy, cellId, token: proxy.grant(cellId, allowNet).token };
+/**
+ * Grants an allow_net cell its proxy credentials, with the spec's deny list (checked first);
+ * null for a cell without network or without a proxy.
+ */
+export function grantEgress(proxy: EgressProxy | null, cellId: string, net: Pick<CellSpec, 'allow_net' | 'deny_net'>): EgressGrant | null {
+  if (!proxy || net.allow_net === false) return null;
+  return { proxy, cellId, token: proxy.grant(cellId, { allow_net: net.allow_net, deny_net: net.deny_net }).token };
 }
 
 /** The proxy variables an allow_net cell gets; the credentials name the cell to the proxy. */
@@ -117,8 +121,10 @@ export async function runCellLifecycle<H, W>(cell: CellRunFacts, driver: CellDri
     finished = true;
     const duration = Date.now() - started;
     const exit = await driver.settle(h, waited, { killReason, isolation });
-    const denied = egress ? egress.proxy.revoke(egress.cellId) : [];
-    if (denied.length > 0) isolation.warnings.push(`egress refused (not in allow_net): ${denied.join(', ')}`);
+    // A cell without a grant (no allow_net, or a provider that gives none) was refused nothing: the record is empty.
+    const denied = egress ? egress.proxy.revoke(egress.cellId) : NO_EGRESS_DENIED;
+    const warning = egressDeniedWarning(denied);
+    if (warning) isolation.warnings.push(warning);
     const output = collector.finish();
     const after = await collectAfterCell(cell.worktree, spec.capture_diff);
     isolation.warnings.push(...after.warnings);
@@ -135,6 +141,7 @@ export async function runCellLifecycle<H, W>(cell: CellRunFacts, driver: CellDri
         withheld: after.withheld,
         isolation,
         labels: spec.labels,
+        egressDenied: denied,
       },
       { ...exit, killReason },
     );

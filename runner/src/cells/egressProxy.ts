@@ -2,13 +2,23 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, createServer as createUnixServer, type Socket } from 'node:net';
 import { cachingLookup } from './egressLookup.js';
-import { hostAllowed, parseConnectTarget, parseProxyAuthorization } from './egressPolicy.js';
+import { EgressDeniedLog, type EgressDenied, NO_EGRESS_DENIED } from './egressDeniedLog.js';
+import { egressDecision, type EgressRules, egressRules, parseConnectTarget, parseProxyAuthorization } from './egressPolicy.js';
+import { matchingHost, netDestination } from '../protocol/netRule.js';
 
 interface Grant {
   token: string;
-  allowlist: string[];
-  /** Denied destinations, for the cell's result. */
-  denied: Set<string>;
+  rules: EgressRules;
+  /** The entries as given, for the refusal's text. */
+  allowNet: readonly string[];
+  /** Refused destinations, for the cell's result. */
+  denied: EgressDeniedLog;
+}
+
+/** Who may go where: a cell's allow_net and deny_net (deny checked first). */
+export interface EgressNet {
+  allow_net: readonly string[];
+  deny_net: readonly string[];
 }
 
 /**
@@ -77,18 +87,19 @@ export class EgressProxy {
     };
   }
 
-  /** A cell's credentials; the proxy URL the cell gets embeds them. */
-  grant(cellId: string, allowlist: string[]): { token: string } {
+  /** A cell's credentials; the proxy URL the cell gets embeds them. Throws on a bad rule (never a grant that ignores one). */
+  grant(cellId: string, net: EgressNet): { token: string } {
+    const rules = egressRules(net.allow_net, net.deny_net);
     const token = randomBytes(18).toString('base64url');
-    this.grants.set(cellId, { token, allowlist, denied: new Set() });
+    this.grants.set(cellId, { token, rules, allowNet: [...net.allow_net], denied: new EgressDeniedLog() });
     return { token };
   }
 
-  /** Ends a cell's access and reports what it was refused. */
-  revoke(cellId: string): string[] {
+  /** Ends a cell's access and reports what it was refused (the first call after the grant; later ones: nothing). */
+  revoke(cellId: string): EgressDenied {
     const g = this.grants.get(cellId);
     this.grants.delete(cellId);
-    return g ? [...g.denied] : [];
+    return g ? g.denied.summary() : NO_EGRESS_DENIED;
   }
 
   async close(): Promise<void> {
@@ -115,18 +126,22 @@ export class EgressProxy {
     const grant = this.authorize(req.headers['proxy-authorization'], client);
     const target = parseConnectTarget(req.url ?? '');
     if (!grant) return void client.end(refusal(407, 'forge egress proxy: this cell has no network grant'));
-    if (!target) return void client.end(refusal(400, `forge egress proxy: bad CONNECT target ${req.url}`));
-    if (!hostAllowed(target.host, grant.allowlist)) {
-      grant.denied.add(target.host);
-      return void client.end(refusal(403, deniedMessage(target.host, grant.allowlist)));
+    const decision = target ? egressDecision(target.host, target.port, grant.rules) : null;
+    if (!target || !decision?.host) return void client.end(refusal(400, `forge egress proxy: bad CONNECT target ${req.url}`));
+    if (!decision.allowed) {
+      grant.denied.record(matchingHost(decision.host), target.port, decision.refusedBy);
+      return void client.end(refusal(403, deniedMessage(decision.host, target.port, decision.refusedBy, grant.allowNet)));
     }
-    const upstream = connect({ port: target.port, host: target.host, lookup: this.lookup }, () => {
+    const host = decision.host;
+    const upstream = connect({ port: target.port, host, lookup: this.lookup }, () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);
       client.pipe(upstream);
     });
-    upstream.on('error', (e) => client.end(refusal(502, `forge egress proxy: cannot reach ${target.host}:${target.port} (${e.message})`)));
+    upstream.on('error', (e) =>
+      client.end(refusal(502, `forge egress proxy: cannot reach ${netDestination(host, target.port)} (${e.message})`)),
+    );
     client.on('close', () => upstream.destroy());
   }
 
@@ -140,16 +155,19 @@ export class EgressProxy {
       return void reply(res, 400, 'forge egress proxy: only absolute http:// URLs are proxied (use CONNECT for https)\n');
     }
     if (url.protocol !== 'http:') return void reply(res, 400, `forge egress proxy: unsupported scheme ${url.protocol}\n`);
-    const host = url.hostname;
-    if (!hostAllowed(host, grant.allowlist)) {
-      grant.denied.add(host);
-      return void reply(res, 403, deniedMessage(host, grant.allowlist) + '\n');
+    const port = url.port === '' ? 80 : Number(url.port);
+    const decision = egressDecision(url.hostname, port, grant.rules);
+    if (!decision.host) return void reply(res, 400, `forge egress proxy: bad host in ${url.href}\n`);
+    if (!decision.allowed) {
+      grant.denied.record(matchingHost(decision.host), port, decision.refusedBy);
+      return void reply(res, 403, deniedMessage(decision.host, port, decision.refusedBy, grant.allowNet) + '\n');
     }
+    const host = decision.host;
     const headers = { ...req.headers };
     delete headers['proxy-authorization'];
     delete headers['proxy-connection'];
     const upstream = httpRequest(
-      { host, port: url.port || 80, method: req.method, path: url.pathname + url.search, headers, lookup: this.lookup },
+      { host, port, method: req.method, path: url.pathname + url.search, headers, lookup: this.lookup },
       (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
@@ -160,8 +178,10 @@ export class EgressProxy {
   }
 }
 
-function deniedMessage(host: string, allowlist: string[]): string {
-  return `forge egress proxy: ${host} is not in this cell's allow_net (${allowlist.join(', ')})`;
+function deniedMessage(host: string, port: number, refusedBy: 'allow_net' | 'deny_net', allowNet: readonly string[]): string {
+  const to = netDestination(host, port);
+  if (refusedBy === 'deny_net') return `forge egress proxy: ${to} is in this cell's deny_net`;
+  return `forge egress proxy: ${to} is not in this cell's allow_net (${allowNet.join(', ')})`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { chmodSync, lchownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EgressGrant, grantEgress, proxyEnv } from './cellLifecycle.js';
-import type { EgressProxy } from './egressProxy.js';
+import type { EgressNet, EgressProxy } from './egressProxy.js';
 import { SANDBOX_EGRESS } from './egressRelay.js';
 
 /** One host cell's way to the egress proxy: its own socket, its credentials, its proxy variables. */
@@ -25,10 +25,10 @@ export interface HostCellEgress {
 export async function openHostCellEgress(
   proxy: EgressProxy,
   cellId: string,
-  allowNet: string[],
+  net: EgressNet & { allow_net: string[] },
   cellUser: { uid: number; gid: number } | null,
 ): Promise<HostCellEgress> {
-  const grant = grantEgress(proxy, cellId, allowNet)!;
+  const grant = grantEgress(proxy, cellId, { allow_net: net.allow_net, deny_net: [...net.deny_net] })!;
   const dir = mkdtempSync(join(tmpdir(), 'forge-egress-'));
   const socket = join(dir, 'proxy.sock');
   let served: { close: () => Promise<void> } | null = null;

@@ -23,7 +23,14 @@ export function registerCellCommand(program: Command): void {
     .option('--image <image>', 'image for docker/qemu/swarm cells, e.g. one made by forge-runner bake (host takes none)')
     .option('--worktree <dir>', 'git worktree mounted read-write (default: a private empty directory)')
     .option('--timeout <seconds>', 'wall-clock budget; the whole process tree is killed after it (default 300)')
-    .option('--allow-net <hosts>', 'comma-separated host names the cell may reach (default: no network)')
+    .option(
+      '--allow-net <hosts>',
+      'comma-separated HOST or HOST:PORT entries the cell may reach through the egress proxy (*.example.com for subdomains, [IPv6] in brackets; no port: every port) (default: no network)',
+    )
+    .option(
+      '--deny-net <hosts>',
+      'comma-separated HOST or HOST:PORT entries the cell may never reach, even when --allow-net names them (checked first)',
+    )
     .option(
       '--env <NAME=VALUE>',
       'add a variable to the scrubbed environment (repeatable)',

@@ -6,7 +6,7 @@ import { createProvider } from '../cells/providerRegistry.js';
 import { swarmOptions } from './cellCommand.js';
 import { FIX_LIMITS, type FixRequest, type FixRequestInput, FixRequestSchema } from '../protocol/fixRequest.js';
 import { InputError } from '../protocol/inputError.js';
-import { hostName } from '../protocol/cellSpec.js';
+import { checkedNetRules, netRuleList } from './netRuleFlags.js';
 import { createModel } from '../repair/models/createModel.js';
 import { BrokenEnvironmentError, resumeRequest, runFix } from '../repair/runFix.js';
 import { openStore } from '../store/openStore.js';
@@ -36,6 +36,7 @@ interface FixFlags {
   /** commander: false from --no-shared-deps. */
   sharedDeps?: boolean;
   allowNet?: string[];
+  denyNet?: string[];
   include?: string[];
   share?: string[];
   attempts: string;
@@ -74,7 +75,12 @@ export function registerFixCommand(program: Command): void {
     .option('--test-cmd <cmd>', 'test command (default: detected from the stack)')
     .option(
       '--allow-net <host>',
-      'let every cell of the run reach this host through the egress proxy (repeatable; e.g. registry.example.com for a test hook that needs it); default: no network',
+      'let every cell of the run reach this host through the egress proxy (repeatable; HOST or HOST:PORT, e.g. registry.example.com or registry.example.com:443 for a test hook that needs it; *.example.com for its subdomains, [IPv6] in brackets); default: no network',
+      (v: string, all: string[] = []) => [...all, v],
+    )
+    .option(
+      '--deny-net <hosts>',
+      "never let a cell of the run reach these (HOST or HOST:PORT, comma-separated, repeatable), even when --allow-net or the install step's registries name them: checked first",
       (v: string, all: string[] = []) => [...all, v],
     )
     .option(
@@ -129,7 +135,7 @@ export function registerFixCommand(program: Command): void {
     .option('--branch <name>', 'create this branch at the winning commit')
     .option(
       '--resume <run_id>',
-      'continue a cancelled run, or one whose runner was killed: finished attempts are kept, the rest redone, with the budgets, --allow-net hosts and dependency sharing the run started with (flags given now win)',
+      'continue a cancelled run, or one whose runner was killed: finished attempts are kept, the rest redone, with the budgets, --allow-net and --deny-net entries and dependency sharing the run started with (flags given now win)',
     )
     .option('--allow-dirty', 'run even with uncommitted changes (they are not part of the attempts)')
     .option('--allow-green-baseline', 'continue even if the tests already pass on the base commit')
@@ -195,6 +201,7 @@ const FLAG_OF: Partial<Record<keyof FixRequestInput, string>> = {
   branch: '--branch',
   out_dir: '--out',
   allow_net: '--allow-net',
+  deny_net: '--deny-net',
   include: '--include',
   share: '--share',
 };
@@ -260,7 +267,8 @@ export async function fixFromFlags(
     throw new InputError(
       `--temperature ${flags.temperature}: expected a number from ${FIX_LIMITS.temperature.min} to ${FIX_LIMITS.temperature.max}`,
     );
-  const allowNet = checkedAllowNet(flags.allowNet ?? []);
+  const allowNet = checkedNetRules('--allow-net', flags.allowNet ?? []);
+  const denyNet = checkedNetRules('--deny-net', netRuleList(flags.denyNet ?? []));
   const request = parseFixRequest(
     {
       repo,
@@ -277,6 +285,7 @@ export async function fixFromFlags(
       warm_caches: flags.warmCaches !== false,
       early_ground_truth: flags.earlyGroundTruth !== false,
       allow_net: allowNet,
+      deny_net: denyNet,
       include: flags.include ?? [],
       share: flags.share ?? [],
       temperature,
@@ -288,13 +297,6 @@ export async function fixFromFlags(
   );
   const provider = createProvider(setup.provider, { prewarm: setup.prewarm, ...swarmOptions(flags) });
   return runFix(request, { store, provider, model, progress, signal });
-}
-
-function checkedAllowNet(hosts: string[]): string[] {
-  for (const h of hosts)
-    if (!hostName.safeParse(h).success)
-      throw new InputError(`--allow-net ${h}: not a host name; pass one such as registry.example.com (or *.example.com)`);
-  return hosts;
 }
 
 /** Budgets and outputs shared by a new run and a resumed one (FixRequest fields). */
@@ -349,7 +351,8 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
   if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
   const given = {
     ...runSettings(flags),
-    ...(flags.allowNet ? { allow_net: checkedAllowNet(flags.allowNet) } : {}),
+    ...(flags.allowNet ? { allow_net: checkedNetRules('--allow-net', flags.allowNet) } : {}),
+    ...(flags.denyNet ? { deny_net: checkedNetRules('--deny-net', netRuleList(flags.denyNet)) } : {}),
     ...(flags.include ? { include: flags.include } : {}),
     ...(flags.share ? { share: flags.share } : {}),
     // commander gives true when --no-shared-deps is absent: only the explicit "no" is a choice.

@@ -2,6 +2,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { CellSpecInput } from '../protocol/cellSpec.js';
 import { EnvNameSchema } from '../protocol/cellSpec.js';
 import { InputError } from '../protocol/inputError.js';
+import { checkedNetRules, netRuleList } from './netRuleFlags.js';
 
 export interface CellRunFlags {
   provider: string;
@@ -9,6 +10,7 @@ export interface CellRunFlags {
   worktree?: string;
   timeout?: string;
   allowNet?: string;
+  denyNet?: string;
   env: string[];
   memory?: string;
   pids?: string;
@@ -50,13 +52,11 @@ export function cellSpecFromFlags(flags: CellRunFlags, command: string[], cwd: s
     spec.timeout_s = t;
   }
   if (flags.allowNet !== undefined) {
-    const hosts = flags.allowNet
-      .split(',')
-      .map((h) => h.trim())
-      .filter(Boolean);
+    const hosts = netRuleList([flags.allowNet]).filter(Boolean);
     if (hosts.length === 0) throw new InputError('--allow-net: give at least one host name, e.g. --allow-net registry.example.com');
-    spec.allow_net = hosts;
+    spec.allow_net = checkedNetRules('--allow-net', hosts);
   }
+  if (flags.denyNet !== undefined) spec.deny_net = checkedNetRules('--deny-net', netRuleList([flags.denyNet]));
   return spec;
 }
 

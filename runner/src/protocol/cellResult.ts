@@ -63,6 +63,20 @@ export const NeutralizedEntrySchema = z.strictObject({
   action: z.enum(['cleared', 'removed']).check(z.describe('cleared: the setuid/setgid bits were removed; removed: the entry was deleted.')),
 });
 
+/** How many refused destinations a CellResult lists; attempts to others are only counted. */
+export const EGRESS_DENIED_KEPT = 20;
+
+export const EgressDenialSchema = z.strictObject({
+  host: z.string().check(z.describe('The host as the cell asked for it (canonical form: lower case, an IPv6 address without brackets).')),
+  port: z.int().check(z.minimum(1), z.maximum(65535)),
+  count: z.int().check(z.minimum(1), z.describe('How many requests for this destination the proxy refused.')),
+  first_at: z.iso.datetime().check(z.describe('When the proxy first refused it (UTC, ISO 8601).')),
+  refused_by: z
+    .enum(['allow_net', 'deny_net'])
+    .check(z.describe('allow_net: the destination is not in the allowlist; deny_net: the deny list names it (checked first).')),
+});
+export type EgressDenial = z.infer<typeof EgressDenialSchema>;
+
 export const CellResultSchema = z.strictObject({
   cell_id: z.string(),
   provider: ProviderNameSchema,
@@ -92,6 +106,16 @@ export const CellResultSchema = z.strictObject({
         'Why the worktree was not given back: the hazard walk after the cell could not finish (more entries than it checks, its deadline, an entry it cannot read), so setuid files or FIFOs may remain. Its top is then mode 0700 and owned by the runner; there is no diff. Null when it was checked whole.',
       ),
     ),
+  egress_denied: z
+    ._default(z.array(EgressDenialSchema).check(z.maxLength(EGRESS_DENIED_KEPT)), [])
+    .check(
+      z.describe(
+        "What the runner's egress proxy refused this cell, one entry per destination (host and port) in the order first refused, at most 20. Empty for a cell without allow_net (it has no network at all, so nothing reaches the proxy to be refused).",
+      ),
+    ),
+  egress_denied_more: z
+    ._default(z.int().check(z.minimum(0)), 0)
+    .check(z.describe('Refused requests for destinations past the first 20 (not listed in egress_denied).')),
   isolation: IsolationReportSchema,
   labels: z.record(z.string(), z.string()),
   node: z

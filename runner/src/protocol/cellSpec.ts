@@ -1,3 +1,4 @@
+import { parseNetRule } from './netRule.js';
 import * as z from './zodMini.js';
 
 const MiB = 1024 * 1024;
@@ -12,12 +13,17 @@ export const DEFAULT_LIMITS = {
 
 export const DEFAULT_TIMEOUT_S = 300;
 
-export const hostName = z.string().check(
-  z.minLength(1),
-  z.maxLength(253),
-  z.regex(/^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/, {
-    message: 'must be a host name such as registry.example.com (optionally *.example.com)',
+/**
+ * One allow_net or deny_net entry: HOST or HOST:PORT (netRule.ts has the grammar); a bad one is
+ * refused with what is wrong and how to write it.
+ */
+export const netRuleEntry = z.string().check(
+  z.superRefine((entry, ctx) => {
+    const r = parseNetRule(entry);
+    if ('error' in r) ctx.addIssue({ code: 'custom', message: r.error, input: entry });
   }),
+  // The entry's shape for JSON Schema readers; the check above is the whole rule (and comes first).
+  z.regex(/^\s*(\*\.)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?\s*$/, { message: 'must be HOST or HOST:PORT' }),
 );
 
 /** An integer in [min, max] with a default and a description (zod/mini spells each step out). */
@@ -159,8 +165,19 @@ export const CellSpecSchema = z
       ._default(z.number().check(z.positive(), z.maximum(7 * 24 * 3600)), DEFAULT_TIMEOUT_S)
       .check(z.describe('Wall-clock budget in seconds; the whole process tree is killed when it runs out.')),
     allow_net: z
-      ._default(z.union([z.literal(false), z.array(hostName).check(z.minLength(1))]), false)
-      .check(z.describe('false: no network. A list of host names: network allowed for those hosts.')),
+      ._default(z.union([z.literal(false), z.array(netRuleEntry).check(z.minLength(1))]), false)
+      .check(
+        z.describe(
+          'false: no network. A list of HOST or HOST:PORT entries (*.example.com for its subdomains, [IPv6] in brackets): those destinations, through the egress proxy; an entry without a port allows every port.',
+        ),
+      ),
+    deny_net: z
+      ._default(z.array(netRuleEntry), [])
+      .check(
+        z.describe(
+          'HOST or HOST:PORT entries (as allow_net) the egress proxy refuses even when allow_net names them: the deny list is checked first.',
+        ),
+      ),
     env: z
       ._default(
         z.record(EnvNameSchema, z.string().check(z.refine(noNul, { message: 'environment values must not contain NUL bytes' }))),

@@ -64,6 +64,23 @@ export const VerdictSchema = z
       .describe(
         "Set when the verdict is a targeted run's: only the baseline's failing tests ran, some failed again, so the attempt is red and the rest of the suite was not run (counts and regressions are that run's). Null when the verdict ran the whole suite.",
       ),
+    egress_denied: z
+      .array(
+        z
+          .object({
+            host: z.string(),
+            port: z.number().int(),
+            count: z.number().int().describe('How many requests for it the proxy refused.'),
+            refused_by: z
+              .enum(['allow_net', 'deny_net'])
+              .describe("allow_net: not in the allowlist; deny_net: the user's deny list names it."),
+          })
+          .strict(),
+      )
+      .default([])
+      .describe(
+        "What the runner's egress proxy refused the test cell, by destination (its CellResult's egress_denied): the tests tried to reach these and were not allowed. Empty without --allow-net (such a cell has no network at all).",
+      ),
   })
   .strict();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hostName } from './cellSpec.js';
+import { netRuleEntry } from './cellSpec.js';
 
 /**
  * The bounds and defaults of a fix run, in one place: the CLI, the RPC (fix/start) and the
@@ -69,7 +69,18 @@ export const FixRequestSchema = z
       .default([])
       .describe("More directories to share with every cell (inside the repository, or absolute): the user's word."),
     // CLI only.
-    allow_net: z.array(hostName).default([]).describe('Hosts every cell of the run may reach through the egress proxy.'),
+    allow_net: z
+      .array(netRuleEntry)
+      .default([])
+      .describe(
+        'HOST or HOST:PORT entries every cell of the run may reach through the egress proxy (an entry without a port: every port).',
+      ),
+    deny_net: z
+      .array(netRuleEntry)
+      .default([])
+      .describe(
+        "HOST or HOST:PORT entries no cell of the run may reach, even when allow_net or the install step's registries name them: checked first.",
+      ),
     max_tokens: whole(FIX_LIMITS.max_tokens),
     concurrency: z.number().int().min(1).max(FIX_LIMITS.attempts.max).optional(),
     reuse_verdicts: z

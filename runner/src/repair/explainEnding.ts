@@ -1,6 +1,7 @@
 import type { FixReport } from '../protocol/fixReport.js';
 import { plain } from './verdicts/testReport.js';
 import type { Verdict } from './verdicts/judgeTestRun.js';
+import { deniedEgressLine } from './verdicts/deniedEgress.js';
 
 const names = (list: readonly string[], n = 3) =>
   `${list
@@ -16,8 +17,15 @@ const names = (list: readonly string[], n = 3) =>
 export function attemptReason(v: Verdict | null, error: string | null): string | null {
   if (error) return error === 'cancelled' ? 'cancelled' : `it failed: ${error}`;
   if (!v) return 'it did not finish';
-  if (v.could_not_run) return `its tests could not run: ${v.could_not_run}`;
   if (v.green) return null;
+  // What the proxy refused the tests is often why they failed: said after the reason, with the way out.
+  const denied = deniedEgressLine(v.egress_denied ?? [], 'its tests');
+  const why = redReason(v);
+  return denied ? `${why} (${denied})` : why;
+}
+
+function redReason(v: Verdict): string {
+  if (v.could_not_run) return `its tests could not run: ${v.could_not_run}`;
   if (v.regressions.length > 0) return `it broke ${names(v.regressions)}, which passed before`;
   // Failing before and after is not this change's doing: what still fails of its own is the reason.
   const still = v.failing.filter((n) => !(v.failing_before ?? []).includes(n));

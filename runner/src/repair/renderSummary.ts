@@ -1,4 +1,5 @@
 import type { FixReport } from '../protocol/fixReport.js';
+import { runDeniedEgressLine } from './verdicts/deniedEgress.js';
 
 /**
  * Text from an attempt (its error, file names) in a markdown table cell: no control characters
@@ -70,6 +71,12 @@ export function renderSummary(r: FixReport): string {
       .flatMap((v) => v?.hook_failures ?? [])
       .map((h) => `${h.hook} (${h.command})`),
   );
+  const denied = runDeniedEgressLine([
+    { who: 'baseline', denied: r.baseline.egress_denied },
+    ...r.attempts.map((a) => ({ who: `attempt ${a.index}`, denied: a.verdict?.egress_denied ?? [] })),
+    ...(r.ground_truth?.verdict ? [{ who: 'ground truth', denied: r.ground_truth.verdict.egress_denied }] : []),
+  ]);
+  if (denied) lines.push(`${markdownText(denied.charAt(0).toUpperCase() + denied.slice(1))}.`);
   for (const h of hooks)
     lines.push(
       `npm hook ${markdownText(h)} failed for want of the network after the tests passed: said here, not counted against the tests (cells have no network; --allow-net HOST lets it through).`,

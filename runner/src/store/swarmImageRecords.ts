@@ -23,4 +23,11 @@ export class SwarmImageRecords {
       )
       .run(registry, repository, tag, digest, at);
   }
+
+  /** Drops the record of a digest gc deleted from the registry. */
+  forget(registry: string, repository: string, tag: string, digest: string): void {
+    this.db
+      .prepare('DELETE FROM swarm_images WHERE registry = ? AND repository = ? AND tag = ? AND digest = ?')
+      .run(registry, repository, tag, digest);
+  }
 }

@@ -57,7 +57,7 @@ export function judgeWorktree(e: WorktreeEntry, host: string, isAlive: (pid: num
 }
 
 export interface GcItem {
-  kind: 'worktree' | 'container' | 'vm' | 'layer' | 'swarm' | 'cache';
+  kind: 'worktree' | 'container' | 'vm' | 'layer' | 'swarm' | 'cache' | 'registry';
   id: string;
   action: 'removed' | 'would remove' | 'left';
   reason: string;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import {
   type CellDriver,
@@ -11,6 +12,7 @@ import {
 } from '../../../runner/src/cells/cellLifecycle.js';
 import { EgressProxy } from '../../../runner/src/cells/egressProxy.js';
 import { parseCellSpec } from '../../../runner/src/cells/provider.js';
+import { CellResultSchema } from '../../../runner/src/protocol/cellResult.js';
 import type { IsolationReport } from '../../../runner/src/protocol/isolation.js';
 
 /** A fake cell: prints what it is told, exits when killed or when `exit` is called. */
@@ -127,7 +129,7 @@ describe('runCellLifecycle (the lifecycle every cell provider shares)', () => {
 
   it('a failed start still cleans up (handle null) and revokes the egress grant', async () => {
     const proxy = new EgressProxy('127.0.0.1');
-    const grant = grantEgress(proxy, 'c1', ['example.com'])!;
+    const grant = grantEgress(proxy, 'c1', { allow_net: ['example.com'], deny_net: [] })!;
     assert.match(proxyEnv(grant, '10.0.0.1', 3128).HTTPS_PROXY!, /^http:\/\/c1:[^@]+@10\.0\.0\.1:3128$/);
     const calls: string[] = [];
     const driver = {
@@ -147,7 +149,66 @@ describe('runCellLifecycle (the lifecycle every cell provider shares)', () => {
     await assert.rejects(runCellLifecycle({ ...facts({}), egress: grant }, driver), /no start/);
     assert.deepEqual(calls, ['cleanup(null)']);
     assert.equal((proxy as unknown as { grants: Map<string, unknown> }).grants.has('c1'), false, 'the grant outlived the cell');
-    assert.equal(grantEgress(proxy, 'c2', false), null);
+    assert.equal(grantEgress(proxy, 'c2', { allow_net: false, deny_net: [] }), null);
     assert.deepEqual(proxyEnv(null, 'h', 1), {});
+  });
+
+  it('a cell without an egress grant has an empty egress_denied record', async () => {
+    const { driver } = fakeDriver((_ctx, exit) => exit(0));
+    const r = await runCellLifecycle(facts({}), driver);
+    assert.deepEqual(r.egress_denied, []);
+    assert.equal(r.egress_denied_more, 0);
+    assert.ok(!r.isolation.warnings.some((w) => w.startsWith('egress refused')));
+  });
+
+  it('puts what the proxy refused during the cell in its result, and the warning says the same', async () => {
+    const proxy = new EgressProxy('127.0.0.1');
+    const grant = grantEgress(proxy, 'c1', { allow_net: ['example.com'], deny_net: [] })!;
+    const socket = join(dir, 'proxy.sock');
+    const served = await proxy.serveCell('c1', socket);
+    // The cell's own requests through its socket, while the command runs.
+    const ask = (line: string) =>
+      new Promise<string>((resolve, reject) => {
+        const c = connect(socket, () =>
+          c.write(`${line}\r\nHost: x\r\nProxy-Authorization: Basic ${Buffer.from(`c1:${grant.token}`).toString('base64')}\r\n\r\n`),
+        );
+        let data = '';
+        c.on('data', (d) => (data += d.toString()));
+        c.on('end', () => resolve(data.split('\r\n')[0]!));
+        c.on('error', reject);
+      });
+    const statuses: string[] = [];
+    const { driver } = fakeDriver((_ctx, exit) => {
+      void (async () => {
+        statuses.push(await ask('CONNECT registry.npmjs.org:443 HTTP/1.1'));
+        statuses.push(await ask('CONNECT Registry.NPMJS.org.:443 HTTP/1.1'));
+        statuses.push(await ask('GET http://[::1]/ HTTP/1.1'));
+        exit(1);
+      })();
+    });
+    const before = Date.now();
+    try {
+      const r = await runCellLifecycle({ ...facts({ allow_net: ['example.com'] }), egress: grant }, driver);
+      assert.deepEqual(statuses, ['HTTP/1.1 403 Forbidden', 'HTTP/1.1 403 Forbidden', 'HTTP/1.1 403 Forbidden']);
+      assert.deepEqual(
+        r.egress_denied.map(({ first_at: _, ...d }) => d),
+        [
+          // The same host however it is written: one destination, counted twice.
+          { host: 'registry.npmjs.org', port: 443, count: 2, refused_by: 'allow_net' },
+          { host: '::1', port: 80, count: 1, refused_by: 'allow_net' },
+        ],
+      );
+      const first = Date.parse(r.egress_denied[0]!.first_at);
+      assert.ok(first >= before - 1000 && first <= Date.now(), r.egress_denied[0]!.first_at);
+      assert.equal(r.egress_denied_more, 0);
+      assert.ok(
+        r.isolation.warnings.includes('egress refused (not in allow_net, or in deny_net): registry.npmjs.org:443 x2, [::1]:80'),
+        r.isolation.warnings.join(' | '),
+      );
+      assert.equal(CellResultSchema.safeParse(r).success, true);
+    } finally {
+      await served.close();
+      await proxy.close();
+    }
   });
 });

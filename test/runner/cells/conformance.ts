@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CellProvider } from '../../../runner/src/cells/provider.js';
+import type { CellProvider, CellRunOptions } from '../../../runner/src/cells/provider.js';
 import { CellResultSchema } from '../../../runner/src/protocol/cellResult.js';
 import { InputError } from '../../../runner/src/protocol/inputError.js';
 import { DISPLAY_HEAD_BYTES, DISPLAY_TAIL_BYTES } from '../../../runner/src/cells/boundedOutput.js';
@@ -46,7 +46,7 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
     });
     after(async () => provider?.drain());
 
-    const run = (spec: Record<string, unknown>) => provider.run({ image, ...spec } as never);
+    const run = (spec: Record<string, unknown>, options?: CellRunOptions) => provider.run({ image, ...spec } as never, options);
 
     it('returns a schema-valid result with exit code 0 for a succeeding command', async () => {
       const r = await run({ cmd: 'echo hello' });
@@ -80,6 +80,14 @@ export function describeCellProviderConformance(target: ConformanceTarget): void
       assert.equal(r.killed_by, 'timeout');
       assert.notEqual(r.exit_code, 0);
       assert.ok(r.duration_ms < 15_000, `took ${r.duration_ms} ms`);
+    });
+
+    it('a command killed for its timeout keeps the output it printed before (streamed as it came)', async () => {
+      const streamed: string[] = [];
+      const r = await run({ cmd: 'echo early-line; sleep 60', timeout_s: 5 }, { onOutput: (c) => streamed.push(c.toString()) });
+      assert.equal(r.killed_by, 'timeout');
+      assert.match(r.output, /early-line/);
+      assert.match(streamed.join(''), /early-line/);
     });
 
     it('reports a command killed by a signal', async () => {

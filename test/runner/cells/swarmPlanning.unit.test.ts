@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { CellSpecSchema } from '../../../runner/src/protocol/cellSpec.js';
-import { buildCellScript, parseReturnedFrame } from '../../../runner/src/cells/swarm/swarmCellScript.js';
+import {
+  buildCellScript,
+  CELL_RETURN_BUDGET,
+  INSTALL_RETURN_BUDGET,
+  parseReturnedFrame,
+  returnBudgetFor,
+} from '../../../runner/src/cells/swarm/swarmCellScript.js';
 import { shellQuote } from '../../../runner/src/protocol/shellQuote.js';
 import {
   baseImageTag,
@@ -68,6 +74,63 @@ describe('swarm cells: planning (pure)', () => {
     assert.deepEqual(files(s), ['/forge-in/cell.sh', '/forge-in/input.tar']);
     // Changes too large for a config are in the image: nothing is mounted over them.
     assert.deepEqual(files(buildSwarmServiceSpec(spec, { ...ctx, configs: { ...ctx.configs, input: null } })), ['/forge-in/cell.sh']);
+  });
+
+  it("allow_net: the cell's overlay alone, no virtual IP, the relay named to the wrapper and the CA bundle as a config; without it none of that", () => {
+    const spec = CellSpecSchema.parse({ image: 'img', cmd: 'true', allow_net: ['registry.npmjs.org'] });
+    const plain = CellSpecSchema.parse({ image: 'img', cmd: 'true' });
+    type Task = { Networks?: { Target: string }[]; ContainerSpec: { Env: string[]; Configs: { File: { Name: string; Mode: number } }[] } };
+    const netted = buildSwarmServiceSpec(spec, {
+      ...ctx,
+      network: { id: 'net1', relayIp: '10.0.3.2' },
+      configs: { ...ctx.configs, ca: { id: 'c', name: 'cell-x-ca' } },
+    });
+    const t = netted.TaskTemplate as Task;
+    assert.deepEqual(t.Networks, [{ Target: 'net1' }]);
+    assert.equal(netted.EndpointSpec!.Mode, 'dnsrr');
+    assert.ok(t.ContainerSpec.Env.includes('FORGE_NET_RELAY=10.0.3.2'));
+    assert.deepEqual(
+      t.ContainerSpec.Configs.map((c) => c.File.Name),
+      ['/forge-in/cell.sh', '/forge-in/input.tar', '/etc/forge/ca.pem'],
+    );
+    const none = buildSwarmServiceSpec(plain, ctx);
+    const n = none.TaskTemplate as Task;
+    assert.equal(n.Networks, undefined);
+    assert.equal(none.EndpointSpec!.Mode, 'vip');
+    assert.ok(!n.ContainerSpec.Env.some((e) => e.startsWith('FORGE_NET_RELAY')));
+    // The proxy variables come after the spec's own: a repository's env cannot point the cell elsewhere.
+    const script = buildCellScript(
+      CellSpecSchema.parse({ image: 'i', cmd: 'true', env: { HTTPS_PROXY: 'http://evil:1' } }),
+      '/work',
+      '/etc/forge/ca.pem',
+      { HTTPS_PROXY: 'http://c:t@10.0.3.2:3128' },
+    );
+    assert.ok(script.indexOf(shellQuote('HTTPS_PROXY=http://c:t@10.0.3.2:3128')) > script.indexOf(shellQuote('HTTPS_PROXY=http://evil:1')));
+    assert.ok(script.includes(shellQuote('NODE_EXTRA_CA_CERTS=/etc/forge/ca.pem')));
+  });
+
+  it('what a cell sends back: a cell with a diff the usual budget, an install step (no diff) a far larger one, said to the wrapper and in the omitted reasons', () => {
+    const cell = CellSpecSchema.parse({ image: 'img', cmd: 'true' });
+    const install = CellSpecSchema.parse({ image: 'img', cmd: 'npm ci', capture_diff: false });
+    assert.deepEqual(returnBudgetFor(cell), CELL_RETURN_BUDGET);
+    assert.deepEqual(returnBudgetFor(install), INSTALL_RETURN_BUDGET);
+    assert.ok(INSTALL_RETURN_BUDGET.totalBytes > CELL_RETURN_BUDGET.totalBytes);
+    const env = (spec: typeof cell) =>
+      (buildSwarmServiceSpec(spec, ctx).TaskTemplate as { ContainerSpec: { Env: string[] } }).ContainerSpec.Env;
+    assert.ok(env(install).includes(`FORGE_RETURN_TOTAL=${INSTALL_RETURN_BUDGET.totalBytes}`));
+    assert.ok(env(cell).includes(`FORGE_RETURN_TOTAL=${CELL_RETURN_BUDGET.totalBytes}`));
+    const logSize = (spec: typeof cell) =>
+      (buildSwarmServiceSpec(spec, ctx).TaskTemplate as { LogDriver: { Options: Record<string, string> } }).LogDriver.Options['max-size'];
+    assert.notEqual(logSize(install), logSize(cell));
+    const nonce = 'n'.repeat(48);
+    const frame = [
+      `FORGE ${nonce} omitted`,
+      Buffer.from('budget 10 ./node_modules/x.js\n').toString('base64'),
+      `FORGE ${nonce} exit 0`,
+      '',
+    ].join('\n');
+    const parsed = parseReturnedFrame(frame, nonce, INSTALL_RETURN_BUDGET)!;
+    assert.match(parsed.omitted[0]!.reason, new RegExp(`${INSTALL_RETURN_BUDGET.totalBytes} bytes of content`));
   });
 
   it('base image tags are content-addressed by image, tree, place and user', () => {

@@ -196,6 +196,35 @@ describe('fix pipeline decisions (fake cells, replay model, in process)', functi
     assert.equal(worktrees(), 1);
   });
 
+  it("a baseline the egress proxy refused says which host, and how to let it through; every cell gets the user's deny list", async () => {
+    const out = join(stateDir, 'out');
+    const refused = { host: 'pypi.org', port: 443, count: 2, first_at: '2026-01-01T00:00:00.000Z', refused_by: 'allow_net' as const };
+    const provider = new FakeCellProvider(
+      script((c) =>
+        isTestRun(c) ? { exit_code: 1, output: 'ProxyError: Tunnel connection failed: 403 Forbidden\n', egress_denied: [refused] } : null,
+      ),
+    );
+    const req = request({ out_dir: out, allow_net: ['files.example.org:443'], deny_net: ['telemetry.example.org'] });
+    await assert.rejects(runFix(req, deps(provider, [[{ tool_calls: [FIX] }]])), (e: Error) => {
+      assert.ok(e instanceof BrokenEnvironmentError, e.message);
+      assert.equal(
+        e.message,
+        'the tests could not run on the base commit, so there is nothing to fix yet: the tests tried to reach pypi.org:443, which is not allowed; pass --allow-net pypi.org',
+      );
+      assert.equal(e.report.environment!.cause, 'network');
+      assert.deepEqual(e.report.baseline.egress_denied, [{ host: 'pypi.org', port: 443, count: 2, refused_by: 'allow_net' }]);
+      return true;
+    });
+    const baseline = provider.cells.find((c) => c.purpose === 'baseline')!;
+    assert.deepEqual([baseline.spec.allow_net, baseline.spec.deny_net], [['files.example.org:443'], ['telemetry.example.org']]);
+    assert.match(
+      readFileSync(join(out, 'summary.md'), 'utf8'),
+      /tried to reach pypi\.org:443, which is not allowed\.\n\nFix: pass --allow-net pypi\.org\./,
+    );
+    // A resume keeps the run's deny list with its allowlist.
+    assert.deepEqual(runSettingsOf(req).deny_net, ['telemetry.example.org']);
+  });
+
   it('a winner whose diff fails on a fresh checkout is not a fix', async () => {
     const provider = new FakeCellProvider(
       script((c) => (c.purpose === 'ground_truth' ? pytestOutput({ 'test_calc.py::test_average': false }) : null)),

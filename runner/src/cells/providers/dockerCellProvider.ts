@@ -13,8 +13,7 @@ import { type CellUser, describeCellUser } from '../../hostguard/cellUser.js';
 import { prepareCellMounts, prepareCellWorktree } from '../cellWorktree.js';
 import { findHostCaBundle } from '../hostCaBundle.js';
 import { buildContainerSpec, DOCKER_WORKDIR, LABEL_CELL } from '../dockerContainerSpec.js';
-import { type EgressNetwork, ensureEgressNetwork, guardEgressBridge } from '../egressNetwork.js';
-import { EgressProxy } from '../egressProxy.js';
+import { type DockerEgress, startDockerEgress, stopDockerEgress } from '../dockerEgress.js';
 import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
 import { engineUlimits, planRlimits } from '../rlimits.js';
@@ -28,14 +27,6 @@ export interface DockerCellProviderOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-interface EgressState {
-  network: EgressNetwork;
-  proxy: EgressProxy;
-  port: number;
-  release: (() => Promise<void>) | null;
-  unguarded: string | null;
-}
-
 const MiB = 1024 * 1024;
 
 /** One-shot containers: created, attached, started, waited for and removed per cell. */
@@ -46,7 +37,7 @@ export class DockerCellProvider implements CellProvider {
   private readonly stateDir: string;
   private readonly logDir: string;
   private readonly cleanups = new PendingCleanups();
-  private egressState: Promise<EgressState> | null = null;
+  private egressState: Promise<DockerEgress> | null = null;
 
   constructor(options: DockerCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
@@ -62,22 +53,13 @@ export class DockerCellProvider implements CellProvider {
     this.egressState = null;
     if (egress) {
       const e = await egress.catch(() => null);
-      await e?.proxy.close();
-      await e?.release?.();
+      if (e) await stopDockerEgress(e);
     }
   }
 
   /** The egress network and this runner's proxy on its gateway, set up on first use. */
-  private egress(): Promise<EgressState> {
-    this.egressState ??= (async () => {
-      const network = await ensureEgressNetwork(this.docker);
-      const proxy = new EgressProxy(network.gateway);
-      const port = await proxy.start();
-      const guard = await guardEgressBridge(network.bridge, port);
-      return 'release' in guard
-        ? { network, proxy, port, release: guard.release, unguarded: null }
-        : { network, proxy, port, release: null, unguarded: guard.unguarded };
-    })();
+  private egress(): Promise<DockerEgress> {
+    this.egressState ??= startDockerEgress(this.docker);
     this.egressState.catch(() => (this.egressState = null));
     return this.egressState;
   }
@@ -127,7 +109,7 @@ export class DockerCellProvider implements CellProvider {
     });
     const ulimits = engineUlimits(rl);
     const egress = spec.allow_net === false ? null : await this.egress();
-    const grant = grantEgress(egress?.proxy ?? null, cellId, spec.allow_net);
+    const grant = grantEgress(egress?.proxy ?? null, cellId, spec);
     const mounts = await prepareCellMounts(spec, worktree, () => DOCKER_WORKDIR, { env: this.env, stateDir: this.stateDir, cellId, user });
     const createOptions = buildContainerSpec(spec, {
       cellId,

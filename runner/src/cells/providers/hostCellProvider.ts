@@ -167,7 +167,8 @@ export class HostCellProvider implements CellProvider {
     const logPath = join(env.logDir, `${cellId}.log`);
     const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
     // Opened last before the sandbox's arguments; closed in the cell's cleanup, or here if the cell never starts.
-    const egress = spec.allow_net === false ? null : await this.openEgress(cellId, spec.allow_net, dropTo);
+    const egress =
+      spec.allow_net === false ? null : await this.openEgress(cellId, { allow_net: spec.allow_net, deny_net: spec.deny_net }, dropTo);
     try {
       return await this.runPrepared({ spec, options, env, worktree, user, useBwrap, dropTo, cellId, logPath, argv, egress });
     } catch (e) {
@@ -178,9 +179,13 @@ export class HostCellProvider implements CellProvider {
   }
 
   /** An allow_net cell's own socket on this provider's proxy (made on the first such cell). */
-  private openEgress(cellId: string, allowNet: string[], dropTo: { uid: number; gid: number } | null): Promise<HostCellEgress> {
+  private openEgress(
+    cellId: string,
+    net: { allow_net: string[]; deny_net: string[] },
+    dropTo: { uid: number; gid: number } | null,
+  ): Promise<HostCellEgress> {
     this.egressProxy ??= new EgressProxy('127.0.0.1');
-    return openHostCellEgress(this.egressProxy, cellId, allowNet, dropTo);
+    return openHostCellEgress(this.egressProxy, cellId, net, dropTo);
   }
 
   private async runPrepared(c: PreparedHostCell): Promise<CellResult> {

@@ -145,7 +145,7 @@ export class QemuCellProvider implements CellProvider {
     const root = spec.image === '' ? null : await imageRoot(spec.image, this.cacheDir);
     const cellId = newCellId();
     const egress = spec.allow_net === false ? null : await this.egress();
-    const grant = grantEgress(egress?.proxy ?? null, cellId, spec.allow_net);
+    const grant = grantEgress(egress?.proxy ?? null, cellId, spec);
     const netEnv = proxyEnv(grant, GUEST_PROXY.host, GUEST_PROXY.port);
     const cellEnv = buildCellEnvironment(root ? { ...this.env, PATH: root.path } : this.env, CELL_HOME, '/tmp', { ...netEnv, ...spec.env });
     const nonce = randomBytes(16).toString('hex');

@@ -10,7 +10,7 @@ import type { ProviderHealth } from '../../protocol/health.js';
 import { InputError } from '../../protocol/inputError.js';
 import type { CellWorktree } from '../../workspace/inspectWorktree.js';
 import { newCellId, runnerStateDir } from '../cellIdentity.js';
-import { runCellLifecycle } from '../cellLifecycle.js';
+import { grantEgress, proxyEnv, runCellLifecycle } from '../cellLifecycle.js';
 import { prepareCellWorktree, vetCellMounts } from '../cellWorktree.js';
 import { DOCKER_WORKDIR } from '../dockerContainerSpec.js';
 import { type CellProvider, type CellRunOptions, parseCellSpec } from '../provider.js';
@@ -21,12 +21,14 @@ import { runnerHardLimits } from '../runnerHardLimits.js';
 import { leftOutWarnings } from '../swarm/dependencyLayer.js';
 import { type InputImage, RegistryImages } from '../swarm/registryImages.js';
 import { buildCellScript } from '../swarm/swarmCellScript.js';
+import { type CellNetwork, RELAY_PORT, SwarmEgressRelay } from '../swarm/swarmEgressRelay.js';
 import { describeSwarmIsolation } from '../swarm/swarmIsolation.js';
 import { connectSwarmManager } from '../swarm/swarmManager.js';
 import { describeNode, nodeLabel, nodeUsable, type SwarmNode, SwarmNodes } from '../swarm/swarmNodes.js';
 import { SwarmRegistry } from '../swarm/swarmRegistry.js';
 import { swarmCellLabels } from '../swarm/swarmServiceSpec.js';
-import { NodeLostError, type SwarmCellInput, SwarmTaskDriver } from '../swarm/swarmTaskDriver.js';
+import { MAX_CONFIG_BYTES, NodeLostError, type SwarmCellInput, SwarmTaskDriver } from '../swarm/swarmTaskDriver.js';
+import { CELL_CA_PATH, findHostCaBundle } from '../hostCaBundle.js';
 import { cellInputTar, recordCellInput } from '../swarm/swarmTransfer.js';
 import { SwarmUnavailableError } from '../swarm/swarmUnavailable.js';
 import { writeTar } from '../swarm/tarArchive.js';
@@ -40,6 +42,11 @@ export interface SwarmCellProviderOptions {
   constraints?: string[];
   stateDir?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Each try's steps, in ms since its start (prepared, service_created, task_running,
+   * first_output, frame_ended, task_ended, waited, result): where a cell's time goes (bench).
+   */
+  onTimings?: (marks: Record<string, number>) => void;
 }
 
 /** The cluster cannot take cells (no manager, registry down): one line that says what to do. */
@@ -68,10 +75,13 @@ export class SwarmCellProvider implements CellProvider {
   private readonly registry: SwarmRegistry;
   private readonly constraints: string[];
   private readonly managerName: string;
+  private readonly onTimings: ((marks: Record<string, number>) => void) | undefined;
   private readonly cleanups = new PendingCleanups();
   /** Images in the registry this provider's cells use, by tag: what it verified or built. */
   private readonly images: RegistryImages;
   private readonly nodes: SwarmNodes;
+  /** allow_net cells' way to the egress proxy, started with the first of them. */
+  private relay: SwarmEgressRelay | null = null;
 
   constructor(options: SwarmCellProviderOptions = {}) {
     this.env = options.env ?? process.env;
@@ -80,6 +90,7 @@ export class SwarmCellProvider implements CellProvider {
     this.managerName = manager.name;
     this.registry = new SwarmRegistry(options.registry ?? this.env.FORGE_SWARM_REGISTRY);
     this.constraints = options.constraints ?? [];
+    this.onTimings = options.onTimings;
     this.stateDir = options.stateDir ?? runnerStateDir(this.env);
     this.logDir = join(this.stateDir, 'cells');
     this.nodes = new SwarmNodes(this.docker);
@@ -88,6 +99,9 @@ export class SwarmCellProvider implements CellProvider {
 
   async drain(): Promise<void> {
     await this.cleanups.drain();
+    const relay = this.relay;
+    this.relay = null;
+    await relay?.close();
   }
 
   async health(): Promise<ProviderHealth> {
@@ -134,21 +148,30 @@ export class SwarmCellProvider implements CellProvider {
     };
   }
 
-  /** Swarm cells never get a network in this build: a fix run that needs one is refused up front. */
-  async egressRefusal(): Promise<{ why: string; fix: string }> {
+  /**
+   * Swarm cells reach the egress proxy through a relay container on the manager's engine,
+   * which must be the runner's own (the proxy listens on that engine's bridge): a manager
+   * reached over TCP or SSH cannot carry allow_net cells.
+   */
+  async egressRefusal(): Promise<{ why: string; fix: string } | null> {
+    if (this.managerIsLocal()) return null;
     return {
-      why: "swarm cells have no network in this build (the runner's egress proxy is not reachable from the nodes)",
-      fix: 'use --provider docker or qemu',
+      why: `swarm cells reach the runner's egress proxy through a relay on the manager's engine, and the manager (${this.managerName}) is not this machine's engine`,
+      fix: 'run the runner on a swarm manager (DOCKER_HOST unix://...), or use --provider docker or qemu',
     };
+  }
+
+  private managerIsLocal(): boolean {
+    return typeof (this.docker.modem as unknown as { socketPath?: unknown }).socketPath === 'string';
   }
 
   async run(input: CellSpecInput, options: CellRunOptions = {}): Promise<CellResult> {
     const spec = parseCellSpec(input);
     if (spec.image === '') throw new InputError('the swarm provider needs an image; pass --image IMG (see forge-runner bake)');
-    if (spec.allow_net !== false)
-      throw new InputError(
-        'swarm cells have no network in this build; drop --allow-net or use --provider docker for cells that need the egress proxy',
-      );
+    if (spec.allow_net !== false && !this.managerIsLocal()) {
+      const refusal = (await this.egressRefusal())!;
+      throw new InputError(`allow_net: ${refusal.why}; ${refusal.fix}`);
+    }
     const registry = this.registry.address();
     const busybox = findBusybox();
     if (!busybox) throw new InputError('swarm cells need a static busybox on the runner: apt-get install busybox-static');
@@ -250,7 +273,9 @@ export class SwarmCellProvider implements CellProvider {
       uidProcessCount: 0,
       hardLimits: runnerHardLimits(),
     });
-    const isolation = describeSwarmIsolation(spec.limits, rl, cellUid());
+    const isolation = describeSwarmIsolation(spec.limits, rl, cellUid(), spec.allow_net === false ? 'none' : 'allowlist');
+    const labels = swarmCellLabels(spec, { cellId, runnerPid: process.pid, runnerHost: hostname() });
+    const egress = spec.allow_net === false ? null : await this.cellNetwork(cellId, labels, spec, cell);
     const driver = new SwarmTaskDriver(
       this.docker,
       this.images,
@@ -262,10 +287,13 @@ export class SwarmCellProvider implements CellProvider {
         ...attempt,
         // The installed dependencies are the layer's, not the worktree's: neither sent back nor applied.
         prune: cell.deps.map((d) => relative(cell.workdir, d.target)).filter((p) => p !== '' && !p.startsWith('..')),
-        labels: swarmCellLabels(spec, { cellId, runnerPid: process.pid, runnerHost: hostname() }),
+        labels,
         ulimits: engineUlimits(rl),
         constraints: this.constraints,
         cellUid: cellUid(),
+        network: egress
+          ? { id: egress.net.networkId, relayIp: egress.net.relayIp, script: egress.script, caBundle: egress.caBundle }
+          : null,
       },
       isolation,
       placed,
@@ -280,15 +308,51 @@ export class SwarmCellProvider implements CellProvider {
       logPath,
       worktree: cell.worktree,
       isolation,
-      egress: null,
+      egress: egress?.grant ?? null,
       stateDir: this.stateDir,
     } as const;
-    const result = await runCellLifecycle(facts, driver);
-    const omitted = driver.handle?.omitted ?? [];
+    let result: CellResult;
+    try {
+      result = await runCellLifecycle(facts, driver);
+    } finally {
+      if (egress) {
+        // After the service's removal (tracked by then): an overlay with a task on it cannot go.
+        const pending = this.cleanups.now();
+        const relay = egress.relay;
+        this.cleanups.track(Promise.all(pending).then(() => relay.detach(egress.net)));
+      }
+    }
+    const h = driver.handle;
+    if (h && this.onTimings) this.onTimings({ ...h.marks, result: Date.now() - h.startedAt });
+    const omitted = h?.omitted ?? [];
     if (result.diff && omitted.length > 0) {
       const known = new Set(result.diff.omitted.map((o) => o.path));
       result.diff.omitted.push(...omitted.filter((o) => !known.has(o.path)));
     }
     return result;
+  }
+
+  /** An allow_net cell's overlay with the relay on it, its proxy credentials and its script naming them. */
+  private async cellNetwork(
+    cellId: string,
+    labels: Record<string, string>,
+    spec: ReturnType<typeof parseCellSpec>,
+    cell: SwarmCellInput,
+  ): Promise<{
+    relay: SwarmEgressRelay;
+    net: CellNetwork;
+    grant: NonNullable<ReturnType<typeof grantEgress>>;
+    script: string;
+    caBundle: Buffer | null;
+  }> {
+    const relay = (this.relay ??= new SwarmEgressRelay(this.docker, cell.busybox));
+    const { proxy } = await relay.egress();
+    const net = await relay.attach(cellId, labels);
+    const grant = grantEgress(proxy, cellId, spec)!;
+    // The host's CA bundle travels as a config (public certificates, never a credential).
+    const found = findHostCaBundle(this.env);
+    const caBundle = found && found.pem.length <= MAX_CONFIG_BYTES ? found.pem : null;
+    const script = buildCellScript(spec, cell.workdir, caBundle ? CELL_CA_PATH : null, proxyEnv(grant, net.relayIp, RELAY_PORT));
+    return { relay, net, grant, script, caBundle };
   }
 }

@@ -1,4 +1,4 @@
-import { parseReturnedFrame, type ReturnedFrame } from './swarmCellScript.js';
+import { CELL_RETURN_BUDGET, parseReturnedFrame, type ReturnBudget, type ReturnedFrame } from './swarmCellScript.js';
 
 /**
  * Waiting for a swarm cell's result frame after its task ended. The frame travels through the
@@ -43,13 +43,14 @@ export class FrameCollector {
   private readonly chunks: Buffer[] = [];
   private kept = 0;
   private tail = '';
-  private ended = false;
+  private ended_ = false;
   private parsed: ReturnedFrame | null | undefined;
   private readonly exitLine: RegExp;
 
   constructor(
     private readonly nonce: string,
     private readonly maxBytes: number,
+    private readonly budget: ReturnBudget = CELL_RETURN_BUDGET,
   ) {
     this.exitLine = new RegExp(`(^|\\n)FORGE ${nonce} exit \\d+\\n`);
   }
@@ -59,18 +60,23 @@ export class FrameCollector {
       this.chunks.push(chunk);
       this.kept += chunk.length;
     }
-    if (this.ended) return;
+    if (this.ended_) return;
     // The exit line may be split across chunks: the previous chunk's tail is searched too.
     const text = this.tail + chunk.toString('latin1');
-    if (this.exitLine.test(text)) this.ended = true;
+    if (this.exitLine.test(text)) this.ended_ = true;
     this.tail = text.slice(-(this.nonce.length + 32));
     this.parsed = undefined;
   }
 
+  /** Whether the frame's exit line has arrived. */
+  ended(): boolean {
+    return this.ended_;
+  }
+
   /** The frame, once complete (null before, or when what arrived is not a frame). */
   frame(): ReturnedFrame | null {
-    if (!this.ended) return null;
-    this.parsed ??= parseReturnedFrame(Buffer.concat(this.chunks).toString('latin1'), this.nonce);
+    if (!this.ended_) return null;
+    this.parsed ??= parseReturnedFrame(Buffer.concat(this.chunks).toString('latin1'), this.nonce, this.budget);
     return this.parsed;
   }
 }

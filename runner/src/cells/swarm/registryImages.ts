@@ -1,12 +1,15 @@
 import type Docker from 'dockerode';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { InputError } from '../../protocol/inputError.js';
 import type { SwarmImageRecords } from '../../store/swarmImageRecords.js';
 import type { WorktreeSource } from '../../workspace/captureWorktreeDiff.js';
 import { type DependencySource, type DependencyWalk, dependencyFingerprint, dependencyLayerTar } from './dependencyLayer.js';
+import { leaseRegistryTag } from './registryLeases.js';
+import { pushLabels } from './registryOwnership.js';
 import { digestReference, judgeRegistryImage, pushedDigest } from './registryTrust.js';
 import { SWARM_TOOLS_DIR, SWARM_WRAPPER_SCRIPT, SWARM_INPUT_TAR } from './swarmCellScript.js';
 import { baseImageTag, SWARM_BASE_REPOSITORY, SWARM_DEPS_REPOSITORY, SWARM_INPUT_REPOSITORY } from './swarmServiceSpec.js';
@@ -133,6 +136,8 @@ export class RegistryImages {
     let made = this.images.get(key);
     if (!made) {
       made = (async () => {
+        // Before the lookup: from here until this process exits, gc leaves the tag alone.
+        leaseRegistryTag(this.stateDir, { pid: process.pid, host: hostname() }, registry, repository, tag);
         const recorded = await this.withImageRecords((r) => r.digests(registry, repository, tag));
         const verdict = judgeRegistryImage({ repository, tag, recorded, tagDigest: await this.registryDigest(registry, repository, tag) });
         if (verdict.kind === 'use') return { ref: digestReference(registry, repository, verdict.digest), warning: null };
@@ -161,7 +166,9 @@ export class RegistryImages {
     what: string,
   ): Promise<{ tagged: string; digest: string }> {
     const tagged = `${registry}/${repository}:${tag}`;
-    const build = await this.docker.buildImage(Readable.from(context), { t: tagged, rm: true, forcerm: true });
+    // Who pushed it, in the image's config: gc reads it back to tell whether that runner is gone.
+    const labels = pushLabels({ pid: process.pid, host: hostname(), stateDir: this.stateDir });
+    const build = await this.docker.buildImage(Readable.from(context), { t: tagged, rm: true, forcerm: true, labels });
     await followProgress(this.docker, build, `building ${what}`);
     // The engine wants an auth header even for a registry without credentials (its own config supplies them).
     const push = await this.docker.getImage(tagged).push({ authconfig: { serveraddress: registry } });

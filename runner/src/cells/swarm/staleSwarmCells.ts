@@ -9,7 +9,7 @@ interface Labelled {
 }
 
 /**
- * Finds (and unless dryRun removes) the services, configs and secrets of swarm cells whose
+ * Finds (and unless dryRun removes) the services, overlays, configs and secrets of swarm cells whose
  * runner on this host is gone. Removing a service ends its task wherever it runs; the node
  * then removes the container. Needs the engine to be a swarm manager; [] otherwise.
  */
@@ -31,6 +31,16 @@ export async function collectStaleSwarmCells(docker: Docker, dryRun: boolean, is
       what: 'service',
       list: () => docker.listServices({ filters }) as Promise<Labelled[]>,
       remove: (id) => docker.getService(id).remove(),
+    },
+    {
+      // An allow_net cell's own overlay (the relay, a container, went before: gc removes containers first).
+      what: 'network',
+      list: async () =>
+        ((await docker.listNetworks({ filters })) as { Id: string; Name: string; Labels?: Record<string, string> }[]).map((n) => ({
+          ID: n.Id,
+          Spec: { Name: n.Name, Labels: n.Labels ?? {} },
+        })),
+      remove: (id) => docker.getNetwork(id).remove(),
     },
     { what: 'config', list: () => docker.listConfigs({ filters }) as Promise<Labelled[]>, remove: (id) => docker.getConfig(id).remove() },
     { what: 'secret', list: () => docker.listSecrets({ filters }) as Promise<Labelled[]>, remove: (id) => docker.getSecret(id).remove() },

@@ -35,8 +35,43 @@ export const SWARM_RETURN_TOTAL_BYTES = 16 * 1024 * 1024;
  * content (40,000 small files are 40 MB of archive for a few hundred KB of content).
  */
 export const SWARM_RETURN_ARCHIVE_BYTES = 64 * 1024 * 1024;
-/** Most bytes of the frame's sections as the wrapper reads them (before compression). */
-const SWARM_FILES_SECTION_BYTES = SWARM_RETURN_ARCHIVE_BYTES + 1024 * 1024;
+
+/** What one cell may send back: per file, in all, and as the archive that carries it. */
+export interface ReturnBudget {
+  fileBytes: number;
+  totalBytes: number;
+  archiveBytes: number;
+}
+
+export const CELL_RETURN_BUDGET: ReturnBudget = {
+  fileBytes: SWARM_RETURN_FILE_BYTES,
+  totalBytes: SWARM_RETURN_TOTAL_BYTES,
+  archiveBytes: SWARM_RETURN_ARCHIVE_BYTES,
+};
+
+/**
+ * A cell whose product is what it leaves in the worktree (no diff asked: the run's install
+ * step) sends back far more: a node_modules of 7,000 files and 44 MB is an ordinary install.
+ * Still bounded: the frame of an incompressible archive this size fits the task's log.
+ */
+export const INSTALL_RETURN_BUDGET: ReturnBudget = {
+  fileBytes: 64 * 1024 * 1024,
+  totalBytes: 256 * 1024 * 1024,
+  archiveBytes: 320 * 1024 * 1024,
+};
+
+/** Pure: the budget of a cell (see INSTALL_RETURN_BUDGET). */
+export function returnBudgetFor(spec: Pick<CellSpec, 'capture_diff'>): ReturnBudget {
+  return spec.capture_diff ? CELL_RETURN_BUDGET : INSTALL_RETURN_BUDGET;
+}
+
+/** The wrapper's variables that carry a cell's budget (set on the service, out of the command's reach). */
+export function returnBudgetEnv(b: ReturnBudget): string[] {
+  return [`FORGE_RETURN_FILE=${b.fileBytes}`, `FORGE_RETURN_TOTAL=${b.totalBytes}`, `FORGE_RETURN_ARCHIVE=${b.archiveBytes}`];
+}
+
+/** Most bytes of the frame's files section as the wrapper reads it (before compression). */
+const filesSectionBytes = (b: ReturnBudget) => b.archiveBytes + 1024 * 1024;
 const SWARM_ALL_SECTION_BYTES = 256 * 1024 * 1024;
 
 export const SWARM_WRAPPER_SCRIPT = `# forge swarm cell wrapper: runs as root inside the task, the command never does.
@@ -55,13 +90,20 @@ zsection() { say "$1"; $B head -c "$3" "$2" | $B gzip -c | $B base64 >&3; }
 fail() { say "fail $*"; section notes /forge-run/err 4096; say "exit 125"; exit 125; }
 run_as() { $B nsenter -S "$U" -G "$U" $B setpriv --nnp "$@"; }
 
-# No network, whatever the node gives its tasks: every link but lo goes down, then it is checked.
+# No network but the way to the egress relay (FORGE_NET_RELAY, only for a cell with allow_net),
+# whatever the node gives its tasks: every other link goes down, then it is checked.
+keep=
+if [ -n "\${FORGE_NET_RELAY:-}" ]; then
+  keep=$($B ip route get "$FORGE_NET_RELAY" 2>/dev/null | $B sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | $B head -1)
+  [ -n "$keep" ] || fail "no link reaches the egress relay $FORGE_NET_RELAY"
+fi
 for dev in $($B ls /sys/class/net); do
-  [ "$dev" = lo ] && continue
+  { [ "$dev" = lo ] || [ "$dev" = "$keep" ]; } && continue
   $B ip link set dev "$dev" down || fail "could not take the link $dev down"
 done
-[ -z "$($B ip -o link show up | $B grep -v ': lo:')" ] || fail "a network link is still up"
-[ -z "$($B ip route show)" ] || fail "routes remain after the links went down"
+[ -z "$($B ip -o link show up | $B grep -vE ": (lo|\${keep:-lo})(@[^:]*)?:")" ] || fail "a network link is still up"
+# The relay's overlay is internal: a link route to its subnet, never a default route.
+[ -z "$($B ip route show | $B grep -vE "^[0-9./]+ dev \${keep:-none} ")" ] || fail "routes remain besides the relay's network"
 [ -z "$($B ip -6 route show 2>/dev/null | $B grep -vE '^(fe80|ff00|local|multicast)')" ] || fail "IPv6 routes remain after the links went down"
 
 $B tar -xf ${SWARM_INPUT_TAR} -C /forge-run || fail "the cell's input could not be read"
@@ -80,8 +122,10 @@ $B mkfifo -m 600 /forge-run/out || fail "no output pipe"
 exec 4>&1
 # The output cap holds at the source too (logs can lag far behind a firehose): one byte past
 # it is enough for the runner to see it, and the command gets SIGPIPE on its next write.
+# dd, not head -c: busybox's head holds what it read until it ends, so a cell's output would
+# not stream and a cell killed for its timeout would lose all of it.
 cap="$B cat"
-if [ "\${FORGE_OUTPUT_LIMIT:-0}" -gt 0 ]; then cap="$B head -c $((FORGE_OUTPUT_LIMIT + 1))"; fi
+if [ "\${FORGE_OUTPUT_LIMIT:-0}" -gt 0 ]; then cap="$B dd bs=65536 count=$((FORGE_OUTPUT_LIMIT + 1)) iflag=count_bytes status=none"; fi
 ($cap </forge-run/out | $B tee /dev/fd/4 | $B wc -c >/forge-run/count) 3>&- &
 counter=$!
 run_as $B sh ${SWARM_CELL_SCRIPT} </dev/null >/forge-run/out 2>&1 3>&- 4>&-
@@ -111,7 +155,10 @@ run_as $B find . \\( "$@" \\) -o ! -type d -path "*$NL*" -print0 >/forge-run/new
 # Changed since the stamp by ctime, which no command can set back; same tick counts as changed.
 run_as $B xargs -r -0 $B stat -c '%z %s %n' </forge-run/all >/forge-run/stat
 # The archive's own size is counted too (header and padding per file, a long name's extra header).
-$B awk -v since="$since" -v max=${SWARM_RETURN_FILE_BYTES} -v budget=${SWARM_RETURN_TOTAL_BYTES} -v archmax=${SWARM_RETURN_ARCHIVE_BYTES} '
+ret_file=\${FORGE_RETURN_FILE:-${SWARM_RETURN_FILE_BYTES}}
+ret_total=\${FORGE_RETURN_TOTAL:-${SWARM_RETURN_TOTAL_BYTES}}
+ret_archive=\${FORGE_RETURN_ARCHIVE:-${SWARM_RETURN_ARCHIVE_BYTES}}
+$B awk -v since="$since" -v max="$ret_file" -v budget="$ret_total" -v archmax="$ret_archive" '
   { ct = substr($0, 1, 35); rest = substr($0, 37); sp = index(rest, " ")
     size = substr(rest, 1, sp - 1) + 0; path = substr(rest, sp + 1)
     if (ct < since) next
@@ -122,7 +169,7 @@ $B awk -v since="$since" -v max=${SWARM_RETURN_FILE_BYTES} -v budget=${SWARM_RET
 : >/forge-run/files.tar
 # No tar -T in busybox: xargs may split the list, so files.tar can be several archives in a row.
 if [ -s /forge-run/changed ]; then $B tr '\\n' '\\0' </forge-run/changed | run_as $B xargs -r -0 $B tar -cf - >/forge-run/files.tar; fi
-zsection files /forge-run/files.tar ${SWARM_FILES_SECTION_BYTES}
+zsection files /forge-run/files.tar $((ret_archive + 1048576))
 zsection all /forge-run/all ${SWARM_ALL_SECTION_BYTES}
 section omitted /forge-run/omitted 1048576
 zsection newline /forge-run/newline 1048576
@@ -144,7 +191,13 @@ export function wrapperDigest(): string {
  * word parsing anywhere), a scrubbed environment, the image's /bin/sh as the docker cell's
  * entry wrapper uses it, and "exec" so the command is what exits.
  */
-export function buildCellScript(spec: Pick<CellSpec, 'cmd' | 'env'>, workdir: string, caBundle: string | null): string {
+export function buildCellScript(
+  spec: Pick<CellSpec, 'cmd' | 'env'>,
+  workdir: string,
+  caBundle: string | null,
+  /** allow_net: the proxy variables naming the relay, after the spec's own as for docker cells. */
+  networkEnv: Record<string, string> = {},
+): string {
   const argv = typeof spec.cmd === 'string' ? ['/bin/sh', '-c', spec.cmd] : spec.cmd;
   const env: Record<string, string> = {
     LANG: 'C.UTF-8',
@@ -155,6 +208,7 @@ export function buildCellScript(spec: Pick<CellSpec, 'cmd' | 'env'>, workdir: st
     TMPDIR: '/tmp',
     ...(caBundle ? caBundleEnv(caBundle) : {}),
     ...spec.env,
+    ...networkEnv,
   };
   const words = [
     ...(spec.env.PATH === undefined ? ['"PATH=$PATH"'] : []),
@@ -188,7 +242,7 @@ export interface ReturnedFrame {
  * Pure: reads the wrapper's frame out of the task's stderr. Only lines carrying the nonce
  * count; null when no complete frame (ending in an exit line) is there.
  */
-export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame | null {
+export function parseReturnedFrame(stderr: string, nonce: string, budget: ReturnBudget = CELL_RETURN_BUDGET): ReturnedFrame | null {
   const sections = new Map<string, string[]>();
   let current: string[] | null = null;
   let exitCode: number | null = null;
@@ -238,9 +292,9 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
       const p = stripDot(path.join(' '));
       const reason =
         kind === 'too-large'
-          ? `file larger than ${SWARM_RETURN_FILE_BYTES} bytes (${size}): not brought back from the swarm node`
+          ? `file larger than ${budget.fileBytes} bytes (${size}): not brought back from the swarm node`
           : kind === 'budget'
-            ? `past the budget of files a swarm cell sends back (${SWARM_RETURN_TOTAL_BYTES} bytes of content, ${SWARM_RETURN_ARCHIVE_BYTES} as an archive)`
+            ? `past the budget of files a swarm cell sends back (${budget.totalBytes} bytes of content, ${budget.archiveBytes} as an archive)`
             : 'not brought back from the swarm node';
       return { path: p, reason };
     })
@@ -251,7 +305,7 @@ export function parseReturnedFrame(stderr: string, nonce: string): ReturnedFrame
         .filter(Boolean)
         .map((path) => ({ path: stripDot(path), reason: 'its path has a newline: not brought back from the swarm node' })),
     );
-  const files = inflate('files', SWARM_FILES_SECTION_BYTES);
+  const files = inflate('files', filesSectionBytes(budget));
   const all = inflate('all', SWARM_ALL_SECTION_BYTES).toString('utf8').split('\0').filter(Boolean).map(stripDot);
   return {
     exitCode,

@@ -7,14 +7,19 @@ export function describeSwarmIsolation(
   limits: CellSpec['limits'] | null,
   rlimits: IsolationReport['rlimits'] | null,
   cellUid: number,
+  /** allowlist: the cell's own overlay, reaching only the runner's egress proxy through the relay. */
+  net: 'none' | 'allowlist' = 'none',
 ): IsolationReport {
   return {
     mechanism: 'swarm',
     degraded: false,
     namespaces: ['mount', 'pid', 'ipc', 'uts', 'net', 'cgroup'],
-    net: 'none',
+    net,
     filesystem:
-      "image root with the base tree as a layer (container layer discarded with the task); the worktree is a copy on the node (the attempt's changes written in, changed files sent back); private tmpfs /tmp unless the worktree lives there; nothing mounted from the runner; never an engine socket",
+      "image root with the base tree as a layer (container layer discarded with the task); the worktree is a copy on the node (the attempt's changes written in, changed files sent back); private tmpfs /tmp unless the worktree lives there; nothing mounted from the runner; never an engine socket" +
+      (net === 'allowlist'
+        ? "; network: an internal overlay of the cell's own whose only other member is the runner's egress relay (the proxy checks its allowlist)"
+        : ''),
     user: `uid ${cellUid} (the dedicated cell user) with no_new_privs; the wrapper around it is root with only ${SWARM_WRAPPER_CAPABILITIES.join(', ')}`,
     masked_paths: [],
     rlimits: rlimits ?? { cpu_s: null, data_bytes: null, nproc: null, fsize_bytes: null, nofile: null },

@@ -3,7 +3,17 @@ import type { CreateServiceOptions } from 'dockerode';
 import type { CellSpec } from '../../protocol/cellSpec.js';
 import { LABEL_CELL, LABEL_RUN, LABEL_RUNNER_HOST, LABEL_RUNNER_PID } from '../dockerContainerSpec.js';
 import { isInside } from '../../hostguard/pathInside.js';
-import { SWARM_BUSYBOX, SWARM_CELL_SCRIPT, SWARM_INPUT_TAR, SWARM_NONCE_SECRET, SWARM_WRAPPER, wrapperDigest } from './swarmCellScript.js';
+import { CELL_CA_PATH } from '../hostCaBundle.js';
+import {
+  returnBudgetEnv,
+  returnBudgetFor,
+  SWARM_BUSYBOX,
+  SWARM_CELL_SCRIPT,
+  SWARM_INPUT_TAR,
+  SWARM_NONCE_SECRET,
+  SWARM_WRAPPER,
+  wrapperDigest,
+} from './swarmCellScript.js';
 
 const MiB = 1024 * 1024;
 
@@ -12,6 +22,8 @@ export const SWARM_WRAPPER_CAPABILITIES = ['CAP_SETUID', 'CAP_SETGID', 'CAP_NET_
 
 /** One file of a task's log on its node (json-file; two are kept). */
 export const SWARM_TASK_LOG_MAX_SIZE = '256m';
+/** An install step's frame can carry a far larger archive (INSTALL_RETURN_BUDGET). */
+export const SWARM_INSTALL_LOG_MAX_SIZE = '640m';
 
 /** The repository in the registry that holds every base image (one tag per image, tree and place). */
 export const SWARM_BASE_REPOSITORY = 'forge-cell-base';
@@ -31,13 +43,20 @@ export interface SwarmCellContext {
   runnerPid: number;
   runnerHost: string;
   /** input null: the changes are in the image itself (too large for a config). */
-  configs: { script: { id: string; name: string }; input: { id: string; name: string } | null };
+  configs: {
+    script: { id: string; name: string };
+    input: { id: string; name: string } | null;
+    /** allow_net: the host's CA bundle, for networks that inspect TLS (as docker cells get it). */
+    ca?: { id: string; name: string } | null;
+  };
   secret: { id: string; name: string };
   /** Node ids this cell must not be placed on (a node lost by its first try). */
   avoidNodes: string[];
   /** Placement constraints the operator gave for every cell. */
   constraints?: string[];
   ulimits: { Name: string; Soft: number; Hard: number }[];
+  /** allow_net: the cell's own overlay and the relay's address on it; null: no network at all. */
+  network?: { id: string; relayIp: string } | null;
 }
 
 /** Pure: the labels of everything one swarm cell creates (service, configs, secret), which gc reads. */
@@ -85,6 +104,9 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
           `FORGE_CELL_UID=${ctx.cellUid}`,
           `FORGE_OUTPUT_LIMIT=${spec.limits.output_bytes}`,
           ...(ctx.prune && ctx.prune.length > 0 ? [`FORGE_PRUNE=${ctx.prune.map((p) => `./${p}`).join('\n')}`] : []),
+          // The wrapper keeps only the link that reaches the relay (and checks there is no route out).
+          ...(ctx.network ? [`FORGE_NET_RELAY=${ctx.network.relayIp}`] : []),
+          ...returnBudgetEnv(returnBudgetFor(spec)),
         ],
         Dir: '/',
         User: '0:0',
@@ -112,6 +134,15 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
                 },
               ]
             : []),
+          ...(ctx.configs.ca
+            ? [
+                {
+                  File: { Name: CELL_CA_PATH, UID: '0', GID: '0', Mode: 0o444 },
+                  ConfigID: ctx.configs.ca.id,
+                  ConfigName: ctx.configs.ca.name,
+                },
+              ]
+            : []),
         ],
         Secrets: [
           { File: { Name: SWARM_NONCE_SECRET, UID: '0', GID: '0', Mode: 0o400 }, SecretID: ctx.secret.id, SecretName: ctx.secret.name },
@@ -124,13 +155,19 @@ export function buildSwarmServiceSpec(spec: CellSpec, ctx: SwarmCellContext): Cr
         Reservations: { MemoryBytes: memory, ...(cpus !== undefined ? { NanoCPUs: cpus } : {}) },
       },
       RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
+      ...(ctx.network ? { Networks: [{ Target: ctx.network.id }] } : {}),
       Placement: { Constraints: [...(ctx.constraints ?? []), ...ctx.avoidNodes.map((id) => `node.id!=${id}`)] },
       // The output is streamed through the manager while the task runs; the node keeps a bounded
       // copy. A rotation while the stream follows the file can stop the stream (the result frame,
       // last, would never arrive): one file holds the output of a busy cell as JSON lines.
-      LogDriver: { Name: 'json-file', Options: { 'max-size': SWARM_TASK_LOG_MAX_SIZE, 'max-file': '2' } },
+      LogDriver: {
+        Name: 'json-file',
+        Options: { 'max-size': spec.capture_diff ? SWARM_TASK_LOG_MAX_SIZE : SWARM_INSTALL_LOG_MAX_SIZE, 'max-file': '2' },
+      },
     },
-    EndpointSpec: { Mode: 'vip', Ports: [] },
+    // On a network, dnsrr: no virtual IP (no IPVS on many nodes) and no load balancer endpoint
+    // of the service on the cell's overlay; nothing resolves the cell's name for anyone anyway.
+    EndpointSpec: { Mode: ctx.network ? 'dnsrr' : 'vip', Ports: [] },
   };
 }
 

@@ -9,7 +9,7 @@ import type { CellDriver, CellExit, CellStartContext, KillReason } from '../cell
 import { LABEL_CELL } from '../dockerContainerSpec.js';
 import { FRAME_IDLE_MS, FrameCollector, nextFrameWaitStep } from './frameArrival.js';
 import type { InputImage, RegistryImages } from './registryImages.js';
-import type { ReturnedFrame } from './swarmCellScript.js';
+import { type ReturnedFrame, returnBudgetFor } from './swarmCellScript.js';
 import type { DependencySource } from './dependencyLayer.js';
 import type { SwarmNodes } from './swarmNodes.js';
 import { buildSwarmServiceSpec, judgeTasks, type SwarmCellContext, type TaskView } from './swarmServiceSpec.js';
@@ -64,6 +64,8 @@ export interface SwarmTry {
   ulimits: SwarmCellContext['ulimits'];
   constraints: string[];
   cellUid: number;
+  /** allow_net: the try's own overlay (the relay on it) and its script with the proxy variables. */
+  network: { id: string; relayIp: string; script: string; caBundle: Buffer | null } | null;
 }
 
 /** The task of one try, as the driver follows it. */
@@ -88,6 +90,12 @@ export interface SwarmTaskHandle {
   omitted: ReturnedFrame['omitted'];
   output: (chunk: Buffer) => void;
   finished: () => boolean;
+  /** Milliseconds since start() at each step of the cell (the bench's breakdown of a cell's time). */
+  marks: Record<string, number>;
+  startedAt: number;
+  /** Resolves once the frame's exit line arrived: wait() need not sleep out its poll. */
+  frameEnded: Promise<void>;
+  onFrameEnded: () => void;
 }
 
 export interface SwarmWaited {
@@ -126,6 +134,7 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
   ) {}
 
   async start(ctx: CellStartContext): Promise<SwarmTaskHandle> {
+    const startedAt = Date.now();
     const { cellId, spec, cell, labels } = this.t;
     const nonce = randomBytes(24).toString('hex');
     const { created } = this;
@@ -144,7 +153,7 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
     const scriptCfg = await this.docker.createConfig({
       Name: `${cellId}-script`,
       Labels: labels,
-      Data: Buffer.from(cell.script).toString('base64'),
+      Data: Buffer.from(this.t.network?.script ?? cell.script).toString('base64'),
     });
     created.configs.push(scriptCfg.id);
     let input: { id: string; name: string } | null = null;
@@ -152,6 +161,16 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
       const inputCfg = await this.docker.createConfig({ Name: `${cellId}-input`, Labels: labels, Data: cell.inputTar.toString('base64') });
       created.configs.push(inputCfg.id);
       input = { id: inputCfg.id, name: `${cellId}-input` };
+    }
+    let ca: { id: string; name: string } | null = null;
+    if (this.t.network?.caBundle) {
+      const caCfg = await this.docker.createConfig({
+        Name: `${cellId}-ca`,
+        Labels: labels,
+        Data: this.t.network.caBundle.toString('base64'),
+      });
+      created.configs.push(caCfg.id);
+      ca = { id: caCfg.id, name: `${cellId}-ca` };
     }
     const serviceSpec = buildSwarmServiceSpec(spec, {
       cellId,
@@ -161,18 +180,20 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
       cellUid: this.t.cellUid,
       runnerPid: process.pid,
       runnerHost: hostname(),
-      configs: { script: { id: scriptCfg.id, name: `${cellId}-script` }, input },
+      configs: { script: { id: scriptCfg.id, name: `${cellId}-script` }, input, ca },
       secret: { id: secret.id, name: `${cellId}-nonce` },
       avoidNodes: this.t.avoid,
       constraints: this.t.constraints,
       ulimits: this.t.ulimits,
+      network: this.t.network,
     });
     this.handle = {
       nonce,
       serviceSpec,
       serviceId: null,
       // Bounded: the frame carries at most the return archive (base64) plus the file list.
-      frames: new FrameCollector(nonce, 512 * MiB),
+      // (base64 of the gzipped archive: an incompressible install archive is 427 MiB of it).
+      frames: new FrameCollector(nonce, 512 * MiB, returnBudgetFor(spec)),
       lastByteAt: Date.now(),
       stdoutBytes: 0,
       heldByte: null,
@@ -184,13 +205,21 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
       omitted: [],
       output: ctx.output,
       finished: ctx.finished,
+      marks: {},
+      startedAt,
+      frameEnded: Promise.resolve(),
+      onFrameEnded: () => undefined,
     };
-    return this.handle;
+    const h = this.handle;
+    h.frameEnded = new Promise<void>((resolve) => (h.onFrameEnded = resolve));
+    mark(h, 'prepared');
+    return h;
   }
 
   async launch(h: SwarmTaskHandle): Promise<void> {
     const svc = await this.docker.createService(h.serviceSpec);
     h.serviceId = svc.id;
+    mark(h, 'service_created');
     const stream = (await this.docker
       .getService(svc.id)
       .logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream;
@@ -199,6 +228,7 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
       write(chunk: Buffer, _enc, done) {
         // The last byte is held back: the wrapper ends the stream with a newline of its own.
         h.lastByteAt = Date.now();
+        h.marks.first_output ??= h.lastByteAt - h.startedAt;
         h.stdoutBytes += chunk.length;
         const all = h.heldByte ? Buffer.concat([h.heldByte, chunk]) : chunk;
         h.heldByte = all.subarray(all.length - 1);
@@ -210,6 +240,10 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
       write(chunk: Buffer, _enc, done) {
         h.lastByteAt = Date.now();
         h.frames.push(chunk);
+        if (h.frames.ended()) {
+          h.marks.frame_ended ??= Date.now() - h.startedAt;
+          h.onFrameEnded();
+        }
         done();
       },
     });
@@ -227,8 +261,18 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
       }
       if (last?.nodeId) await this.nodes.refresh(false);
       const verdict = judgeTasks(views, (id) => this.nodes.state(id));
+      if (verdict.kind === 'running') h.marks.task_running ??= Date.now() - h.startedAt;
+      // The whole frame is the wrapper's last word (nonce-signed, after all the output): the
+      // cell is over, whether or not the manager has heard yet that its task completed.
+      const early = frameComplete(h);
+      if (early && verdict.kind !== 'lost') {
+        mark(h, 'waited');
+        return { exitCode: early.exitCode, removed: false };
+      }
       if (verdict.kind === 'ended') {
+        h.marks.task_ended ??= Date.now() - h.startedAt;
         await this.awaitFrame(h, last);
+        mark(h, 'waited');
         return { exitCode: verdict.exitCode, removed: false };
       }
       if (verdict.kind === 'lost') {
@@ -241,7 +285,7 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
         return { exitCode: null, removed: false };
       }
       if (h.killed || h.finished()) return { exitCode: null, removed: true };
-      await delay(POLL_MS);
+      await Promise.race([delay(POLL_MS), h.frameEnded]);
     }
   }
 
@@ -272,10 +316,7 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
    */
   private async awaitFrame(h: SwarmTaskHandle, last: TaskView | undefined): Promise<void> {
     const endedAt = Date.now();
-    const arrived = () => {
-      const f = h.frames.frame();
-      return f !== null && (f.outputBytes === null || h.stdoutBytes >= f.outputBytes + 1);
-    };
+    const arrived = () => frameComplete(h) !== null;
     for (;;) {
       if (h.killed || h.finished()) return;
       const facts = { complete: arrived(), idleMs: Date.now() - Math.max(h.lastByteAt, endedAt), nodeState: null };
@@ -382,6 +423,16 @@ export class SwarmTaskDriver implements CellDriver<SwarmTaskHandle, SwarmWaited>
     for (const id of this.created.configs) await removeWithRetry(() => this.docker.getConfig(id).remove());
     for (const id of this.created.secrets) await removeWithRetry(() => this.docker.getSecret(id).remove());
   }
+}
+
+/** The frame, once it and all the output it counts have arrived; null before. */
+function frameComplete(h: SwarmTaskHandle): ReturnedFrame | null {
+  const f = h.frames.frame();
+  return f !== null && (f.outputBytes === null || h.stdoutBytes >= f.outputBytes + 1) ? f : null;
+}
+
+function mark(h: SwarmTaskHandle, step: string): void {
+  h.marks[step] ??= Date.now() - h.startedAt;
 }
 
 function destroyStream(h: SwarmTaskHandle): void {

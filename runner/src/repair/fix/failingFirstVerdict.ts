@@ -4,6 +4,7 @@ import { judgeTestRun, runReport, type Verdict } from '../verdicts/judgeTestRun.
 import { parseTestOutput } from '../verdicts/parsers.js';
 import { testRunCrash } from '../verdicts/testRunCrash.js';
 import { runEnd, type RunCells, type TestRun } from './runCells.js';
+import { deniedEgressOf } from '../verdicts/deniedEgress.js';
 
 /** Whether a run's output names every one of `tests` passing. */
 export function passedEvery(tests: string[], output: string): boolean {
@@ -57,7 +58,11 @@ export function judgeTargeted(run: TargetedRun, test: TestRun, baseline: Judged 
   const stillFailing = run.tests.filter((n) => report?.tests.get(n) === 'fail');
   if (!outcome.red) return { test, red: null, why: outcome.why, seconds, stillFailing };
   const n = plural(run.tests.length, 'failing test');
-  const judged = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks: false, end });
+  const judged = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, {
+    npmHooks: false,
+    end,
+    egressDenied: deniedEgressOf(test.result.egress_denied),
+  });
   return {
     test,
     seconds,

@@ -5,6 +5,7 @@ import { testOutputOf } from '../verdicts/testRunOutput.js';
 import { type RunScope, throwIfCancelled } from './fixRun.js';
 import type { RunCells } from './runCells.js';
 import { installRegistries } from './runNetwork.js';
+import { deniedEgressLine, deniedEgressOf } from '../verdicts/deniedEgress.js';
 
 export interface DependenciesInput extends RunScope {
   cells: RunCells;
@@ -43,7 +44,7 @@ async function installOnce({ run, request, deps, cells }: DependenciesInput): Pr
   if (!installCmd) return null;
   const hosts = installRegistries(repo);
   deps.progress(
-    `install: ${installCmd} (once for the run; network: ${hosts.length > 0 ? hosts.join(', ') : 'none'}${request.allow_net.length ? ` and ${request.allow_net.join(', ')}` : ''})`,
+    `install: ${installCmd} (once for the run; network: ${hosts.length > 0 ? hosts.join(', ') : 'none'}${request.allow_net.length ? ` and ${request.allow_net.join(', ')}` : ''}${request.deny_net.length ? `, never ${request.deny_net.join(', ')}` : ''})`,
   );
   const depsWt = await createAttemptWorktree(repo, run.base, `${run.runId}-deps`, { include: run.trust.include, onSkipped: deps.progress });
   try {
@@ -56,8 +57,9 @@ async function installOnce({ run, request, deps, cells }: DependenciesInput): Pr
         .slice(-3)
         .map((l) => l.trim())
         .join(' | ');
+      const denied = deniedEgressLine(deniedEgressOf(r.egress_denied), 'it');
       throw new InputError(
-        `install command failed (exit ${r.exit_code}${r.timed_out ? ', timed out' : ''}): ${tail}; fix --install-cmd (or install in your checkout: its dependencies are shared)`,
+        `install command failed (exit ${r.exit_code}${r.timed_out ? ', timed out' : ''}): ${tail}; ${denied ? `${denied}, or ` : ''}fix --install-cmd (or install in your checkout: its dependencies are shared)`,
       );
     }
     // The install step ran in this checkout: what it names is resolved there, no link followed.

@@ -107,7 +107,7 @@ export function notResumable(row: RunRow, alive: (pid: number) => boolean = runn
 
 /**
  * What a resume keeps of the run besides what defines it: its budgets, the hosts its cells
- * may reach and whether they share installed dependencies. A run resumed without its
+ * may and may not reach and whether they share installed dependencies. A run resumed without its
  * allowlist would fail where it needs the network (an npm posttest hook), not where it stopped.
  * Outputs (--out, --apply, --branch) belong to each invocation and are not kept.
  */
@@ -118,6 +118,7 @@ export const RUN_SETTINGS = [
   'timeout_per_attempt_s',
   'cell_timeout_s',
   'allow_net',
+  'deny_net',
   'shared_deps',
   'concurrency',
   'allow_green_baseline',

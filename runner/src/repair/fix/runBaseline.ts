@@ -7,6 +7,7 @@ import { failingOf, type FixRule, type Judged } from '../verdicts/failingSet.js'
 import { testsNamedByIssue } from '../verdicts/issueTests.js';
 import type { FixRequest } from '../../protocol/fixRequest.js';
 import { storedVerdict } from '../verdicts/storedVerdict.js';
+import { deniedEgressLine, deniedEgressOf } from '../verdicts/deniedEgress.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
 import { countTests, emptyReport, type TestOutcome, type TestReport } from '../verdicts/testReport.js';
 import { hookNote, type RunScope, throwIfCancelled } from './fixRun.js';
@@ -60,9 +61,11 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline | Brok
     }
     throwIfCancelled(deps.signal);
     const { result: baselineRun, output: baselineOutput } = baselineTest;
+    const egressDenied = deniedEgressOf(baselineRun.egress_denied);
     const verdict = judgeTestRun(baselineRun.exit_code, baselineOutput, null, baselineTest.written, {
       npmHooks: isNpmTestCommand(run.testCmd),
       end: runEnd(baselineTest),
+      egressDenied,
     });
     const report = runReport(baselineTest.written, parseTestOutput(baselineOutput), baselineTest.logWhole);
     // A baseline whose tests never ran says nothing about the code: stop before any attempt.
@@ -79,6 +82,7 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline | Brok
           report,
           testCmd: run.testCmd,
           cellTimeoutS: request.cell_timeout_s,
+          egressDenied,
         });
     if (broken) return { broken, verdict };
     store.setBaseline(run.runId, {
@@ -89,7 +93,10 @@ export async function runBaseline(input: BaselineInput): Promise<Baseline | Brok
     baseline = { verdict, report, judged: judgedBaseline(report, verdict, fixRuleOf(request, report)) };
   }
   const v = baseline.verdict;
-  progress(`baseline: exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.framework ? ` (${v.framework})` : ''}${hookNote(v)}`);
+  const denied = deniedEgressLine(v.egress_denied, 'the tests');
+  progress(
+    `baseline: exit ${v.exit_code}, ${v.passed} passed, ${v.failed} failed${v.framework ? ` (${v.framework})` : ''}${hookNote(v)}${denied ? `; ${denied}` : ''}`,
+  );
   const named = baseline.judged.rule?.named ?? [];
   if (named.length > 0 && !request.strict)
     progress(

@@ -16,6 +16,7 @@ import { plain } from '../verdicts/testReport.js';
 import { parseTestOutput } from '../verdicts/parsers.js';
 import { runReport } from '../verdicts/judgeTestRun.js';
 import { testRunCrash } from '../verdicts/testRunCrash.js';
+import { deniedEgressOf } from '../verdicts/deniedEgress.js';
 import { repoTarget } from '../../workspace/repoLocation.js';
 import { runGit } from '../../workspace/safeGit.js';
 import { readFileBeneath } from '../../hostguard/openBeneath.js';
@@ -171,6 +172,8 @@ export class RunCells {
           cmd: command,
           env,
           allow_net: allowNet.length > 0 ? allowNet : false,
+          // The user's own deny list wins over every allowlist, the install step's registries too.
+          deny_net: request.deny_net,
           capture_diff: purpose !== 'install',
           timeout_s: request.cell_timeout_s,
           labels: {
@@ -415,7 +418,11 @@ export class RunCells {
     const { test, crash } = await this.testCellOnce(worktree, purpose, attemptIdx, first, undefined, early);
     // Work started early may have run before the baseline was known: judged once it is.
     const baseline = await baselineKnown;
-    const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, { npmHooks, end: runEnd(test) });
+    const verdict = judgeTestRun(test.result.exit_code, test.output, baseline, test.written, {
+      npmHooks,
+      end: runEnd(test),
+      egressDenied: deniedEgressOf(test.result.egress_denied),
+    });
     if (crash) return { test, verdict: { ...verdict, green: false, could_not_run: crash } };
     // Green with a non-zero exit through failures that were there before (issueTests.ts) names them: no hook to check.
     if (!verdict.green || verdict.exit_code === 0 || verdict.hook_failures.length === 0) return { test, verdict };
@@ -440,7 +447,11 @@ export class RunCells {
     );
     return {
       test: alone,
-      verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, { npmHooks: false, end: runEnd(alone) }),
+      verdict: judgeTestRun(alone.result.exit_code, alone.output, baseline, alone.written, {
+        npmHooks: false,
+        end: runEnd(alone),
+        egressDenied: deniedEgressOf(alone.result.egress_denied),
+      }),
     };
   }
 

@@ -1,3 +1,4 @@
+import { type DeniedEgress, deniedEgressSaid } from './deniedEgress.js';
 import { NETWORK_REFUSED } from './npmLifecycle.js';
 import type { TestReport } from './testReport.js';
 
@@ -21,6 +22,8 @@ export interface BaselineFacts {
   report: TestReport | null;
   testCmd: string;
   cellTimeoutS: number;
+  /** What the egress proxy refused the cell (a cell with allow_net): the hosts the tests wanted. */
+  egressDenied?: readonly DeniedEgress[];
 }
 
 const lastLine = (text: string, re: RegExp): string | null => {
@@ -62,6 +65,17 @@ export function classifyBaseline(f: BaselineFacts): BrokenEnvironment | null {
       detail: `a module the tests import is missing: ${name}`,
       fix: 'install the dependencies in your checkout (they are shared with every attempt), or pass --install-cmd',
     };
+  }
+  // The proxy's record names what the tests wanted, where a client's error may say only "403".
+  // Tests that failed are still the oracle (a telemetry call refused beside them changes nothing), unless the output says the network failed them.
+  const denied = deniedEgressSaid(f.egressDenied ?? [], 'the tests');
+  if (
+    denied &&
+    f.exitCode !== 0 &&
+    !(f.report && f.report.passed > 0) &&
+    (!(f.report && f.report.failed > 0) || NETWORK_REFUSED.test(out))
+  ) {
+    return { cause: 'network', detail: denied.detail, fix: denied.fix };
   }
   if (f.exitCode !== 0 && NETWORK_REFUSED.test(out) && !(f.report && f.report.passed > 0)) {
     return {

@@ -3,6 +3,7 @@ import { failedNetworkHook, type HookFailure, lifecycleStages } from './npmLifec
 import { type FixRule, judgeFix } from './issueTests.js';
 import { parseTestOutput } from './parsers.js';
 import { combineReports, countTests, plain, type TestReport } from './testReport.js';
+import type { DeniedEgress } from './deniedEgress.js';
 
 export interface Verdict {
   exit_code: number;
@@ -42,6 +43,8 @@ export interface Verdict {
   reused_from: string | null;
   /** Only the baseline's failing tests ran (failingFirst.ts) and some failed again: red without the whole suite. */
   targeted: { how: string; tests: string[]; still_failing: string[]; seconds: number } | null;
+  /** What the egress proxy refused the test cell (its allow_net did not name it, or the user's deny_net did). */
+  egress_denied: DeniedEgress[];
 }
 
 /**
@@ -94,6 +97,8 @@ export interface JudgeOptions {
   npmHooks: boolean;
   /** How the cell ended (timed out, a limit hit, the log cut); a whole run when absent. */
   end?: Omit<RunEnd, 'exitCode' | 'hookExcused'>;
+  /** What the egress proxy refused the cell (deniedEgressOf its result); none when absent. */
+  egressDenied?: DeniedEgress[];
 }
 
 const WHOLE_RUN: Omit<RunEnd, 'exitCode' | 'hookExcused'> = { timedOut: false, limitsHit: [], logWhole: true };
@@ -172,6 +177,7 @@ export function judgeTestRun(
     could_not_run: null,
     reused_from: null,
     targeted: null,
+    egress_denied: opts.egressDenied ?? [],
     ...fix,
   };
 }

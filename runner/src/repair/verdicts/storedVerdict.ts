@@ -20,6 +20,7 @@ export function storedVerdict(json: string): Verdict {
     could_not_run: v.could_not_run ?? null,
     reused_from: v.reused_from ?? null,
     targeted: v.targeted ?? null,
+    egress_denied: v.egress_denied ?? [],
     fixed: v.fixed ?? [],
     failing_before: v.failing_before ?? [],
     issue_tests: v.issue_tests ?? [],
