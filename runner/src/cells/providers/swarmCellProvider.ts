@@ -124,7 +124,12 @@ export class SwarmCellProvider implements CellProvider {
       return unavailable(
         `the engine at ${this.managerName} is not a swarm manager (swarm ${info.Swarm?.LocalNodeState ?? 'unknown'}); run docker swarm init, or scripts/swarm-cluster.sh up for a local cluster`,
       );
-    const details: Record<string, string> = { manager: this.managerName };
+    const details: Record<string, string> = {
+      manager: this.managerName,
+      egress: this.managerIsLocal()
+        ? "allow_net through a relay on this engine to the runner's egress proxy"
+        : "no allow_net: the manager is not the runner's engine (the relay to the egress proxy runs there)",
+    };
     const nodes = await this.docker.listNodes();
     for (const n of nodes as SwarmNode[]) details[`node ${nodeLabel(n)}`] = describeNode(n, cellUid());
     const usable = (nodes as SwarmNode[]).filter(nodeUsable).length;

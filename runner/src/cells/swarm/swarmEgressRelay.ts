@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { LABEL_CELL, LABEL_RUNNER_HOST, LABEL_RUNNER_PID } from '../dockerContainerSpec.js';
+import { LABEL_CELL, LABEL_RUN, LABEL_RUNNER_HOST, LABEL_RUNNER_PID } from '../dockerContainerSpec.js';
 import { type DockerEgress, startDockerEgress, stopDockerEgress } from '../dockerEgress.js';
 import { SwarmUnavailableError } from './swarmUnavailable.js';
 import { writeTar } from './tarArchive.js';
@@ -38,10 +38,17 @@ export interface CellNetwork {
 interface RelayState {
   egress: DockerEgress;
   containerId: string;
+  name: string;
 }
+
+/** Overlays made ahead of the cells that take them. */
+const SPARE_OVERLAYS = 2;
+/** On each overlay: the relay it was made for (its runner's). */
+export const LABEL_RELAY = 'forge.relay';
 
 export class SwarmEgressRelay {
   private state: Promise<RelayState> | null = null;
+  private readonly spares: Promise<CellNetwork | null>[] = [];
 
   /** `docker` is the manager, which must be the runner's own engine (see egressRefusal). */
   constructor(
@@ -54,10 +61,41 @@ export class SwarmEgressRelay {
     return (await this.ensure()).egress;
   }
 
-  /** The cell's own overlay, with the relay on it; removed by detach once the cell's task is gone. */
+  /**
+   * The cell's own overlay, with the relay on it; removed by detach once the cell's task is
+   * gone. A fresh one made ahead when there is one (never one another cell had): making an
+   * overlay and putting the relay on it takes most of a second, off the cell's path this way.
+   */
   async attach(cellId: string, labels: Record<string, string>): Promise<CellNetwork> {
-    const { containerId } = await this.ensure();
-    const networkName = `forge-net-${cellId}`;
+    await this.ensure();
+    while (this.spares.length > 0) {
+      const spare = await this.spares.shift()!;
+      if (spare) {
+        this.refill();
+        return spare;
+      }
+    }
+    const net = await this.create(`forge-net-${cellId}`, labels);
+    this.refill();
+    return net;
+  }
+
+  /** Keeps SPARE_OVERLAYS made ahead (their failures only mean a cell makes its own). */
+  private refill(): void {
+    while (this.spares.length < SPARE_OVERLAYS && this.state) {
+      const name = `forge-net-spare-${randomBytes(6).toString('hex')}`;
+      const made = this.create(name, {
+        [LABEL_CELL]: name,
+        [LABEL_RUN]: 'spare',
+        [LABEL_RUNNER_PID]: String(process.pid),
+        [LABEL_RUNNER_HOST]: hostname(),
+      }).catch(() => null);
+      this.spares.push(made);
+    }
+  }
+
+  private async create(networkName: string, labels: Record<string, string>): Promise<CellNetwork> {
+    const { containerId, name: relayName } = await this.ensure();
     const created = await this.docker
       .createNetwork({
         Name: networkName,
@@ -66,7 +104,7 @@ export class SwarmEgressRelay {
         // A standalone container (the relay) may join it; tasks of other services may not be added to it.
         Attachable: true,
         CheckDuplicate: true,
-        Labels: labels,
+        Labels: { ...labels, [LABEL_RELAY]: relayName },
       })
       .catch((e: Error) => {
         throw new SwarmUnavailableError(`the cell's overlay network could not be created: ${e.message.split('\n')[0]}`);
@@ -103,9 +141,14 @@ export class SwarmEgressRelay {
     }
   }
 
-  /** Removes the relay and closes the proxy. */
+  /** Removes the overlays made ahead, the relay and closes the proxy. */
   async close(): Promise<void> {
+    const spares = this.spares.splice(0);
     const state = await this.state?.catch(() => null);
+    for (const spare of spares) {
+      const net = await spare;
+      if (net) await this.detach(net);
+    }
     this.state = null;
     if (!state) return;
     await this.docker
@@ -120,8 +163,9 @@ export class SwarmEgressRelay {
       const egress = await startDockerEgress(this.docker);
       try {
         const image = await this.relayImage();
-        const containerId = await this.startRelay(image, egress);
-        return { egress, containerId };
+        const name = `forge-egress-relay-${process.pid}-${randomBytes(4).toString('hex')}`;
+        const containerId = await this.startRelay(image, egress, name);
+        return { egress, containerId, name };
       } catch (e) {
         await stopDockerEgress(egress);
         throw e;
@@ -163,8 +207,7 @@ export class SwarmEgressRelay {
     return tag;
   }
 
-  private async startRelay(image: string, egress: DockerEgress): Promise<string> {
-    const name = `forge-egress-relay-${process.pid}-${randomBytes(4).toString('hex')}`;
+  private async startRelay(image: string, egress: DockerEgress, name: string): Promise<string> {
     await this.docker
       .getContainer(name)
       .remove({ force: true })
