@@ -54,8 +54,10 @@ describe('swarm cell egress (allow_net through the relay on a per-cell overlay)'
     const first = onNode(nodeIds[0]!);
     const second = onNode(nodeIds[1]!);
     const stop = new AbortController();
-    // The suite's own provider keeps its relay and the overlays made ahead for it until after().
-    const relaysBefore = new Set((await relayNames(docker)).map((r) => r.name));
+    // The suite's own provider may still be making pairs ahead: drained first, so that what is
+    // left at the end can only be the two providers' below.
+    await provider.drain();
+    const before = new Set(await ownRelaysAndOverlays(docker));
     try {
       // The listener: says its address, then waits for a connection that must never come (a
       // line follows the address: the stream holds back its last byte until more comes).
@@ -65,7 +67,7 @@ describe('swarm cell egress (allow_net through the relay on a per-cell overlay)'
       const listener = first.run(
         {
           image: TEST_IMAGES.busybox,
-          cmd: 'echo "ADDR $(ip -o -4 addr show | grep -v " lo " | sed -n "s/.* inet \\([0-9.]*\\)\\/.*/\\1/p" | head -1)"; echo listening; nc -l -p 9999 && echo GOT-CONNECTION',
+          cmd: 'echo "ADDR $(ip -o -4 addr show | grep -v " lo " | sed -n "s/.* inet \\([0-9.]*\\)\\/.*/\\1/p" | head -1)"; echo "CREDS $(echo "$HTTP_PROXY" | sed "s#^http://\\([^@]*\\)@.*#\\1#")"; echo listening; nc -l -p 9999 && echo GOT-CONNECTION',
           allow_net: ['localhost'],
           timeout_s: 120,
         },
@@ -73,12 +75,14 @@ describe('swarm cell egress (allow_net through the relay on a per-cell overlay)'
           signal: stop.signal,
           onOutput: (c) => {
             seen += c.toString();
-            const m = /ADDR (\d+\.\d+\.\d+\.\d+)\n/.exec(seen);
+            const m = /ADDR (\d+\.\d+\.\d+\.\d+)\nCREDS \S+:\S+\n/.exec(seen);
             if (m) announced(m[1]!);
           },
         },
       );
       const other = await Promise.race([address, listener.then((r) => assert.fail(`the listener ended early: ${r.output}`))]);
+      const stolen = /CREDS (\S+:\S+)\n/.exec(seen)?.[1];
+      assert.ok(stolen, `the listener printed no credentials: ${seen}`);
       const relay = await relayContainer(docker);
       const targets = [
         ['other-cell', other, 9999],
@@ -96,13 +100,20 @@ describe('swarm cell egress (allow_net through the relay on a per-cell overlay)'
       );
       const r: CellResult = await second.run({
         image: TEST_IMAGES.busybox,
-        cmd: [...probe, `wget -q -O - http://localhost:${webPort}/ && echo; echo done`].join('; '),
+        cmd: [
+          ...probe,
+          `wget -q -O - http://localhost:${webPort}/ && echo`,
+          // The first cell's token, through this cell's own relay: bound to the first cell's relay, refused here.
+          `p=$(echo "$HTTP_PROXY" | sed "s#//[^@]*@#//${stolen}@#"); http_proxy=$p HTTP_PROXY=$p wget -q -O - http://localhost:${webPort}/ 2>&1 | head -1; echo "stolen-token: $?"`,
+          'echo done',
+        ].join('; '),
         allow_net: ['localhost'],
         timeout_s: 120,
       });
       assert.equal(r.exit_code, 0, r.output);
       for (const [name] of targets) assert.match(r.output, new RegExp(`^${name}: blocked$`, 'm'), `${name} was reached:\n${r.output}`);
-      assert.match(r.output, /hello-through-proxy/, r.output);
+      assert.equal((r.output.match(/hello-through-proxy/g) ?? []).length, 1, `only its own token got through:\n${r.output}`);
+      assert.match(r.output, /407 Proxy Authentication Required/, r.output);
       assert.equal(r.isolation.net, 'allowlist');
       stop.abort();
       const l = await listener;
@@ -114,21 +125,63 @@ describe('swarm cell egress (allow_net through the relay on a per-cell overlay)'
       await first.drain();
       await second.drain();
     }
-    // Each cell's overlay, the overlays made ahead and each provider's relay are gone once the providers drained.
-    // This process's only (labelled with its runner pid): other runners may share the cluster.
-    const networks = (await docker.listNetworks({ filters: { driver: ['overlay'], label: [`forge.runner.pid=${process.pid}`] } })).filter(
-      (n) => n.Name.startsWith('forge-net-'),
-    );
-    assert.deepEqual(
-      networks.filter((n) => !relaysBefore.has(n.Labels?.['forge.relay'] ?? '')).map((n) => n.Name),
-      [],
-    );
-    const relays = await relayNames(docker);
-    assert.deepEqual(
-      relays.filter((r) => !relaysBefore.has(r.name)).map((r) => r.name),
-      [],
-      'a drained provider left its relay',
-    );
+    // Each cell's overlay and relay, and the pairs each provider made ahead, are gone once it
+    // drained (the engine lists a removed overlay for a moment longer: waited for, bounded).
+    let left: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      left = (await ownRelaysAndOverlays(docker)).filter((x) => !before.has(x));
+      if (left.length === 0) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.deepEqual(left, []);
+  });
+
+  it('a cell that floods its relay (a process per connection) harms only itself: another cell reaches its host meanwhile (red team)', async () => {
+    const web: Server = createServer((_req, res) => res.end('hello-through-proxy'));
+    const webPort = await listen(web, '127.0.0.1');
+    const flood = [
+      'import os, socket, sys, time, urllib.parse',
+      'p = urllib.parse.urlparse(os.environ["HTTP_PROXY"])',
+      'held = []',
+      'for i in range(560):',
+      '    try:',
+      '        held.append(socket.create_connection((p.hostname, p.port), timeout=0.5))',
+      '    except Exception:',
+      '        pass',
+      'print("held", len(held), flush=True)',
+      'print("flooded", flush=True)',
+      'time.sleep(60)',
+    ].join('\n');
+    const stop = new AbortController();
+    let seen = '';
+    let flooded: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (flooded = resolve));
+    try {
+      const flooder = provider.run(
+        { image: TEST_IMAGES.bookworm, cmd: ['python3', '-c', flood], allow_net: ['localhost'], timeout_s: 180 },
+        {
+          signal: stop.signal,
+          onOutput: (c) => {
+            seen += c.toString();
+            if (/flooded\n/.test(seen)) flooded();
+          },
+        },
+      );
+      await Promise.race([done, flooder.then((r) => assert.fail(`the flooder ended early: ${r.output}`))]);
+      const r = await provider.run({
+        image: TEST_IMAGES.busybox,
+        cmd: `wget -q -O - http://localhost:${webPort}/ && echo`,
+        allow_net: ['localhost'],
+        timeout_s: 60,
+      });
+      assert.equal(r.exit_code, 0, `${r.output} (the flooder: ${seen.trim()})`);
+      assert.match(r.output, /hello-through-proxy/);
+      stop.abort();
+      await flooder;
+    } finally {
+      stop.abort();
+      web.close();
+    }
   });
 
   it('a cell without allow_net still has no link but lo, next to cells that have one', async () => {
@@ -143,9 +196,9 @@ describe('swarm cell egress (allow_net through the relay on a per-cell overlay)'
   });
 });
 
-/** The relay container of the suite's provider: its address on the egress bridge and where it forwards. */
+/** A relay of this process: its address on the egress bridge and where it forwards. */
 async function relayContainer(docker: Docker): Promise<{ gateway: string; proxyPort: number; egressIp: string }> {
-  const [c] = await docker.listContainers({ filters: { label: ['forge.role=egress-relay'] } });
+  const [c] = await docker.listContainers({ filters: { label: ['forge.role=egress-relay', `forge.runner.pid=${process.pid}`] } });
   assert.ok(c, 'no relay container runs');
   const info = await docker.getContainer(c.Id).inspect();
   const cmd = info.Config.Cmd ?? [];
@@ -153,9 +206,10 @@ async function relayContainer(docker: Docker): Promise<{ gateway: string; proxyP
   return { gateway: cmd[cmd.length - 2]!, proxyPort: Number(cmd[cmd.length - 1]), egressIp };
 }
 
-async function relayNames(docker: Docker): Promise<{ name: string }[]> {
-  const all = await docker.listContainers({ all: true, filters: { label: ['forge.role=egress-relay'] } });
-  return all
-    .filter((c) => c.Labels['forge.runner.pid'] === String(process.pid))
-    .map((c) => ({ name: (c.Names[0] ?? '').replace(/^\//, '') }));
+/** The relays and overlays this process's runners made (other runners may share the cluster). */
+async function ownRelaysAndOverlays(docker: Docker): Promise<string[]> {
+  const mine = `forge.runner.pid=${process.pid}`;
+  const relays = await docker.listContainers({ all: true, filters: { label: ['forge.role=egress-relay', mine] } });
+  const overlays = await docker.listNetworks({ filters: { driver: ['overlay'], label: ['forge.role=egress-overlay', mine] } });
+  return [...relays.map((c) => `relay ${c.Names[0]}`), ...overlays.map((n) => `overlay ${n.Name}`)];
 }

@@ -25,9 +25,15 @@ export interface EgressGrant {
  * Grants an allow_net cell its proxy credentials, with the spec's deny list (checked first);
  * null for a cell without network or without a proxy.
  */
-export function grantEgress(proxy: EgressProxy | null, cellId: string, net: Pick<CellSpec, 'allow_net' | 'deny_net'>): EgressGrant | null {
+export function grantEgress(
+  proxy: EgressProxy | null,
+  cellId: string,
+  net: Pick<CellSpec, 'allow_net' | 'deny_net'>,
+  /** The only address the cell's connections may come from (a swarm cell's own relay). */
+  source: string | null = null,
+): EgressGrant | null {
   if (!proxy || net.allow_net === false) return null;
-  return { proxy, cellId, token: proxy.grant(cellId, { allow_net: net.allow_net, deny_net: net.deny_net }).token };
+  return { proxy, cellId, token: proxy.grant(cellId, { allow_net: net.allow_net, deny_net: net.deny_net }, source).token };
 }
 
 /** The proxy variables an allow_net cell gets; the credentials name the cell to the proxy. */

@@ -13,6 +13,8 @@ interface Grant {
   allowNet: readonly string[];
   /** Refused destinations, for the cell's result. */
   denied: EgressDeniedLog;
+  /** The one address the cell's connections come from (a swarm cell's own relay); null: any. */
+  source: string | null;
 }
 
 /** Who may go where: a cell's allow_net and deny_net (deny checked first). */
@@ -88,10 +90,10 @@ export class EgressProxy {
   }
 
   /** A cell's credentials; the proxy URL the cell gets embeds them. Throws on a bad rule (never a grant that ignores one). */
-  grant(cellId: string, net: EgressNet): { token: string } {
+  grant(cellId: string, net: EgressNet, source: string | null = null): { token: string } {
     const rules = egressRules(net.allow_net, net.deny_net);
     const token = randomBytes(18).toString('base64url');
-    this.grants.set(cellId, { token, rules, allowNet: [...net.allow_net], denied: new EgressDeniedLog() });
+    this.grants.set(cellId, { token, rules, allowNet: [...net.allow_net], denied: new EgressDeniedLog(), source });
     return { token };
   }
 
@@ -116,6 +118,8 @@ export class EgressProxy {
     if (!auth || !grant) return null;
     const bound = this.socketCell.get(socket);
     if (bound !== undefined && bound !== auth.cellId) return null;
+    // A token bound to its cell's relay is worthless from anywhere else (another cell's relay).
+    if (grant.source !== null && (socket.remoteAddress ?? '').replace(/^::ffff:/, '') !== grant.source) return null;
     const a = Buffer.from(auth.token);
     const b = Buffer.from(grant.token);
     return a.length === b.length && timingSafeEqual(a, b) ? grant : null;

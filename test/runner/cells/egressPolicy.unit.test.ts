@@ -261,6 +261,35 @@ describe('egress proxy: a cell socket speaks for its own cell only', () => {
   });
 });
 
+describe('the egress proxy: a token bound to its cell’s relay (swarm cells, red team)', () => {
+  it('counts only from the address it was bound to: from anywhere else the same valid token gets 407', async () => {
+    const proxy = new EgressProxy('127.0.0.1');
+    const port = await proxy.start();
+    const ask = (auth: string) =>
+      new Promise<string>((resolve, reject) => {
+        const c = connect({ host: '127.0.0.1', port }, () =>
+          c.write(
+            `GET http://unlisted.example/ HTTP/1.1\r\nHost: unlisted.example\r\nProxy-Authorization: Basic ${Buffer.from(auth).toString('base64')}\r\nConnection: close\r\n\r\n`,
+          ),
+        );
+        let data = '';
+        c.on('data', (d) => (data += d.toString()));
+        c.on('end', () => resolve(data.split('\r\n')[0]!));
+        c.on('error', reject);
+      });
+    try {
+      const here = proxy.grant('cell-here', { allow_net: ['registry.example.org'], deny_net: [] }, '127.0.0.1');
+      const elsewhere = proxy.grant('cell-elsewhere', { allow_net: ['unlisted.example'], deny_net: [] }, '10.9.9.9');
+      const unbound = proxy.grant('cell-unbound', { allow_net: ['registry.example.org'], deny_net: [] });
+      assert.match(await ask(`cell-here:${here.token}`), /^HTTP\/1\.1 403/, 'bound here: judged by its allowlist');
+      assert.match(await ask(`cell-elsewhere:${elsewhere.token}`), /^HTTP\/1\.1 407/, 'bound to another relay');
+      assert.match(await ask(`cell-unbound:${unbound.token}`), /^HTTP\/1\.1 403/, 'unbound: any address');
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
 describe('the egress proxy’s name lookups (a burst of tunnels to one registry)', () => {
   const lookupOnce = (fn: ReturnType<typeof cachingLookup>, host: string, family = 0) =>
     new Promise<{ err: NodeJS.ErrnoException | null; address: string }>((resolve) =>

@@ -353,7 +353,8 @@ export class SwarmCellProvider implements CellProvider {
     const relay = (this.relay ??= new SwarmEgressRelay(this.docker, cell.busybox));
     const { proxy } = await relay.egress();
     const net = await relay.attach(cellId, labels);
-    const grant = grantEgress(proxy, cellId, spec)!;
+    // Bound to the cell's own relay: a token that reached another cell is refused there.
+    const grant = grantEgress(proxy, cellId, spec, net.relaySource)!;
     // The host's CA bundle travels as a config (public certificates, never a credential).
     const found = findHostCaBundle(this.env);
     const caBundle = found && found.pem.length <= MAX_CONFIG_BYTES ? found.pem : null;

@@ -13,38 +13,46 @@ import { writeTar } from './tarArchive.js';
  *
  * The proxy listens where docker cells reach it: on the gateway of the manager engine's
  * internal `forge-egress` bridge, behind the iptables guard that lets only its port through.
- * A swarm task cannot join a bridge network, so one relay container per runner sits on that
- * bridge, on the runner's own engine (the manager), and carries TCP from port 3128 to the
- * proxy's port; nothing else. Each allow_net cell gets an internal, attachable overlay of its
- * own, created for the cell and removed after it: its task and the relay are the only
- * members, so no cell can reach another cell's task (overlays have no switch between their
- * members), the overlay has no route out, and the relay does not route between its networks
- * (its namespace forwards nothing). The proxy then checks the cell's token and allowlist, as
- * for docker and qemu cells. A standalone container rather than a service: a task cannot
- * reach the bridge, and per-cell overlays would need the service updated for each cell.
+ * A swarm task cannot join a bridge network, so each allow_net cell gets a pair: an internal,
+ * attachable overlay of its own, and a relay container of its own on the runner's engine (the
+ * manager) that sits on that overlay and on the bridge and carries TCP from port 3128 to the
+ * proxy's port, nothing else. The cell's task and its relay are the overlay's only members:
+ * no cell can reach another cell's task (overlays have no switch between members), the
+ * overlay has no route out, the relay's namespace forwards nothing (ip_forward=0), and a cell
+ * that floods or kills its relay harms only itself. The proxy binds the cell's token to its
+ * relay's address on the bridge: a token that leaked to another cell is refused there. A
+ * standalone container rather than a service: a task cannot reach the bridge.
  */
 
 /** The relay's port on each cell's overlay (the cell's HTTP(S)_PROXY). */
 export const RELAY_PORT = 3128;
 export const RELAY_REPOSITORY = 'forge-egress-relay';
+/** On each overlay and relay: the runner's relay role (gc and tests find them by it). */
+export const LABEL_ROLE = 'forge.role';
 
-/** One cell's overlay, with the relay's address on it. */
+/** One cell's overlay and relay. */
 export interface CellNetwork {
   networkId: string;
   networkName: string;
+  /** The relay's address on the overlay: the cell's proxy. */
   relayIp: string;
+  relayId: string;
+  /** The relay's address on the egress bridge: the only place the cell's token counts from. */
+  relaySource: string;
 }
 
 interface RelayState {
   egress: DockerEgress;
-  containerId: string;
-  name: string;
+  image: string;
 }
 
-/** Overlays made ahead of the cells that take them. */
-const SPARE_OVERLAYS = 2;
-/** On each overlay: the relay it was made for (its runner's). */
-export const LABEL_RELAY = 'forge.relay';
+/** Pairs made ahead of the cells that take them. */
+const SPARE_PAIRS = 2;
+/**
+ * busybox nc's listen backlog is the number of l's it is given (-ll: 2). With 2, a burst of a
+ * package manager's parallel connections loses SYNs and waits out 1 s retries.
+ */
+const LISTEN = `-${'l'.repeat(64)}`;
 
 export class SwarmEgressRelay {
   private state: Promise<RelayState> | null = null;
@@ -56,15 +64,15 @@ export class SwarmEgressRelay {
     private readonly busybox: string,
   ) {}
 
-  /** The proxy behind the relay (grants and revocations go to it). */
+  /** The proxy behind the relays (grants and revocations go to it). */
   async egress(): Promise<DockerEgress> {
     return (await this.ensure()).egress;
   }
 
   /**
-   * The cell's own overlay, with the relay on it; removed by detach once the cell's task is
-   * gone. A fresh one made ahead when there is one (never one another cell had): making an
-   * overlay and putting the relay on it takes most of a second, off the cell's path this way.
+   * The cell's own overlay and relay; removed by detach once the cell's task is gone. A pair
+   * made ahead when there is one (never one another cell had): making an overlay, starting a
+   * relay and joining them takes most of a second, off the cell's path this way.
    */
   async attach(cellId: string, labels: Record<string, string>): Promise<CellNetwork> {
     await this.ensure();
@@ -80,55 +88,14 @@ export class SwarmEgressRelay {
     return net;
   }
 
-  /** Keeps SPARE_OVERLAYS made ahead (their failures only mean a cell makes its own). */
-  private refill(): void {
-    while (this.spares.length < SPARE_OVERLAYS && this.state) {
-      const name = `forge-net-spare-${randomBytes(6).toString('hex')}`;
-      const made = this.create(name, {
-        [LABEL_CELL]: name,
-        [LABEL_RUN]: 'spare',
-        [LABEL_RUNNER_PID]: String(process.pid),
-        [LABEL_RUNNER_HOST]: hostname(),
-      }).catch(() => null);
-      this.spares.push(made);
-    }
-  }
-
-  private async create(networkName: string, labels: Record<string, string>): Promise<CellNetwork> {
-    const { containerId, name: relayName } = await this.ensure();
-    const created = await this.docker
-      .createNetwork({
-        Name: networkName,
-        Driver: 'overlay',
-        Internal: true,
-        // A standalone container (the relay) may join it; tasks of other services may not be added to it.
-        Attachable: true,
-        CheckDuplicate: true,
-        Labels: { ...labels, [LABEL_RELAY]: relayName },
-      })
-      .catch((e: Error) => {
-        throw new SwarmUnavailableError(`the cell's overlay network could not be created: ${e.message.split('\n')[0]}`);
-      });
-    const networkId = created.id;
-    try {
-      await this.docker.getNetwork(networkId).connect({ Container: containerId });
-      const info = (await this.docker.getContainer(containerId).inspect()) as {
-        NetworkSettings?: { Networks?: Record<string, { IPAddress?: string; NetworkID?: string }> };
-      };
-      const relayIp = Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.NetworkID === networkId)?.IPAddress;
-      if (!relayIp) throw new Error('the relay has no address on it');
-      return { networkId, networkName, relayIp };
-    } catch (e) {
-      await this.detach({ networkId, networkName, relayIp: '' });
-      throw new SwarmUnavailableError(`the egress relay could not join the cell's overlay: ${(e as Error).message.split('\n')[0]}`);
-    }
-  }
-
-  /** Takes the relay off the cell's overlay and removes it (after the cell's service is gone). */
-  async detach(net: CellNetwork): Promise<void> {
-    const state = await this.state?.catch(() => null);
+  /** Removes the cell's relay and overlay (after the cell's service is gone). */
+  async detach(net: Pick<CellNetwork, 'networkId' | 'relayId'>): Promise<void> {
+    if (net.relayId !== '')
+      await this.docker
+        .getContainer(net.relayId)
+        .remove({ force: true })
+        .catch(() => undefined);
     const network = this.docker.getNetwork(net.networkId);
-    if (state) await network.disconnect({ Container: state.containerId, Force: true }).catch(() => undefined);
     // A worker drops its end of the overlay a moment after its task is removed.
     for (let i = 0; i < 120; i++) {
       try {
@@ -141,31 +108,72 @@ export class SwarmEgressRelay {
     }
   }
 
-  /** Removes the overlays made ahead, the relay and closes the proxy. */
+  /** Removes the pairs made ahead and closes the proxy. */
   async close(): Promise<void> {
     const spares = this.spares.splice(0);
     const state = await this.state?.catch(() => null);
+    this.state = null;
     for (const spare of spares) {
       const net = await spare;
       if (net) await this.detach(net);
     }
-    this.state = null;
-    if (!state) return;
-    await this.docker
-      .getContainer(state.containerId)
-      .remove({ force: true })
-      .catch(() => undefined);
-    await stopDockerEgress(state.egress);
+    if (state) await stopDockerEgress(state.egress);
+  }
+
+  /** Keeps SPARE_PAIRS made ahead (their failures only mean a cell makes its own). */
+  private refill(): void {
+    while (this.spares.length < SPARE_PAIRS && this.state) {
+      const name = `forge-net-spare-${randomBytes(6).toString('hex')}`;
+      const made = this.create(name, {
+        [LABEL_CELL]: name,
+        [LABEL_RUN]: 'spare',
+        [LABEL_RUNNER_PID]: String(process.pid),
+        [LABEL_RUNNER_HOST]: hostname(),
+      }).catch(() => null);
+      this.spares.push(made);
+    }
+  }
+
+  private async create(networkName: string, labels: Record<string, string>): Promise<CellNetwork> {
+    const { egress, image } = await this.ensure();
+    const created = await this.docker
+      .createNetwork({
+        Name: networkName,
+        Driver: 'overlay',
+        Internal: true,
+        // A standalone container (the relay) may join it; tasks of other services may not be added to it.
+        Attachable: true,
+        CheckDuplicate: true,
+        Labels: { ...labels, [LABEL_ROLE]: 'egress-overlay' },
+      })
+      .catch((e: Error) => {
+        throw new SwarmUnavailableError(`the cell's overlay network could not be created: ${e.message.split('\n')[0]}`);
+      });
+    const networkId = created.id;
+    let relayId = '';
+    try {
+      relayId = await this.createRelay(image, egress, labels);
+      await this.docker.getNetwork(networkId).connect({ Container: relayId });
+      await this.docker.getContainer(relayId).start();
+      const info = (await this.docker.getContainer(relayId).inspect()) as {
+        NetworkSettings?: { Networks?: Record<string, { IPAddress?: string; NetworkID?: string }> };
+      };
+      const networks = info.NetworkSettings?.Networks ?? {};
+      const relayIp = Object.values(networks).find((n) => n.NetworkID === networkId)?.IPAddress;
+      const relaySource = networks[egress.network.name]?.IPAddress;
+      if (!relayIp || !relaySource) throw new Error('the relay has no address on the overlay or the egress bridge');
+      return { networkId, networkName, relayIp, relayId, relaySource };
+    } catch (e) {
+      await this.detach({ networkId, relayId });
+      throw new SwarmUnavailableError(`the cell's egress relay could not be started: ${(e as Error).message.split('\n')[0]}`);
+    }
   }
 
   private ensure(): Promise<RelayState> {
     this.state ??= (async () => {
       const egress = await startDockerEgress(this.docker);
       try {
-        const image = await this.relayImage();
-        const name = `forge-egress-relay-${process.pid}-${randomBytes(4).toString('hex')}`;
-        const containerId = await this.startRelay(image, egress, name);
-        return { egress, containerId, name };
+        return { egress, image: await this.relayImage() };
       } catch (e) {
         await stopDockerEgress(egress);
         throw e;
@@ -207,23 +215,33 @@ export class SwarmEgressRelay {
     return tag;
   }
 
-  private async startRelay(image: string, egress: DockerEgress, name: string): Promise<string> {
-    await this.docker
-      .getContainer(name)
-      .remove({ force: true })
-      .catch(() => undefined);
+  /** A relay, created (not started) on the egress bridge; its cell's overlay is joined before it starts. */
+  private async createRelay(image: string, egress: DockerEgress, labels: Record<string, string>): Promise<string> {
+    const name = `forge-egress-relay-${process.pid}-${randomBytes(4).toString('hex')}`;
     const container = await this.docker.createContainer({
       name,
       Image: image,
-      // One process per connection (-ll with -e), each piping to the proxy: it can reach nothing else.
-      Cmd: ['/bin/busybox', 'nc', '-ll', '-p', String(RELAY_PORT), '-e', '/bin/busybox', 'nc', egress.network.gateway, String(egress.port)],
+      // One process per connection (-l.. with -e), each piping to the proxy: it can reach nothing else.
+      Cmd: [
+        '/bin/busybox',
+        'nc',
+        LISTEN,
+        '-p',
+        String(RELAY_PORT),
+        '-e',
+        '/bin/busybox',
+        'nc',
+        egress.network.gateway,
+        String(egress.port),
+      ],
       User: '65534:65534',
       Labels: {
+        ...labels,
         // gc removes it with the cells of a runner that is gone.
         [LABEL_CELL]: name,
         [LABEL_RUNNER_PID]: String(process.pid),
         [LABEL_RUNNER_HOST]: hostname(),
-        'forge.role': 'egress-relay',
+        [LABEL_ROLE]: 'egress-relay',
       },
       HostConfig: {
         NetworkMode: egress.network.name,
@@ -233,9 +251,10 @@ export class SwarmEgressRelay {
         Memory: 64 * 1024 * 1024,
         PidsLimit: 512,
         RestartPolicy: { Name: 'no' },
+        // Docker turns forwarding on in every container namespace: the relay routes nothing.
+        Sysctls: { 'net.ipv4.ip_forward': '0' },
       },
     });
-    await container.start();
     return container.id;
   }
 }
