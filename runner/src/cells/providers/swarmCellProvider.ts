@@ -80,6 +80,8 @@ export class SwarmCellProvider implements CellProvider {
   /** Images in the registry this provider's cells use, by tag: what it verified or built. */
   private readonly images: RegistryImages;
   private readonly nodes: SwarmNodes;
+  /** The host's CA bundle, read once (false: none). */
+  private caBundle: { pem: Buffer } | false | undefined;
   /** allow_net cells' way to the egress proxy, started with the first of them. */
   private relay: SwarmEgressRelay | null = null;
 
@@ -356,7 +358,7 @@ export class SwarmCellProvider implements CellProvider {
     // Bound to the cell's own relay: a token that reached another cell is refused there.
     const grant = grantEgress(proxy, cellId, spec, net.relaySource)!;
     // The host's CA bundle travels as a config (public certificates, never a credential).
-    const found = findHostCaBundle(this.env);
+    const found = (this.caBundle ??= findHostCaBundle(this.env) ?? false);
     const caBundle = found && found.pem.length <= MAX_CONFIG_BYTES ? found.pem : null;
     const script = buildCellScript(spec, cell.workdir, caBundle ? CELL_CA_PATH : null, proxyEnv(grant, net.relayIp, RELAY_PORT));
     return { relay, net, grant, script, caBundle };

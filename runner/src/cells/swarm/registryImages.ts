@@ -260,7 +260,8 @@ function emptyBaseLayer(workdir: string, busybox: string, cellUid: number): Buff
   ]);
 }
 
-async function followProgress(docker: Docker, stream: NodeJS.ReadableStream, what: string): Promise<Record<string, unknown>[]> {
+/** Waits for an engine's build or push to end; its failure is one line naming `what`. */
+export async function followProgress(docker: Docker, stream: NodeJS.ReadableStream, what: string): Promise<Record<string, unknown>[]> {
   const events = await new Promise<Record<string, unknown>[]>((resolve, reject) =>
     docker.modem.followProgress(stream, (err: Error | null, out: Record<string, unknown>[]) => (err ? reject(err) : resolve(out))),
   ).catch((e: Error) => {
@@ -273,7 +274,7 @@ async function followProgress(docker: Docker, stream: NodeJS.ReadableStream, wha
 }
 
 /** A build context of a Dockerfile and the one archive it adds, both root's. */
-function dockerContext(dockerfile: string, file: { name: string; mode: number; data: Buffer }): Buffer {
+export function dockerContext(dockerfile: string, file: { name: string; mode: number; data: Buffer }): Buffer {
   const now = Math.floor(Date.now() / 1000);
   return writeTar([
     { name: 'Dockerfile', type: 'file', mode: 0o644, uid: 0, gid: 0, mtime: now, data: Buffer.from(dockerfile) },

@@ -6,7 +6,8 @@ import type Docker from 'dockerode';
 import { LABEL_CELL, LABEL_RUN, LABEL_RUNNER_HOST, LABEL_RUNNER_PID } from '../dockerContainerSpec.js';
 import { type DockerEgress, startDockerEgress, stopDockerEgress } from '../dockerEgress.js';
 import { SwarmUnavailableError } from './swarmUnavailable.js';
-import { writeTar } from './tarArchive.js';
+import { dockerContext, followProgress } from './registryImages.js';
+import { removeWithRetry } from './swarmTaskDriver.js';
 
 /**
  * How a swarm cell with allow_net reaches the runner's egress proxy, and nothing else.
@@ -95,17 +96,8 @@ export class SwarmEgressRelay {
         .getContainer(net.relayId)
         .remove({ force: true })
         .catch(() => undefined);
-    const network = this.docker.getNetwork(net.networkId);
-    // A worker drops its end of the overlay a moment after its task is removed.
-    for (let i = 0; i < 120; i++) {
-      try {
-        await network.remove();
-        return;
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    // A worker drops its end of the overlay a moment after its task is removed: up to 30 s.
+    await removeWithRetry(() => this.docker.getNetwork(net.networkId).remove(), 120);
   }
 
   /** Removes the pairs made ahead and closes the proxy. */
@@ -193,25 +185,9 @@ export class SwarmEgressRelay {
       .then(() => true)
       .catch(() => false);
     if (found) return tag;
-    const now = Math.floor(Date.now() / 1000);
-    const context = writeTar([
-      {
-        name: 'Dockerfile',
-        type: 'file',
-        mode: 0o644,
-        uid: 0,
-        gid: 0,
-        mtime: now,
-        data: Buffer.from('FROM scratch\nCOPY busybox /bin/busybox\n'),
-      },
-      { name: 'busybox', type: 'file', mode: 0o755, uid: 0, gid: 0, mtime: now, data },
-    ]);
+    const context = dockerContext('FROM scratch\nCOPY busybox /bin/busybox\n', { name: 'busybox', mode: 0o755, data });
     const build = await this.docker.buildImage(Readable.from([context]), { t: tag, rm: true, forcerm: true });
-    const events = await new Promise<Record<string, unknown>[]>((resolve, reject) =>
-      this.docker.modem.followProgress(build, (err: Error | null, out: Record<string, unknown>[]) => (err ? reject(err) : resolve(out))),
-    );
-    const failed = events.find((e) => e.error || e.errorDetail);
-    if (failed) throw new SwarmUnavailableError(`building the egress relay image failed: ${String(failed.error).split('\n')[0]}`);
+    await followProgress(this.docker, build, 'building the egress relay image');
     return tag;
   }
 

@@ -440,8 +440,8 @@ function destroyStream(h: SwarmTaskHandle): void {
 }
 
 /** Swarm lets a config or secret go only once no service names it; the service's removal can take a moment. */
-async function removeWithRetry(remove: () => Promise<unknown>): Promise<void> {
-  for (let i = 0; i < 20; i++) {
+export async function removeWithRetry(remove: () => Promise<unknown>, tries = 20): Promise<void> {
+  for (let i = 0; i < tries; i++) {
     try {
       await remove();
       return;
