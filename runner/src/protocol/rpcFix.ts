@@ -174,6 +174,22 @@ export const RepositoryCheckSchema = z
   })
   .strict();
 
+/** runs/old: a run whose attempts nobody reviewed within the retention (workspace/oldAttempts.ts). */
+export const OldRunSchema = z
+  .object({
+    run_id: z.string(),
+    repo: z.string(),
+    issue_title: z.string(),
+    status: z.string(),
+    updated_at: z.string(),
+    age_s: z.number().int().describe('Seconds since the run last changed (ended, resumed).'),
+    branches: z.array(z.string()),
+    worktrees: z.array(z.string()),
+  })
+  .strict();
+/** Ten years, as gc --older-than accepts. */
+const MAX_RETENTION_S = 3650 * 86_400;
+
 export const RPC_FIX_METHODS = {
   'fix/check': {
     params: z.object({ repo: repoPath, test_cmd: z.string().min(1).max(4096).optional() }).strict(),
@@ -301,6 +317,44 @@ export const RPC_FIX_METHODS = {
   'review/discard': {
     params: z.object({ run_id: runId }).strict(),
     result: z.object({ removed: z.array(z.string()) }).strict(),
+  },
+  'runs/old': {
+    params: z
+      .object({ older_than_s: z.number().positive().max(MAX_RETENTION_S).describe('Runs not reviewed for longer than this many seconds.') })
+      .strict(),
+    result: z
+      .object({
+        runs: z.array(OldRunSchema).describe('Oldest first; only runs with a branch or worktree left. Nothing is removed.'),
+        orphans: z.array(z.object({ repo: z.string(), branch: z.string(), age_s: z.number().int() }).strict()),
+        notes: z.array(z.string()),
+      })
+      .strict(),
+  },
+  'runs/discardOld': {
+    params: z
+      .object({
+        run_ids: z.array(runId).min(1).max(1000),
+        older_than_s: z
+          .number()
+          .positive()
+          .max(MAX_RETENTION_S)
+          .describe('Each run is checked again: still older than this, not reviewed, not running.'),
+      })
+      .strict(),
+    result: z
+      .object({
+        results: z.array(
+          z
+            .object({
+              run_id: z.string(),
+              discarded: z.boolean(),
+              removed: z.array(z.string()),
+              reason: z.string().nullable().describe('Why it was left (it changed since it was listed) or what failed.'),
+            })
+            .strict(),
+        ),
+      })
+      .strict(),
   },
 } as const;
 

@@ -150,6 +150,16 @@ export class FixService {
     return runSnapshot(this.store, runId, [...this.running.values()], processAlive, this.waiting.get(runId));
   }
 
+  /** A run this runner is running (or still stopping). */
+  isActive(runId: string): boolean {
+    return this.active.has(runId);
+  }
+
+  /** Tells clients a run changed outside this service (runs/discardOld marked it discarded). */
+  announce(runId: string): void {
+    this.pushNow(runId);
+  }
+
   runningCells(): CellSnapshot[] {
     return [...this.running.values()];
   }

@@ -9,6 +9,7 @@ import { NOTIFICATION_INSTANCE_CHANGED, RPC_INSTANCE_METHODS, type RpcInstanceMe
 import { instanceHistory, instanceStatus, listInstances } from '../instances/instanceQueries.js';
 import type { InstanceCoordinator } from '../instances/instanceCoordinator.js';
 import { FixService } from './fixService.js';
+import { discardOld, listOldRuns } from './oldRunsService.js';
 import { InstanceService } from './instanceService.js';
 import { cellSnapshot, runSummary } from './runSnapshots.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
@@ -149,6 +150,8 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
     'review/content': async ({ run_id, path, side, attempt }) => fixes.reviewContent(run_id, path, side, attempt),
     'review/apply': async ({ run_id, attempt }) => fixes.apply(run_id, attempt),
     'review/discard': async ({ run_id }) => fixes.discard(run_id),
+    'runs/old': async ({ older_than_s }) => listOldRuns(fixes, older_than_s),
+    'runs/discardOld': async ({ run_ids, older_than_s }) => discardOld(fixes, run_ids, older_than_s),
   };
 
   const routes = new Map<string, (raw: unknown) => Promise<unknown>>();
