@@ -17,6 +17,7 @@ import { runnerEvents } from './runnerEvents.js';
 import { CellsStatusBar } from './statusBar.js';
 import { ViewRefresh } from './viewRefresh.js';
 import { announceInterruptedRuns } from './flows/announceInterrupted.js';
+import { offerOldAttempts } from './flows/attemptRetention.js';
 import { AttemptsTreeProvider, bindAttemptsScope } from './views/attemptsView.js';
 import { CellsTreeProvider } from './views/cellsView.js';
 import { InstancesTreeProvider } from './views/instancesView.js';
@@ -94,6 +95,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
     }),
     trackResumable(state),
     announceInterruptedRuns(state, context.workspaceState),
+    offerOldAttempts(state, runner, log),
     trackReviewable(state),
     { dispose: () => void runner.stop() },
   );

@@ -17,6 +17,7 @@ import { resumeRunCommand } from './resumeRun.js';
 import { cancelRunCommand, reviewCommands } from './reviewCommands.js';
 import { gcCommand, refreshCommand, restartRunnerCommand, showCellHealthCommand } from './runnerCommands.js';
 import { setApiKeyCommand } from './setApiKey.js';
+import { discardOldAttemptsCommand } from './discardOldAttempts.js';
 
 /** Everything a command may use; each command takes only its part. */
 export interface CommandDeps {
@@ -56,6 +57,7 @@ export function forgeCommands(deps: CommandDeps): Record<string, CommandHandler>
     'forge.reconcileInstance': reconcileInstanceCommand(deps),
     'forge.openInstanceDetails': openInstanceDetailsCommand(deps),
     'forge.gc': gcCommand(deps),
+    'forge.discardOldAttempts': discardOldAttemptsCommand(deps),
     'forge.refresh': refreshCommand(deps),
     'forge.restartRunner': restartRunnerCommand(deps),
     'forge.setApiKey': setApiKeyCommand(deps),
