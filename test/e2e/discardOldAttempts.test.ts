@@ -38,6 +38,12 @@ describe('Forge: Discard Old Attempts (packaged VSIX in code-server + Chromium)'
   let step = 0;
   const shot = async (name: string) => {
     step += 1;
+    // A toast still sliding in is half drawn: wait for its animation to end.
+    const sliding = page.locator('.notifications-toasts .notification-toast.notification-fade-in:not(.notification-fade-in-done)');
+    await sliding
+      .first()
+      .waitFor({ state: 'detached', timeout: 5_000 })
+      .catch(() => undefined);
     await page.screenshot({ path: join(SHOTS, `i31-hygiene-${String(step).padStart(2, '0')}-${name}.png`) });
   };
   const forgeBranches = () => git(repo.dir, 'branch', '--list', 'forge/*', '--format=%(refname:short)').split('\n').filter(Boolean);
@@ -127,7 +133,7 @@ describe('Forge: Discard Old Attempts (packaged VSIX in code-server + Chromium)'
     assert.deepEqual(forgeBranches(), [`forge/attempt/${runId}-a0`], 'nothing goes before the confirmation');
     await dialog.locator('.monaco-button', { hasText: 'Discard' }).click();
     await page
-      .locator('.notifications-toasts', { hasText: new RegExp(`discarded 1 old run: removed 1 branch \\(forge/attempt/${runId}-a0\\)`) })
+      .locator('.notifications-toasts', { hasText: /Forge: discarded 1 old run: 1 branch and 0 worktrees removed\./ })
       .waitFor({ timeout: 60_000 });
     await shot('discarded');
     assert.deepEqual(forgeBranches(), []);
@@ -140,5 +146,20 @@ describe('Forge: Discard Old Attempts (packaged VSIX in code-server + Chromium)'
       .locator('.notifications-toasts', { hasText: /Forge: no attempts left unreviewed for more than 14m/ })
       .waitFor({ timeout: 30_000 });
     await shot('nothing-left');
+  });
+
+  it("is in the Attempts view's overflow menu", async () => {
+    await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
+    const pane = page.locator('.pane', { hasText: 'Attempts' }).first();
+    await pane.locator('.pane-header').hover();
+    await pane.locator('.pane-header .action-label[aria-label="More Actions..."]').click();
+    const item = page.locator('.monaco-menu .action-item', { hasText: 'Discard Old Attempts...' });
+    await item.waitFor({ timeout: 30_000 });
+    await shot('attempts-view-menu');
+    await item.click();
+    await page
+      .locator('.notifications-toasts', { hasText: /Forge: no attempts left unreviewed/ })
+      .first()
+      .waitFor({ timeout: 30_000 });
   });
 });

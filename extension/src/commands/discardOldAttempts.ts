@@ -43,12 +43,17 @@ export function discardOldAttemptsCommand(deps: { runner: RunnerConnection; log:
     const left = results.filter((r) => !r.discarded);
     const removed = done.flatMap((r) => r.removed);
     deps.log.info(`discard old attempts: ${JSON.stringify(results)}`);
-    const branchesGone = removed.filter((x) => x.startsWith('branch ')).map((x) => x.slice('branch '.length));
-    void vscode.window.showInformationMessage(
-      `Forge: discarded ${done.length} old run${done.length === 1 ? '' : 's'}: removed ${branchesGone.length} branch${branchesGone.length === 1 ? '' : 'es'}` +
-        `${branchesGone.length ? ` (${branchesGone.join(', ')})` : ''} and ${removed.length - branchesGone.length} worktree(s).` +
-        (left.length ? ` Left ${left.length}: ${left.map((r) => `${r.run_id} (${r.reason ?? '?'})`).join('; ')}.` : ''),
-    );
+    // The names go to the log (a toast cuts long lines); the toast says how many of each went.
+    const branchesGone = removed.filter((x) => x.startsWith('branch ')).length;
+    const worktreesGone = removed.length - branchesGone;
+    void vscode.window
+      .showInformationMessage(
+        `Forge: discarded ${done.length} old run${done.length === 1 ? '' : 's'}: ${branchesGone} branch${branchesGone === 1 ? '' : 'es'} and ` +
+          `${worktreesGone} worktree${worktreesGone === 1 ? '' : 's'} removed.` +
+          (left.length ? ` Left ${left.length}: ${left.map((r) => `${r.run_id} (${r.reason ?? '?'})`).join('; ')}.` : ''),
+        'Show Log',
+      )
+      .then((c) => c && deps.log.show());
   };
 }
 
