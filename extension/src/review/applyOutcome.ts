@@ -1,0 +1,93 @@
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import type { RpcFixResult } from '../../../runner/src/protocol/rpcFix.js';
+import type { RunnerConnection } from '../runner/runnerConnection.js';
+import { reviewUriParts } from './reviewUris.js';
+
+type ApplyResult = RpcFixResult<'review/apply'>;
+
+/** The run whose newest apply can be undone (Forge: Undo Apply); one at a time, the newest. */
+let undoable: { runId: string; undoId: string } | null = null;
+
+async function setUndoable(next: typeof undoable): Promise<void> {
+  undoable = next;
+  await vscode.commands.executeCommand('setContext', 'forge.canUndoApply', next !== null);
+}
+
+/**
+ * After an apply that merged with the user's edits: each file left with conflict markers opens
+ * in VS Code's merge editor (base = the run's base commit, "your checkout" = the saved copy
+ * of what the file held, the attempt's side, output = the file itself), and the message
+ * offers Undo Apply, which puts back exactly the bytes the checkout held.
+ */
+export async function presentApplied(runner: RunnerConnection, runId: string, r: ApplyResult, message: string): Promise<void> {
+  if (r.undo_id) await setUndoable({ runId, undoId: r.undo_id });
+  const conflicts = r.conflicts ?? [];
+  const merged = r.mode === 'three-way' || r.mode === 'conflicts';
+  for (const c of conflicts) await openMergeEditor(runId, r.attempt, r.repo, c.path, c.before);
+  const say =
+    conflicts.length > 0
+      ? `Forge: ${message} ${conflicts.length} file(s) conflict with your edits and are open in the merge editor: ${conflicts.map((c) => c.path).join(', ')}. Resolve them and Complete Merge, or Undo Apply to put your checkout back as it was.`
+      : merged
+        ? `Forge: ${message} It was merged with your edits (${r.files.filter((f) => f.reason).map((f) => f.path).join(', ')}).`
+        : `Forge: ${message}`;
+  const show = conflicts.length > 0 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+  const offer = r.undo_id ? ['Undo Apply'] : [];
+  void show(say, ...offer).then((choice) => {
+    if (choice === 'Undo Apply') void undoApply(runner, runId, r.undo_id ?? undefined);
+  });
+}
+
+export async function openMergeEditor(runId: string, attempt: number, repo: string, path: string, before: string): Promise<void> {
+  const review = (side: 'base' | 'attempt') => vscode.Uri.from(reviewUriParts({ runId, side, path, attempt }));
+  await vscode.commands.executeCommand('_open.mergeEditor', {
+    base: review('base'),
+    input1: { uri: vscode.Uri.file(before), title: 'Your checkout', description: 'before Forge applied', detail: path },
+    input2: { uri: review('attempt'), title: `Attempt ${attempt}`, description: `run ${runId}`, detail: path },
+    output: vscode.Uri.file(join(repo, path)),
+  });
+}
+
+/** Forge: Undo Apply: the newest apply of the run (or of this window) is taken back. */
+export async function undoApply(runner: RunnerConnection, runId?: string, undoId?: string): Promise<boolean> {
+  const target = runId ? { runId, undoId } : undoable ? { runId: undoable.runId, undoId: undoable.undoId } : null;
+  if (!target) {
+    void vscode.window.showInformationMessage('Forge: no apply to undo in this window.');
+    return false;
+  }
+  const choice = await vscode.window.showWarningMessage(
+    'Undo the apply? Every file it wrote gets back exactly what it held before, edits made since in those files included.',
+    { modal: true },
+    'Undo Apply',
+  );
+  if (choice !== 'Undo Apply') return false;
+  const r = await runner.request('review/undoApply', { run_id: target.runId, ...(target.undoId ? { undo_id: target.undoId } : {}) });
+  if (undoable?.runId === target.runId) await setUndoable(null);
+  const run = (await runner.request('runs/show', { run_id: target.runId })).run;
+  await settleEditors(r.restored.map((p) => join(run.repo, p)));
+  void vscode.window.showInformationMessage(
+    `Forge: undone; restored ${r.restored.join(', ') || 'nothing'}.${r.review === 'pending' ? ' The run waits for review again.' : ''}`,
+  );
+  return true;
+}
+
+/**
+ * Editors on restored files must show the restored bytes: a document the merge editor left
+ * unsaved is reverted to what is on disk now, then the merge editors on them close.
+ */
+async function settleEditors(files: string[]): Promise<void> {
+  const wanted = new Set(files);
+  for (const doc of vscode.workspace.textDocuments) {
+    if (doc.uri.scheme !== 'file' || !wanted.has(doc.uri.fsPath) || !doc.isDirty) continue;
+    await vscode.window.showTextDocument(doc);
+    await vscode.commands.executeCommand('workbench.action.files.revert');
+  }
+  const tabs = vscode.window.tabGroups.all
+    .flatMap((g) => g.tabs)
+    .filter((t) => {
+      // A merge editor's tab (TabInputTextMerge) has a result and two inputs.
+      const input = t.input as { result?: vscode.Uri; input1?: unknown } | undefined;
+      return input?.result !== undefined && input.input1 !== undefined && wanted.has(input.result.fsPath);
+    });
+  if (tabs.length) await vscode.window.tabGroups.close(tabs, true);
+}
