@@ -38,14 +38,21 @@ export async function presentApplied(runner: RunnerConnection, runId: string, r:
   });
 }
 
+/** The merge editors Forge opened, by the file they write (Undo Apply reverts them). */
+const openedMerges = new Map<string, unknown>();
+
+/** The built-in git extension's way in: the internal `_open.mergeEditor` command. */
 export async function openMergeEditor(runId: string, attempt: number, repo: string, path: string, before: string): Promise<void> {
   const review = (side: 'base' | 'attempt') => vscode.Uri.from(reviewUriParts({ runId, side, path, attempt }));
-  await vscode.commands.executeCommand('_open.mergeEditor', {
+  const output = vscode.Uri.file(join(repo, path));
+  const args = {
     base: review('base'),
     input1: { uri: vscode.Uri.file(before), title: 'Your checkout', description: 'before Forge applied', detail: path },
     input2: { uri: review('attempt'), title: `Attempt ${attempt}`, description: `run ${runId}`, detail: path },
-    output: vscode.Uri.file(join(repo, path)),
-  });
+    output,
+  };
+  openedMerges.set(output.fsPath, args);
+  await vscode.commands.executeCommand('_open.mergeEditor', args);
 }
 
 /** Forge: Undo Apply: the newest apply of the run (or of this window) is taken back. */
@@ -72,22 +79,25 @@ export async function undoApply(runner: RunnerConnection, runId?: string, undoId
 }
 
 /**
- * Editors on restored files must show the restored bytes: a document the merge editor left
- * unsaved is reverted to what is on disk now, then the merge editors on them close.
+ * Editors on restored files must show the restored bytes, not keep (and later save) what the
+ * merge editor computed: each merge editor Forge opened on one is brought forward and
+ * reverted to the file on disk, then closed; any other unsaved editor of those files is
+ * reverted too.
  */
 async function settleEditors(files: string[]): Promise<void> {
+  for (const file of files) {
+    const args = openedMerges.get(file);
+    if (!args) continue;
+    openedMerges.delete(file);
+    await vscode.commands.executeCommand('_open.mergeEditor', args);
+    await vscode.commands.executeCommand('workbench.action.files.revert');
+    // Reverted, its result is your file as it was: no conflict is left to ask about, so it closes.
+    void vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  }
   const wanted = new Set(files);
   for (const doc of vscode.workspace.textDocuments) {
     if (doc.uri.scheme !== 'file' || !wanted.has(doc.uri.fsPath) || !doc.isDirty) continue;
     await vscode.window.showTextDocument(doc);
     await vscode.commands.executeCommand('workbench.action.files.revert');
   }
-  const tabs = vscode.window.tabGroups.all
-    .flatMap((g) => g.tabs)
-    .filter((t) => {
-      // A merge editor's tab (TabInputTextMerge) has a result and two inputs.
-      const input = t.input as { result?: vscode.Uri; input1?: unknown } | undefined;
-      return input?.result !== undefined && input.input1 !== undefined && wanted.has(input.result.fsPath);
-    });
-  if (tabs.length) await vscode.window.tabGroups.close(tabs, true);
 }
