@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { handOverToCellUser } from '../../../runner/src/hostguard/cellUser.js';
 import { applyIntoCheckout } from '../../../runner/src/workspace/applyIntoCheckout.js';
 import { attemptTree } from '../../../runner/src/workspace/attemptTree.js';
 import { readRecord, restoreCheckout } from '../../../runner/src/workspace/checkoutUndo.js';
@@ -24,6 +25,8 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
     git(r.dir, 'add', '-A');
     const patch = execFileSync('git', ['-c', 'safe.directory=*', 'diff', '--cached', '--binary'], { cwd: r.dir });
     git(r.dir, 'reset', '-q', '--hard');
+    // reset wrote the files anew as this user: the checkout is the cell user's again, as a user's would be.
+    handOverToCellUser(r.dir);
     const state = scratchDir('forge-undo-');
     const req = async (p: Buffer, merge = true) => ({
       repo: r.dir,
@@ -81,6 +84,9 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
       assert.match(now, /<<<<<<< your checkout\nmy three\n=======\nattempt three\n>>>>>>> attempt 1/);
       assert.match(now, /attempt thirty/);
       assert.equal(readFileSync(join(s.dir, 'new.txt'), 'utf8'), 'new\n', 'everything else is applied');
+      // A root runner leaves the files it wrote (new ones included) with the checkout's owner.
+      const owner = statSync(s.dir).uid;
+      assert.deepEqual([statSync(join(s.dir, 'a.txt')).uid, statSync(join(s.dir, 'new.txt')).uid], [owner, owner]);
       const restored = restoreCheckout(readRecord(join(s.state.dir, 'run-x'), merged.undo!.id)!);
       assert.deepEqual(restored.sort(), ['a.txt', 'new.txt']);
       assert.equal(readFileSync(join(s.dir, 'a.txt')).equals(before), true, 'undo puts back the exact bytes');
@@ -104,6 +110,37 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
       assert.equal(readFileSync(join(s.dir, 'new.txt'), 'utf8'), 'mine\n');
     } finally {
       s.cleanupAll();
+    }
+  });
+
+  it('a directory swapped for a symbolic link out of the checkout is neither applied nor merged through', async () => {
+    const r = makeRepo({ 'keep.txt': 'k\n' });
+    const outside = scratchDir('forge-outside-');
+    try {
+      mkdirSync(join(r.dir, 'sub'));
+      writeFileSync(join(r.dir, 'sub', 'f.txt'), text(lines));
+      git(r.dir, 'add', '-A');
+      git(r.dir, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '-m', 'sub');
+      const base = git(r.dir, 'rev-parse', 'HEAD').trim();
+      const changed = [...lines];
+      changed[3] = 'attempt three';
+      writeFileSync(join(r.dir, 'sub', 'f.txt'), text(changed));
+      const patch = execFileSync('git', ['-c', 'safe.directory=*', 'diff', '--binary'], { cwd: r.dir });
+      const theirsTree = await attemptTree(r.dir, base, patch);
+      // The user's sub/ is now a link to a directory elsewhere holding an edited f.txt.
+      rmSync(join(r.dir, 'sub'), { recursive: true });
+      const mine = [...lines];
+      mine[3] = 'elsewhere three';
+      writeFileSync(join(outside.dir, 'f.txt'), text(mine));
+      symlinkSync(outside.dir, join(r.dir, 'sub'));
+      await assert.rejects(
+        applyIntoCheckout({ repo: r.dir, runId: 'run-y', attempt: 0, baseCommit: base, theirsTree, patch, undoRoot: join(outside.dir, 'undo'), merge: true }),
+        /symbolic link/,
+      );
+      assert.equal(readFileSync(join(outside.dir, 'f.txt'), 'utf8'), text(mine), 'the file behind the link is untouched');
+    } finally {
+      r.cleanup();
+      outside.cleanup();
     }
   });
 });
