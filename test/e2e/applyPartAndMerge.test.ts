@@ -71,13 +71,21 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     await page.keyboard.insertText('average([2, 4]) returns 2.0 instead of 3.0.');
     await startFix.click();
     await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
-    await page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /winner/ }).waitFor({ timeout: 240_000 });
+    await page
+      .locator('.pane', { hasText: 'Attempts' })
+      .locator('.monaco-list-row', { hasText: /winner/ })
+      .waitFor({ timeout: 240_000 });
   });
 
   afterEach(async function () {
     if (this.currentTest?.state !== 'failed' || !page) return;
     await page.screenshot({ path: join(SHOTS, `i31-apply-failed-${Date.now()}.png`) });
-    console.log(await page.locator('.notifications-toasts').allInnerTexts().catch(() => []));
+    console.log(
+      await page
+        .locator('.notifications-toasts')
+        .allInnerTexts()
+        .catch(() => []),
+    );
   });
 
   after(async () => {
@@ -121,7 +129,10 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     assert.match(now, /len\(values\) \+ 1/, 'the other hunk is left out');
     assert.equal(now, base.replace('"""value as text"""', '"""The value as text."""'));
     // The run still waits for review: the rest can be applied later.
-    await page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /winner/ }).waitFor();
+    await page
+      .locator('.pane', { hasText: 'Attempts' })
+      .locator('.monaco-list-row', { hasText: /winner/ })
+      .waitFor();
   });
 
   it('a conflicting apply opens the merge editor and leaves the checkout consistent', async () => {
@@ -134,7 +145,10 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     await warning.waitFor({ timeout: 30_000 });
     await shot('merge-editor');
     const merged = calc();
-    assert.match(merged, /<<<<<<< your checkout\n {4}return sum\(values\) \/ max\(len\(values\), 1\)\n=======\n {4}return sum\(values\) \/ len\(values\)\n>>>>>>> attempt 0/);
+    assert.match(
+      merged,
+      /<<<<<<< your checkout\n {4}return sum\(values\) \/ max\(len\(values\), 1\)\n=======\n {4}return sum\(values\) \/ len\(values\)\n>>>>>>> attempt 0/,
+    );
     assert.match(merged, /"""The value as text\."""/);
     // Undo Apply puts back exactly the bytes the checkout held.
     await warning.getByRole('button', { name: 'Undo Apply' }).click();

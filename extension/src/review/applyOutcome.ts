@@ -29,7 +29,10 @@ export async function presentApplied(runner: RunnerConnection, runId: string, r:
     conflicts.length > 0
       ? `Forge: ${message} ${conflicts.length} file(s) conflict with your edits and are open in the merge editor: ${conflicts.map((c) => c.path).join(', ')}. Resolve them and Complete Merge, or Undo Apply to put your checkout back as it was.`
       : merged
-        ? `Forge: ${message} It was merged with your edits (${r.files.filter((f) => f.reason).map((f) => f.path).join(', ')}).`
+        ? `Forge: ${message} It was merged with your edits (${r.files
+            .filter((f) => f.reason)
+            .map((f) => f.path)
+            .join(', ')}).`
         : `Forge: ${message}`;
   const show = conflicts.length > 0 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
   const offer = r.undo_id ? ['Undo Apply'] : [];

@@ -17,7 +17,10 @@ export async function applyPartOfAttempt(
   target: { runId: string; attempt?: number },
   confirm: () => Promise<boolean>,
 ): Promise<boolean> {
-  const listing = await runner.request('review/hunks', { run_id: target.runId, ...(target.attempt !== undefined ? { attempt: target.attempt } : {}) });
+  const listing = await runner.request('review/hunks', {
+    run_id: target.runId,
+    ...(target.attempt !== undefined ? { attempt: target.attempt } : {}),
+  });
   const attempt = listing.attempt;
   const viewButton: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon('diff'), tooltip: 'Show this change' };
   const rows: Row[] = hunkPicks(listing.files).map((pick) =>

@@ -14,11 +14,27 @@ export function hunkPicks(files: PatchFileListing[]): HunkPick[] {
   for (const f of files) {
     rows.push({ kind: 'file', label: f.path });
     if (f.whole !== null || f.hunks.length === 0) {
-      rows.push({ kind: 'hunk', label: `whole file (${f.whole ?? 'no text change'})`, description: counts(f.added, f.removed), path: f.path, hunkId: null, line: 1, picked: false });
+      rows.push({
+        kind: 'hunk',
+        label: `whole file (${f.whole ?? 'no text change'})`,
+        description: counts(f.added, f.removed),
+        path: f.path,
+        hunkId: null,
+        line: 1,
+        picked: false,
+      });
       continue;
     }
     for (const h of f.hunks)
-      rows.push({ kind: 'hunk', label: h.header, description: counts(h.added, h.removed), path: f.path, hunkId: h.id, line: Math.max(1, h.new_start), picked: false });
+      rows.push({
+        kind: 'hunk',
+        label: h.header,
+        description: counts(h.added, h.removed),
+        path: f.path,
+        hunkId: h.id,
+        line: Math.max(1, h.new_start),
+        picked: false,
+      });
   }
   return rows;
 }
@@ -40,7 +56,11 @@ export function selectionOf(picked: HunkPick[]): { files: string[]; hunks: strin
 
 /** One line saying what a part applied and what it left out. */
 export function describePartOutcome(repo: string, chosen: number, leftOut: string[]): string {
-  if (leftOut.length === 0) return `Applied all ${chosen} part(s) of the attempt to ${repo}: nothing was left out, so the run counts as applied.`;
-  const rest = leftOut.length === 0 ? 'nothing was left out' : `left out ${leftOut.length}: ${leftOut.slice(0, 4).join('; ')}${leftOut.length > 4 ? '; …' : ''}`;
+  if (leftOut.length === 0)
+    return `Applied all ${chosen} part(s) of the attempt to ${repo}: nothing was left out, so the run counts as applied.`;
+  const rest =
+    leftOut.length === 0
+      ? 'nothing was left out'
+      : `left out ${leftOut.length}: ${leftOut.slice(0, 4).join('; ')}${leftOut.length > 4 ? '; …' : ''}`;
   return `Applied ${chosen} chosen part(s) to ${repo}; ${rest}. The run stays open for review: you can apply more of it later.`;
 }

@@ -136,7 +136,14 @@ export const ApplyFileOutcomeSchema = z
   .strict();
 
 export const PatchHunkSchema = z
-  .object({ id: z.string(), header: z.string(), added: z.number().int(), removed: z.number().int(), old_start: z.number().int(), new_start: z.number().int() })
+  .object({
+    id: z.string(),
+    header: z.string(),
+    added: z.number().int(),
+    removed: z.number().int(),
+    old_start: z.number().int(),
+    new_start: z.number().int(),
+  })
   .strict();
 
 export const PatchFileSchema = z
@@ -329,7 +336,10 @@ export const RPC_FIX_METHODS = {
         run_id: runId,
         attempt: attemptIndex,
         selection: ApplySelectionSchema.optional().describe('Apply only these files and hunks (ids from review/hunks); absent: all.'),
-        merge: z.boolean().optional().describe('When the change does not apply as it is, merge it 3-way with your edits (conflicts left as markers, Undo restores).'),
+        merge: z
+          .boolean()
+          .optional()
+          .describe('When the change does not apply as it is, merge it 3-way with your edits (conflicts left as markers, Undo restores).'),
       })
       .strict(),
     result: z
@@ -341,9 +351,19 @@ export const RPC_FIX_METHODS = {
         branch_removed: z.string().nullable().describe('The winner branch, deleted once its change is in the working tree.'),
         mode: z.enum(['clean', 'three-way', 'conflicts', 'none']).optional(),
         conflicts: z
-          .array(z.object({ path: z.string(), before: z.string().describe("The saved copy of your checkout's file (the merge editor's other side).") }).strict())
+          .array(
+            z
+              .object({
+                path: z.string(),
+                before: z.string().describe("The saved copy of your checkout's file (the merge editor's other side)."),
+              })
+              .strict(),
+          )
           .optional(),
-        left_out: z.array(z.string()).optional().describe('A part applied: the hunks and files not chosen, one line each (the run stays pending).'),
+        left_out: z
+          .array(z.string())
+          .optional()
+          .describe('A part applied: the hunks and files not chosen, one line each (the run stays pending).'),
         undo_id: z.string().nullable().optional().describe('review/undoApply with this id puts back what the checkout held.'),
       })
       .strict(),

@@ -38,7 +38,8 @@ export function undoRoot(stateDir: string, runId: string): string {
  * (git apply refuses to write through one too); throws otherwise.
  */
 export function pathInCheckout(top: string, path: string): string {
-  if (path.startsWith('/') || path.split('/').includes('..')) throw new Error(`${JSON.stringify(path)} is not a path inside the repository`);
+  if (path.startsWith('/') || path.split('/').includes('..'))
+    throw new Error(`${JSON.stringify(path)} is not a path inside the repository`);
   const full = join(top, path);
   let dir = dirname(full);
   while (!existsSync(dir)) dir = dirname(dir);
@@ -62,7 +63,10 @@ export function saveCheckout(root: string, top: string, runId: string, attempt: 
     } catch {
       return { path, existed: false, mode: null, before: null };
     }
-    if (!st.isFile()) throw new Error(`${path} is not a regular file in your checkout (a ${st.isSymbolicLink() ? 'symbolic link' : 'directory'}); not applied`);
+    if (!st.isFile())
+      throw new Error(
+        `${path} is not a regular file in your checkout (a ${st.isSymbolicLink() ? 'symbolic link' : 'directory'}); not applied`,
+      );
     // The name keeps the extension: the merge editor picks its language from it.
     const before = join(dir, 'files', `${i}-${basename(path)}`);
     writeFileSync(before, readFileSync(full), { mode: 0o600 });
@@ -81,7 +85,13 @@ export function writeRecord(root: string, record: UndoRecord): void {
 export function readRecord(root: string, id?: string): UndoRecord | null {
   if (id !== undefined && !UNDO_ID.test(id)) throw new Error(`${JSON.stringify(id)} is not an undo id`);
   if (!existsSync(root)) return null;
-  const ids = id !== undefined ? [id] : readdirSync(root).filter((n) => UNDO_ID.test(n)).sort(byTime).reverse();
+  const ids =
+    id !== undefined
+      ? [id]
+      : readdirSync(root)
+          .filter((n) => UNDO_ID.test(n))
+          .sort(byTime)
+          .reverse();
   for (const n of ids) {
     const file = join(root, n, 'record.json');
     if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as UndoRecord;

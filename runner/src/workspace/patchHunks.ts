@@ -115,10 +115,16 @@ export function parsePatch(patch: PatchBytes | string): ParsedPatch {
       while (i < lines.length && (oldLeft > 0 || newLeft > 0 || lines[i]!.startsWith('\\'))) {
         const line = lines[i++]!;
         const c = line[0];
-        if (c === '+') (newLeft--, added++);
-        else if (c === '-') (oldLeft--, removed++);
-        else if (c === ' ' || line === '\n') (oldLeft--, newLeft--);
-        else if (c !== '\\') throw new Error(`malformed hunk line ${JSON.stringify(line.slice(0, 80))}`);
+        if (c === '+') {
+          newLeft--;
+          added++;
+        } else if (c === '-') {
+          oldLeft--;
+          removed++;
+        } else if (c === ' ' || line === '\n') {
+          oldLeft--;
+          newLeft--;
+        } else if (c !== '\\') throw new Error(`malformed hunk line ${JSON.stringify(line.slice(0, 80))}`);
         body += line;
       }
       if (oldLeft !== 0 || newLeft !== 0) throw new Error('a hunk ends before its header said it would');
@@ -196,7 +202,8 @@ export function selectFromPatch(patch: PatchBytes | string, selection: PatchSele
     known.add(f.id);
   }
   const unknownFiles = [...wantFiles].filter((f) => !known.has(f));
-  if (unknownFiles.length) throw new Error(`unknown file(s) ${unknownFiles.slice(0, 5).join(', ')}: not in this attempt's change; see review/hunks`);
+  if (unknownFiles.length)
+    throw new Error(`unknown file(s) ${unknownFiles.slice(0, 5).join(', ')}: not in this attempt's change; see review/hunks`);
   const allHunks = new Map(parsed.files.flatMap((f) => f.hunks.map((h) => [h.id, f] as const)));
   const unknownHunks = [...wantHunks].filter((h) => !allHunks.has(h));
   if (unknownHunks.length) throw new Error(`unknown hunk id(s) ${unknownHunks.slice(0, 5).join(', ')}; see review/hunks`);

@@ -39,7 +39,9 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     git(repo, 'init', '-q', '-b', 'main');
     git(repo, 'add', '-A');
     git(repo, 'commit', '-q', '-m', 'base');
-    child = spawn(process.execPath, [RUNNER, 'serve', '--stdio'], { env: { ...process.env, FORGE_STATE_DIR: join(state, 'state'), FORGE_CELLD_ENABLED: '' } });
+    child = spawn(process.execPath, [RUNNER, 'serve', '--stdio'], {
+      env: { ...process.env, FORGE_STATE_DIR: join(state, 'state'), FORGE_CELLD_ENABLED: '' },
+    });
     rpc = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
     rpc.onNotification('fix/finished', (p: unknown) => void finished.push(RPC_FIX_NOTIFICATIONS['fix/finished'].parse(p).run_id));
     rpc.listen();
@@ -67,7 +69,10 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
       [['calc.py', ['f0h0', 'f0h1']]],
     );
     assert.match(h.files[0]!.hunks[1]!.header, /^@@ -19,5 \+19,5 @@ def count/);
-    await assert.rejects(call('review/apply', { run_id: runId, selection: { hunks: ['f0h7'] } }), /unknown hunk id\(s\) f0h7; see review\/hunks/);
+    await assert.rejects(
+      call('review/apply', { run_id: runId, selection: { hunks: ['f0h7'] } }),
+      /unknown hunk id\(s\) f0h7; see review\/hunks/,
+    );
     await assert.rejects(call('review/apply', { run_id: runId, selection: { hunks: ['../x'] } }), /hunk id/);
     await assert.rejects(call('review/apply', { run_id: runId, selection: {} }), /chooses nothing/);
     await assert.rejects(call('review/apply', { run_id: runId, selection: { files: ['/etc/passwd'] } }), /unknown file/);
@@ -93,7 +98,10 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     assert.equal(calc(), mine, 'nothing written');
     const merged = await call('review/apply', { run_id: runId, merge: true });
     assert.equal(merged.mode, 'conflicts');
-    assert.deepEqual(merged.conflicts?.map((c) => c.path), ['calc.py']);
+    assert.deepEqual(
+      merged.conflicts?.map((c) => c.path),
+      ['calc.py'],
+    );
     assert.equal(readFileSync(merged.conflicts![0]!.before, 'utf8'), mine);
     assert.match(calc(), /<<<<<<< your checkout/);
     assert.equal((await call('runs/show', { run_id: runId })).run.review, 'applied');

@@ -78,7 +78,10 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
       assert.equal(readFileSync(join(s.dir, 'a.txt')).equals(before), true, 'nothing written without merge');
       const merged = await applyIntoCheckout(await s.req(s.patch));
       assert.equal(merged.mode, 'conflicts');
-      assert.deepEqual(merged.conflicts.map((c) => c.path), ['a.txt']);
+      assert.deepEqual(
+        merged.conflicts.map((c) => c.path),
+        ['a.txt'],
+      );
       assert.equal(readFileSync(merged.conflicts[0]!.before).equals(before), true, 'the saved side is what the checkout held');
       const now = readFileSync(join(s.dir, 'a.txt'), 'utf8');
       assert.match(now, /<<<<<<< your checkout\nmy three\n=======\nattempt three\n>>>>>>> attempt 1/);
@@ -134,7 +137,16 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
       writeFileSync(join(outside.dir, 'f.txt'), text(mine));
       symlinkSync(outside.dir, join(r.dir, 'sub'));
       await assert.rejects(
-        applyIntoCheckout({ repo: r.dir, runId: 'run-y', attempt: 0, baseCommit: base, theirsTree, patch, undoRoot: join(outside.dir, 'undo'), merge: true }),
+        applyIntoCheckout({
+          repo: r.dir,
+          runId: 'run-y',
+          attempt: 0,
+          baseCommit: base,
+          theirsTree,
+          patch,
+          undoRoot: join(outside.dir, 'undo'),
+          merge: true,
+        }),
         /symbolic link/,
       );
       assert.equal(readFileSync(join(outside.dir, 'f.txt'), 'utf8'), text(mine), 'the file behind the link is untouched');

@@ -13,7 +13,11 @@ import { git, makeRepo } from '../../helpers/gitRepo.js';
 describe('patch hunks: split, select and apply with git', () => {
   const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} line ${i}`);
   // A file of 60 lines and edits far enough apart to make several hunks.
-  const edit = fc.record({ at: fc.integer({ min: 0, max: 59 }), kind: fc.constantFrom('change', 'insert', 'delete'), text: fc.string({ maxLength: 12 }) });
+  const edit = fc.record({
+    at: fc.integer({ min: 0, max: 59 }),
+    kind: fc.constantFrom('change', 'insert', 'delete'),
+    text: fc.string({ maxLength: 12 }),
+  });
   const fileEdits = fc.array(edit, { minLength: 1, maxLength: 6 });
 
   function applyEdits(base: string[], edits: { at: number; kind: string; text: string }[]): string[] {
@@ -55,8 +59,12 @@ describe('patch hunks: split, select and apply with git', () => {
           git(r.dir, 'apply', '--whitespace=nowarn', pfile);
           // What the subset wrote is what its hunks say: the diff of the result lists exactly them.
           const again = execFileSync('git', ['-c', 'safe.directory=*', 'diff'], { cwd: r.dir });
-          const after = listPatchFiles(again).flatMap((f) => f.hunks.map((h) => `${f.path}:${h.added}/${h.removed}`)).sort();
-          const chosen = files.flatMap((f) => f.hunks.filter((h) => subset.includes(h.id)).map((h) => `${f.path}:${h.added}/${h.removed}`)).sort();
+          const after = listPatchFiles(again)
+            .flatMap((f) => f.hunks.map((h) => `${f.path}:${h.added}/${h.removed}`))
+            .sort();
+          const chosen = files
+            .flatMap((f) => f.hunks.filter((h) => subset.includes(h.id)).map((h) => `${f.path}:${h.added}/${h.removed}`))
+            .sort();
           // Adjacent chosen hunks may merge into one in the new diff: compare totals per file.
           const total = (xs: string[]) => {
             const m = new Map<string, number>();
