@@ -14,6 +14,7 @@ import {
   startCodeServer,
 } from '../helpers/codeServer.js';
 import { git } from '../helpers/gitRepo.js';
+import { waitFor } from '../helpers/waitFor.js';
 
 /**
  * Apply part of an attempt, and apply into a checkout that changed, in the packaged VSIX in
@@ -162,5 +163,26 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     await shot('undone');
     assert.equal(calc(), mine, 'the checkout is exactly as it was before the apply');
     assert.doesNotMatch(calc(), /<<<<<<<|>>>>>>>/);
+  });
+
+  it('a conflict resolved in the merge editor and saved leaves the file merged, without markers', async () => {
+    const mine = calc();
+    assert.match(mine, /max\(len\(values\), 1\)/, 'the checkout still holds the edit the last test restored');
+    await runFromPalette(page, 'Forge: Apply Winning Attempt');
+    await page.locator('.merge-editor').first().waitFor({ timeout: 60_000 });
+    const accept = page.locator('.merge-editor').getByText('Accept Attempt 0', { exact: true }).first();
+    await accept.waitFor({ timeout: 30_000 });
+    await accept.click();
+    // Complete Merge is the git extension's button (for git's own merges): here the result is saved, as any editor.
+    await page.locator('.merge-editor').getByText('0 Conflicts Remaining').waitFor({ timeout: 30_000 });
+    await shot('merge-resolved');
+    await page.locator('.merge-editor .monaco-editor .view-line', { hasText: 'def clamp' }).last().click();
+    await page.keyboard.press('Control+S');
+    await waitFor(() => !/<<<<<<<|>>>>>>>/.test(calc()), 30_000);
+    const done = calc();
+    assert.doesNotMatch(done, /<<<<<<<|=======|>>>>>>>/);
+    assert.match(done, /return sum\(values\) \/ len\(values\)\n/);
+    assert.match(done, /The value as text\./);
+    await shot('merge-completed');
   });
 });

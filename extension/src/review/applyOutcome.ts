@@ -27,7 +27,7 @@ export async function presentApplied(runner: RunnerConnection, runId: string, r:
   for (const c of conflicts) await openMergeEditor(runId, r.attempt, r.repo, c.path, c.before);
   const say =
     conflicts.length > 0
-      ? `Forge: ${message} ${conflicts.length} file(s) conflict with your edits and are open in the merge editor: ${conflicts.map((c) => c.path).join(', ')}. Resolve them and Complete Merge, or Undo Apply to put your checkout back as it was.`
+      ? `Forge: ${message} ${conflicts.length} file(s) conflict with your edits and are open in the merge editor: ${conflicts.map((c) => c.path).join(', ')}. Resolve them there and save, or Undo Apply to put your checkout back as it was.`
       : merged
         ? `Forge: ${message} It was merged with your edits (${r.files
             .filter((f) => f.reason)
