@@ -59,7 +59,7 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
       .map((e) => e.split('\t').pop() ?? '')
       .filter(Boolean);
     const check = (include?: string) =>
-      git(['apply', '--check', '--whitespace=nowarn', ...(include ? [`--include=${include}`] : []), file]).then(
+      git(['apply', '--check', '--whitespace=nowarn', ...(include ? [`--include=${literalPattern(include)}`] : []), file]).then(
         () => null,
         (e: Error) => conflictReason(e.message),
       );
@@ -68,7 +68,9 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
       // A root runner writes new inodes as root: they go back to their owners afterwards.
       const restoreOwners = rememberCheckoutOwners(loc.top, paths);
       try {
-        if (clean.length > 0) await git(['apply', '--whitespace=nowarn', ...clean.map((p) => `--include=${p}`), file]);
+        // All clean: the patch as it is; else only the clean files (the merged ones are written below).
+        if (merged.size === 0) await git(['apply', '--whitespace=nowarn', file]);
+        else if (clean.length > 0) await git(['apply', '--whitespace=nowarn', ...clean.map((p) => `--include=${literalPattern(p)}`), file]);
         // In place: the file keeps its inode, owner and mode.
         for (const [path, bytes] of merged) writeFileSync(pathInCheckout(loc.top, path), bytes);
       } catch (e) {
@@ -150,6 +152,11 @@ async function runMergeFile(
     okExitCodes: ANY_CONFLICT_COUNT,
   });
   return { bytes: r.stdout, conflicts: r.exitCode };
+}
+
+/** --include takes a wildmatch pattern: a path with * ? [ or \\ in its name must match only itself. */
+export function literalPattern(path: string): string {
+  return path.replace(/[*?[\]\\]/g, '\\$&');
 }
 
 function conflictReason(gitError: string): string {

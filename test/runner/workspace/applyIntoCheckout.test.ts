@@ -155,4 +155,39 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
       outside.cleanup();
     }
   });
+
+  it('a clean file whose name is a glob (a[1].txt, b*.txt) is written beside a merged one, not skipped', async () => {
+    const r = makeRepo({ 'a.txt': text(lines), 'a[1].txt': 'one\n', 'b*.txt': 'star\n', 'a1.txt': 'plain\n' });
+    const state = scratchDir('forge-undo-');
+    try {
+      const base = git(r.dir, 'rev-parse', 'HEAD').trim();
+      const changed = [...lines];
+      changed[3] = 'attempt three';
+      writeFileSync(join(r.dir, 'a.txt'), text(changed));
+      writeFileSync(join(r.dir, 'a[1].txt'), 'ONE\n');
+      writeFileSync(join(r.dir, 'b*.txt'), 'STAR\n');
+      const patch = execFileSync('git', ['-c', 'safe.directory=*', 'diff', '--binary'], { cwd: r.dir });
+      git(r.dir, 'checkout', '-q', '--', '.');
+      const mine = [...lines];
+      mine[3] = 'my three';
+      writeFileSync(join(r.dir, 'a.txt'), text(mine));
+      const out = await applyIntoCheckout({
+        repo: r.dir,
+        runId: 'run-g',
+        attempt: 0,
+        baseCommit: base,
+        theirsTree: await attemptTree(r.dir, base, patch),
+        patch,
+        undoRoot: join(state.dir, 'run-g'),
+        merge: true,
+      });
+      assert.equal(out.mode, 'conflicts');
+      assert.equal(readFileSync(join(r.dir, 'a[1].txt'), 'utf8'), 'ONE\n');
+      assert.equal(readFileSync(join(r.dir, 'b*.txt'), 'utf8'), 'STAR\n');
+      assert.equal(readFileSync(join(r.dir, 'a1.txt'), 'utf8'), 'plain\n');
+    } finally {
+      r.cleanup();
+      state.cleanup();
+    }
+  });
 });
