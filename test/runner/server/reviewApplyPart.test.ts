@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,5 +110,23 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     assert.equal(calc(), mine);
     await assert.rejects(call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! }), /nothing to undo/);
     await assert.rejects(call('review/undoApply', { run_id: runId, undo_id: '../../etc' }), /not an undo id/);
+  });
+
+  it('the CLI lists hunks and refuses a bad selection in one line with exit 2', () => {
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [RUNNER, 'runs', ...args], {
+        env: { ...process.env, FORGE_STATE_DIR: join(state, 'state') },
+        encoding: 'utf8',
+      });
+    const listed = cli('hunks', runId);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.match(listed.stdout, /^calc\.py\n {2}f0h0 +\+1 -1 {2}@@ -1,6 \+1,6 @@\n {2}f0h1 /);
+    const before = calc();
+    const bad = cli('apply', runId, '--hunks', 'f0h9');
+    assert.equal(bad.status, 2);
+    assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
+    assert.match(bad.stderr, /unknown hunk id\(s\) f0h9/);
+    assert.equal(calc(), before);
+    assert.equal(cli('undo-apply', runId, '--undo-id', 'x/y').status, 2);
   });
 });
