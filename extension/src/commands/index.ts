@@ -49,6 +49,8 @@ export function forgeCommands(deps: CommandDeps): Record<string, CommandHandler>
     'forge.viewAttemptDiff': review.viewAttemptDiff,
     'forge.compareWithWinner': review.compareWithWinner,
     'forge.applyAttempt': review.applyAttempt,
+    'forge.applyPartOfAttempt': review.applyPartOfAttempt,
+    'forge.undoApply': review.undoApply,
     'forge.cancelRun': cancelRunCommand(deps),
     'forge.resumeRun': resumeRunCommand(deps),
     'forge.showCellHealth': showCellHealthCommand(deps),

@@ -34,6 +34,13 @@ export function reviewCommands(deps: { review: ReviewController }) {
       if (!target) return void vscode.window.showInformationMessage('Forge: pick an attempt in the Attempts view.');
       await deps.review.apply(target.runId, target.attempt);
     },
+    /** forge.applyPartOfAttempt: chosen hunks of the node's attempt (else the one under review, else the winner). */
+    applyPartOfAttempt: async (node?: AttemptsNode) => {
+      const a = attemptOf(node);
+      await deps.review.applyPart(a ? a.runId : runIdOf(node), a?.attempt.index);
+    },
+    /** forge.undoApply: puts back what the checkout held before the newest apply. */
+    undoApply: (node?: AttemptsNode) => deps.review.undoApply(runIdOf(node)),
   };
 }
 

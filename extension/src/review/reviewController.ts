@@ -3,6 +3,8 @@ import * as vscode from 'vscode';
 import type { ForgeState } from '../forgeState.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import { shortTitle } from '../views/runTitle.js';
+import { presentApplied, undoApply } from './applyOutcome.js';
+import { applyPartOfAttempt } from './applyPart.js';
 import { describeApplyOutcome, reviewUriParts } from './reviewUris.js';
 
 /**
@@ -99,17 +101,35 @@ export class ReviewController {
     if (!(await this.confirmOutsideWorkspace(id))) return false;
     const chosen = attempt;
     if (chosen !== undefined && !(await this.confirmNotWinner(id, chosen))) return false;
-    const r = await this.runner.request('review/apply', { run_id: id, ...(chosen !== undefined ? { attempt: chosen } : {}) });
+    const r = await this.runner.request('review/apply', { run_id: id, ...(chosen !== undefined ? { attempt: chosen } : {}), merge: true });
     const what = chosen === undefined ? 'the winner' : `attempt ${r.attempt}`;
     const message = describeApplyOutcome(r.applied, r.repo, r.files, what, r.branch_removed);
     if (!r.applied) {
       void vscode.window.showErrorMessage(`Forge: ${message}`);
       return false;
     }
-    void vscode.window.showInformationMessage(`Forge: ${message}`);
     await this.closeReviewEditors();
     await this.setReviewing(null);
+    // Merged with the user's edits: conflicts open in the merge editor; Undo Apply is offered.
+    await presentApplied(this.runner, id, r, message);
     return true;
+  }
+
+  /** Forge: Apply Part of Attempt...: hunks of the node's attempt (else the one under review, else the winner). */
+  async applyPart(runId?: string, attempt?: number): Promise<boolean> {
+    const id = this.targetRun(runId);
+    if (!id) {
+      void vscode.window.showInformationMessage('Forge: no attempt to apply in this window; pick one in the Attempts view.');
+      return false;
+    }
+    const chosen = attempt ?? (id === this.reviewing ? this.reviewingAttempt : undefined);
+    return applyPartOfAttempt(this.runner, { runId: id, ...(chosen !== undefined ? { attempt: chosen } : {}) }, () =>
+      this.confirmOutsideWorkspace(id),
+    );
+  }
+
+  undoApply(runId?: string): Promise<boolean> {
+    return undoApply(this.runner, runId);
   }
 
   /** Applying an attempt that is not the winner says what its tests said first. */

@@ -7,6 +7,7 @@ import { type RunRow, RunStore } from '../store/runStore.js';
 import { shownAttemptStatus } from '../server/runSnapshots.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { printable } from './formatCellResult.js';
+import { registerRunsApplyCommands } from './runsApplyCommand.js';
 import { storedVerdict } from '../repair/verdicts/storedVerdict.js';
 
 /** A run still marked running by a runner that is gone is interrupted (resumable), as the editor shows it. */
@@ -17,6 +18,7 @@ function shownRunStatus(r: RunRow): string {
 export function registerRunsCommand(program: Command): void {
   const runs = program.command('runs').description('History of fix runs, from the runner store ($FORGE_STATE_DIR/forge.db)');
   const store = () => new RunStore(openStore(join(runnerStateDir(), 'forge.db')));
+  registerRunsApplyCommands(runs);
 
   runs
     .command('list')

@@ -135,6 +135,39 @@ export const ApplyFileOutcomeSchema = z
   })
   .strict();
 
+export const PatchHunkSchema = z
+  .object({
+    id: z.string(),
+    header: z.string(),
+    added: z.number().int(),
+    removed: z.number().int(),
+    old_start: z.number().int(),
+    new_start: z.number().int(),
+  })
+  .strict();
+
+export const PatchFileSchema = z
+  .object({
+    id: z.string(),
+    path: z.string(),
+    whole: z.string().nullable().describe('Why the file goes whole (binary, new file, ...); null: its hunks can be chosen one by one.'),
+    added: z.number().int(),
+    removed: z.number().int(),
+    hunks: z.array(PatchHunkSchema),
+  })
+  .strict();
+
+/** Untrusted: ids are checked against the attempt's patch before anything is written. */
+export const ApplySelectionSchema = z
+  .object({
+    files: z.array(z.string().min(1).max(4096)).max(10_000).optional(),
+    hunks: z
+      .array(z.string().regex(/^f\d{1,6}h\d{1,6}$/, 'a hunk id from review/hunks (f<file>h<hunk>)'))
+      .max(100_000)
+      .optional(),
+  })
+  .strict();
+
 export const RepositoryProblemSchema = z
   .object({
     code: z.enum(['not_a_repository', 'no_commit', 'tracked_changes', 'no_test_command']),
@@ -302,8 +335,29 @@ export const RPC_FIX_METHODS = {
       })
       .strict(),
   },
-  'review/apply': {
+  'review/hunks': {
     params: z.object({ run_id: runId, attempt: attemptIndex }).strict(),
+    result: z
+      .object({
+        run_id: z.string(),
+        attempt: z.number().int(),
+        repo: z.string(),
+        files: z.array(PatchFileSchema),
+      })
+      .strict(),
+  },
+  'review/apply': {
+    params: z
+      .object({
+        run_id: runId,
+        attempt: attemptIndex,
+        selection: ApplySelectionSchema.optional().describe('Apply only these files and hunks (ids from review/hunks); absent: all.'),
+        merge: z
+          .boolean()
+          .optional()
+          .describe('When the change does not apply as it is, merge it 3-way with your edits (conflicts left as markers, Undo restores).'),
+      })
+      .strict(),
     result: z
       .object({
         applied: z.boolean(),
@@ -311,8 +365,28 @@ export const RPC_FIX_METHODS = {
         repo: z.string(),
         files: z.array(ApplyFileOutcomeSchema),
         branch_removed: z.string().nullable().describe('The winner branch, deleted once its change is in the working tree.'),
+        mode: z.enum(['clean', 'three-way', 'conflicts', 'none']).optional(),
+        conflicts: z
+          .array(
+            z
+              .object({
+                path: z.string(),
+                before: z.string().describe("The saved copy of your checkout's file (the merge editor's other side)."),
+              })
+              .strict(),
+          )
+          .optional(),
+        left_out: z
+          .array(z.string())
+          .optional()
+          .describe('A part applied: the hunks and files not chosen, one line each (the run stays pending).'),
+        undo_id: z.string().nullable().optional().describe('review/undoApply with this id puts back what the checkout held.'),
       })
       .strict(),
+  },
+  'review/undoApply': {
+    params: z.object({ run_id: runId, undo_id: z.string().min(1).max(40).optional() }).strict(),
+    result: z.object({ restored: z.array(z.string()), review: RunReviewSchema.nullable() }).strict(),
   },
   'review/discard': {
     params: z.object({ run_id: runId }).strict(),
@@ -364,6 +438,8 @@ export type AttemptSnapshot = z.infer<typeof AttemptSnapshotSchema>;
 export type CellSnapshot = z.infer<typeof CellSnapshotSchema>;
 export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;
 export type ReviewFile = z.infer<typeof ReviewFileSchema>;
+export type ApplySelection = z.infer<typeof ApplySelectionSchema>;
+export type PatchFileListing = z.infer<typeof PatchFileSchema>;
 export type RepositoryCheck = z.infer<typeof RepositoryCheckSchema>;
 export type RepositoryProblem = z.infer<typeof RepositoryProblemSchema>;
 export type RpcFixParams<M extends RpcFixMethod> = z.input<(typeof RPC_FIX_METHODS)[M]['params']>;

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CellScheduler } from '../cells/cellScheduler.js';
 import type { CellProvider } from '../cells/provider.js';
@@ -6,7 +7,7 @@ import type { CellSpecInput } from '../protocol/cellSpec.js';
 import type { ProviderName } from '../protocol/cellResult.js';
 import { type FixRequest, FixRequestSchema, type FixStartParams } from '../protocol/fixRequest.js';
 import { InputError } from '../protocol/inputError.js';
-import type { CellSnapshot, RpcFixNotification, RpcFixResult, RunSnapshot } from '../protocol/rpcFix.js';
+import type { ApplySelection, CellSnapshot, RpcFixNotification, RpcFixResult, RunSnapshot } from '../protocol/rpcFix.js';
 import { ClientModel } from '../repair/models/clientModel.js';
 import { createModel } from '../repair/models/createModel.js';
 import type { RepairModel } from '../repair/models/repairModel.js';
@@ -16,7 +17,10 @@ import { openStore } from '../store/openStore.js';
 import { RunStore } from '../store/runStore.js';
 import { attemptTree } from '../workspace/attemptTree.js';
 import { isEmptyPatch, patchFromStore } from '../workspace/patchBytes.js';
-import { applyToWorkspace, discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
+import { applyIntoCheckout } from '../workspace/applyIntoCheckout.js';
+import { readRecord, restoreCheckout, undoRoot, writeRecord } from '../workspace/checkoutUndo.js';
+import { listPatchFiles, selectFromPatch } from '../workspace/patchHunks.js';
+import { discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { runSnapshot } from './runSnapshots.js';
 
@@ -51,7 +55,7 @@ export class FixService {
   private readonly scheduler: CellScheduler;
 
   constructor(
-    stateDir: string,
+    private readonly stateDir: string,
     private readonly hooks: FixServiceHooks,
     /** How a run gets its cells (tests pass the in-process fake provider). */
     private readonly makeProvider: (name: string, options: ProviderOptions) => CellProvider = createProvider,
@@ -184,13 +188,55 @@ export class FixService {
     return readReviewContent(t.run.repo, side === 'base' ? t.run.base_commit : t.tree, path);
   }
 
-  async apply(runId: string, attempt?: number): Promise<RpcFixResult<'review/apply'>> {
+  /** Files and hunks of an attempt's change, with the ids review/apply's selection names. */
+  async reviewHunks(runId: string, attempt?: number): Promise<RpcFixResult<'review/hunks'>> {
+    const t = await this.reviewTarget(runId, attempt);
+    const files = listPatchFiles(t.patch).map((f) => ({
+      ...f,
+      hunks: f.hunks.map(({ oldStart, newStart, ...h }) => ({ ...h, old_start: oldStart, new_start: newStart })),
+    }));
+    return { run_id: runId, attempt: t.index, repo: t.run.repo, files };
+  }
+
+  /**
+   * The attempt's change (or the chosen part of it) into the user's checkout, all or nothing.
+   * Only a whole apply marks the run applied and removes its winner branch: after a part the
+   * user may come back for the rest. With `merge`, a checkout that changed gets a 3-way merge
+   * (see applyIntoCheckout) and review/undoApply puts back what it held.
+   */
+  async apply(runId: string, attempt?: number, selection?: ApplySelection, merge = false): Promise<RpcFixResult<'review/apply'>> {
     const t = await this.reviewTarget(runId, attempt);
     if (t.run.review === 'applied') throw new InputError(`run ${runId} was already applied to ${t.run.repo}`);
-    const outcome = await applyToWorkspace(t.run.repo, t.patch);
+    let patch = t.patch;
+    let leftOut: string[] = [];
+    if (selection) {
+      if (!selection.files?.length && !selection.hunks?.length)
+        throw new InputError('the selection chooses nothing: name files or hunks from review/hunks, or leave selection out to apply all');
+      const chosen = (() => {
+        try {
+          return selectFromPatch(t.patch, selection);
+        } catch (e) {
+          throw new InputError((e as Error).message);
+        }
+      })();
+      patch = chosen.patch;
+      leftOut = chosen.leftOut;
+    }
+    const partial = leftOut.length > 0;
+    const outcome = await applyIntoCheckout({
+      repo: t.run.repo,
+      runId,
+      attempt: t.index,
+      baseCommit: t.run.base_commit,
+      theirsTree: partial ? await attemptTree(t.run.repo, t.run.base_commit, patch) : t.tree,
+      patch,
+      undoRoot: undoRoot(this.stateDir, runId),
+      merge,
+    });
     let branchRemoved: string | null = null;
-    if (outcome.applied) {
+    if (outcome.applied && !partial) {
       this.store.setReview(runId, 'applied');
+      if (outcome.undo) writeRecord(undoRoot(this.stateDir, runId), { ...outcome.undo, marked_applied: true });
       // The change is in the working tree now; the winner branch (and any worktree left) would only repeat it.
       if (t.run.winner_attempt !== null) {
         const branch = winnerBranchName(runId, t.run.winner_attempt);
@@ -200,9 +246,39 @@ export class FixService {
         });
         if (removed.includes(`branch ${branch}`)) branchRemoved = branch;
       }
-      this.pushNow(runId);
     }
-    return { applied: outcome.applied, attempt: t.index, repo: t.run.repo, files: outcome.files, branch_removed: branchRemoved };
+    if (outcome.applied) this.pushNow(runId);
+    return {
+      applied: outcome.applied,
+      attempt: t.index,
+      repo: t.run.repo,
+      files: outcome.files,
+      branch_removed: branchRemoved,
+      mode: outcome.mode,
+      conflicts: outcome.conflicts,
+      left_out: leftOut,
+      undo_id: outcome.undo?.id ?? null,
+    };
+  }
+
+  /** Puts back exactly what the checkout held before the run's newest apply (or the one named). */
+  async undoApply(runId: string, undoId?: string): Promise<RpcFixResult<'review/undoApply'>> {
+    const run = this.store.getRun(runId);
+    if (!run) throw new InputError(`no run ${runId}; see runs/list`);
+    const root = undoRoot(this.stateDir, runId);
+    const record = (() => {
+      try {
+        return readRecord(root, undoId);
+      } catch (e) {
+        throw new InputError((e as Error).message);
+      }
+    })();
+    if (!record) throw new InputError(`nothing to undo for run ${runId}: no apply of it is remembered${undoId ? ` as ${undoId}` : ''}`);
+    const restored = restoreCheckout(record);
+    if (record.marked_applied && run.review === 'applied') this.store.setReview(runId, 'pending');
+    rmSync(join(root, record.id), { recursive: true, force: true });
+    this.pushNow(runId);
+    return { restored, review: this.store.getRun(runId)?.review ?? null };
   }
 
   async discard(runId: string): Promise<RpcFixResult<'review/discard'>> {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { handOverToCellUser } from '../hostguard/cellUser.js';
 import { isEmptyPatch, type PatchBytes, patchStructure } from './patchBytes.js';
 import { type RepoLocation, resolveCommit } from './repoLocation.js';
-import { type GitOutput, nulRecords, runGit, withGitView } from './safeGit.js';
+import { type GitCallOptions, type GitOutput, nulRecords, runGit, withGitView } from './safeGit.js';
 
 export interface ApplyOutcome {
   applied: boolean;
@@ -16,7 +16,7 @@ export interface ApplyOutcome {
   mode: 'clean' | 'three-way' | 'conflicts';
 }
 
-type ViewGit = (args: string[]) => Promise<GitOutput>;
+type ViewGit = (args: string[], opts?: GitCallOptions) => Promise<GitOutput>;
 
 /**
  * Runs `work` with a patch in a runner-owned file and git pointed at `loc`'s work tree
@@ -39,7 +39,7 @@ export async function applyPatchFile<T>(
   try {
     return await withGitView(
       { objectsDir: loc.objectsDir, head: base, workTree: loc.top, indexFrom: loc.indexFile, objectFormat: loc.objectFormat },
-      (view) => work((args) => runGit(view, args), file),
+      (view) => work((args, opts) => runGit(view, args, opts), file),
     );
   } finally {
     rmSync(scratch, { recursive: true, force: true });

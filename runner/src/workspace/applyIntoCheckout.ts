@@ -1,0 +1,165 @@
+import { lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rememberCheckoutOwners } from '../hostguard/checkoutOwnership.js';
+import { applyPatchFile } from './applyPatch.js';
+import { locateRepository } from './attemptWorktree.js';
+import { type UndoRecord, pathInCheckout, restoreCheckout, saveCheckout } from './checkoutUndo.js';
+import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
+import { listPatchFiles } from './patchHunks.js';
+
+export interface CheckoutApplyFile {
+  path: string;
+  ok: boolean;
+  reason: string | null;
+}
+
+export interface CheckoutApplyOutcome {
+  applied: boolean;
+  /** clean: the patch applied as it is; three-way: merged with your edits; conflicts: merged, some files hold conflict markers. */
+  mode: 'clean' | 'three-way' | 'conflicts' | 'none';
+  files: CheckoutApplyFile[];
+  /** Files left with conflict markers, each with the saved copy of what your checkout held. */
+  conflicts: { path: string; before: string }[];
+  undo: UndoRecord | null;
+}
+
+export interface CheckoutApplyRequest {
+  repo: string;
+  runId: string;
+  attempt: number;
+  /** The run's base commit: the merge's common ancestor. */
+  baseCommit: string;
+  /** The tree the (chosen part of the) patch makes of the base: the merge's other side. */
+  theirsTree: string;
+  patch: PatchBytes;
+  /** Where the saved checkout goes (checkoutUndo.undoRoot). */
+  undoRoot: string;
+  /** Merge with edits in the checkout when the patch does not apply as it is. */
+  merge: boolean;
+}
+
+const ANY_CONFLICT_COUNT = Array.from({ length: 128 }, (_, i) => i);
+
+/**
+ * Applies a patch to the user's checkout all or nothing, through the safe git view (no
+ * filters, attributes or drivers of the repository act). When it does not apply as it is and
+ * `merge` is asked, each file that does not is merged 3-way (base commit, your file, the
+ * attempt's file) with `git merge-file`, conflicts left as markers; every file is computed
+ * before any is written, what the checkout held is saved first, and a failure while writing
+ * puts it back, so the checkout is never half applied.
+ */
+export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<CheckoutApplyOutcome> {
+  if (isEmptyPatch(req.patch)) return { applied: true, mode: 'clean', files: [], conflicts: [], undo: null };
+  const loc = await locateRepository(req.repo);
+  return applyPatchFile(loc, req.patch, async (git, file) => {
+    const paths = (await git(['apply', '--numstat', '-z', file])).text
+      .split('\0')
+      .filter(Boolean)
+      .map((e) => e.split('\t').pop() ?? '')
+      .filter(Boolean);
+    const check = (include?: string) =>
+      git(['apply', '--check', '--whitespace=nowarn', ...(include ? [`--include=${literalPattern(include)}`] : []), file]).then(
+        () => null,
+        (e: Error) => conflictReason(e.message),
+      );
+    const write = async (clean: string[], merged: Map<string, Buffer>): Promise<UndoRecord> => {
+      const undo = saveCheckout(req.undoRoot, loc.top, req.runId, req.attempt, paths);
+      // A root runner writes new inodes as root: they go back to their owners afterwards.
+      const restoreOwners = rememberCheckoutOwners(loc.top, paths);
+      try {
+        // All clean: the patch as it is; else only the clean files (the merged ones are written below).
+        if (merged.size === 0) await git(['apply', '--whitespace=nowarn', file]);
+        else if (clean.length > 0) await git(['apply', '--whitespace=nowarn', ...clean.map((p) => `--include=${literalPattern(p)}`), file]);
+        // In place: the file keeps its inode, owner and mode.
+        for (const [path, bytes] of merged) writeFileSync(pathInCheckout(loc.top, path), bytes);
+      } catch (e) {
+        restoreCheckout(undo);
+        restoreOwners();
+        throw new Error(`the apply failed while writing and was undone, nothing changed: ${(e as Error).message.split('\n')[0]}`);
+      }
+      restoreOwners();
+      return undo;
+    };
+
+    if ((await check()) === null) {
+      const undo = await write(paths, new Map());
+      return { applied: true, mode: 'clean', files: paths.map((path) => ({ path, ok: true, reason: null })), conflicts: [], undo };
+    }
+    const files: CheckoutApplyFile[] = [];
+    for (const path of paths) {
+      const reason = await check(path);
+      files.push({ path, ok: reason === null, reason });
+    }
+    if (!req.merge) return { applied: false, mode: 'none', files, conflicts: [], undo: null };
+
+    // Only a text file both sides still have can be merged line by line.
+    const kinds = new Map(listPatchFiles(req.patch).map((f) => [f.path, f.whole]));
+    const merged = new Map<string, Buffer>();
+    const conflicted: string[] = [];
+    const scratch = mkdtempSync(join(tmpdir(), 'forge-merge-'));
+    try {
+      for (const f of files) {
+        if (f.ok) continue;
+        const whole = kinds.get(f.path);
+        if (whole !== null) {
+          f.reason = `${f.reason ?? 'does not apply'}; a ${whole ?? 'renamed file'} cannot be merged line by line`;
+          continue;
+        }
+        const full = pathInCheckout(loc.top, f.path);
+        const st = lstatSync(full, { throwIfNoEntry: false });
+        if (!st?.isFile()) {
+          f.reason = `${f.reason ?? 'does not apply'}; it is ${st ? 'not a regular file' : 'gone'} in your checkout, so it cannot be merged`;
+          continue;
+        }
+        const ours = join(scratch, 'ours');
+        const base = join(scratch, 'base');
+        const theirs = join(scratch, 'theirs');
+        writeFileSync(ours, readFileSync(full));
+        writeFileSync(base, (await git(['cat-file', 'blob', `${req.baseCommit}:${f.path}`])).stdout);
+        writeFileSync(theirs, (await git(['cat-file', 'blob', `${req.theirsTree}:${f.path}`])).stdout);
+        const out = await runMergeFile(git, ours, base, theirs, req.attempt);
+        merged.set(f.path, out.bytes);
+        if (out.conflicts > 0) conflicted.push(f.path);
+        f.ok = true;
+        f.reason = out.conflicts > 0 ? `${out.conflicts} conflict(s) to resolve` : 'merged with your edits';
+      }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    if (files.some((f) => !f.ok)) return { applied: false, mode: 'none', files, conflicts: [], undo: null };
+    const clean = files.filter((f) => !merged.has(f.path)).map((f) => f.path);
+    const undo = await write(clean, merged);
+    const before = new Map(undo.files.map((u) => [u.path, u.before ?? '']));
+    return {
+      applied: true,
+      mode: conflicted.length > 0 ? 'conflicts' : 'three-way',
+      files,
+      conflicts: conflicted.map((path) => ({ path, before: before.get(path) ?? '' })),
+      undo,
+    };
+  });
+}
+
+async function runMergeFile(
+  git: (args: string[], opts?: { okExitCodes?: number[] }) => Promise<{ stdout: Buffer; exitCode: number }>,
+  ours: string,
+  base: string,
+  theirs: string,
+  attempt: number,
+): Promise<{ bytes: Buffer; conflicts: number }> {
+  const r = await git(['merge-file', '-p', '-L', 'your checkout', '-L', 'base', '-L', `attempt ${attempt}`, ours, base, theirs], {
+    okExitCodes: ANY_CONFLICT_COUNT,
+  });
+  return { bytes: r.stdout, conflicts: r.exitCode };
+}
+
+/** --include takes a wildmatch pattern: a path with * ? [ or \\ in its name must match only itself. */
+export function literalPattern(path: string): string {
+  return path.replace(/[*?[\]\\]/g, '\\$&');
+}
+
+function conflictReason(gitError: string): string {
+  const m = /error: (.*)$/.exec(gitError);
+  return (m?.[1] ?? gitError).slice(0, 300);
+}

@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import {
+  installExtension,
+  launchChromium,
+  prepareUserData,
+  requireCodeServer,
+  runFromPalette,
+  type RunningCodeServer,
+  startCodeServer,
+} from '../helpers/codeServer.js';
+import { git } from '../helpers/gitRepo.js';
+import { waitFor } from '../helpers/waitFor.js';
+
+/**
+ * Apply part of an attempt, and apply into a checkout that changed, in the packaged VSIX in
+ * code-server + Chromium. The replay (test/fixtures/apply-part) makes one attempt with two
+ * hunks in calc.py: the average() fix (line 3) and a docstring (line 22).
+ */
+const ROOT = process.cwd();
+const FIXTURE = join(ROOT, 'test', 'fixtures', 'apply-part');
+const SHOTS = process.env.FORGE_SHOTS_DIR ?? join(ROOT, 'test-results', 'e2e-apply');
+
+describe('Apply part of an attempt and merge into a changed checkout (code-server)', function () {
+  this.timeout(600_000);
+  let work: string;
+  let repo: string;
+  let server: RunningCodeServer | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `i31-apply-${name}.png`) });
+  const calc = () => readFileSync(join(repo, 'calc.py'), 'utf8');
+  const toast = (text: RegExp) => page.locator('.notifications-toasts .notification-toast', { hasText: text });
+
+  before(async function () {
+    requireCodeServer(this);
+    mkdirSync(SHOTS, { recursive: true });
+    work = mkdtempSync(join(tmpdir(), 'forge-e2e-apply-'));
+    repo = join(work, 'repo');
+    cpSync(join(FIXTURE, 'repo'), repo, { recursive: true });
+    git(repo, 'init', '-q', '-b', 'main');
+    git(repo, 'add', '-A');
+    git(repo, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '-m', 'base');
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, stdio: 'pipe' });
+    const dirs = prepareUserData(work, {
+      'forge.model': `replay:${join(FIXTURE, 'replay.json')}`,
+      'forge.attempts': 1,
+      'forge.provider': 'host',
+    });
+    assert.match(installExtension(dirs, join(ROOT, 'forge-cells-0.1.0.vsix')), /successfully installed/i);
+    server = await startCodeServer(dirs, repo, { FORGE_STATE_DIR: join(work, 'state'), FORGE_CELLD_ENABLED: '' });
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${server.url}?folder=${encodeURIComponent(repo)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
+    await page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ }).waitFor({ timeout: 60_000 });
+
+    // A run from an issue written in the draft; its one attempt wins.
+    await runFromPalette(page, 'Forge: Fix Issue in Cells');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Write or paste the issue' }).waitFor();
+    await page.keyboard.press('Enter');
+    const startFix = page.locator('.editor-actions a[aria-label*="Start Fix"]');
+    await startFix.waitFor({ timeout: 30_000 });
+    await page.locator('.monaco-editor textarea').first().focus();
+    await page.keyboard.insertText('average() is wrong');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Enter');
+    await page.keyboard.insertText('average([2, 4]) returns 2.0 instead of 3.0.');
+    await startFix.click();
+    await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
+    await page
+      .locator('.pane', { hasText: 'Attempts' })
+      .locator('.monaco-list-row', { hasText: /winner/ })
+      .waitFor({ timeout: 240_000 });
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed' || !page) return;
+    await page.screenshot({ path: join(SHOTS, `i31-apply-failed-${Date.now()}.png`) });
+    console.log(
+      await page
+        .locator('.notifications-toasts')
+        .allInnerTexts()
+        .catch(() => []),
+    );
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await server?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('a hunk applied alone leaves the other hunks out', async () => {
+    const base = calc();
+    // From the attempt's context menu in the Attempts view.
+    const row = page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: /winner/ });
+    await row.click({ button: 'right' });
+    const item = page.locator('.monaco-menu .action-item', { hasText: 'Apply Part of Attempt...' });
+    await item.waitFor({ timeout: 30_000 });
+    await page.waitForFunction(`(() => {
+      const roots = [document];
+      for (let i = 0; i < roots.length; i++)
+        for (const el of roots[i].querySelectorAll('*')) if (el.shadowRoot) roots.push(el.shadowRoot);
+      const menu = roots.map((r) => r.querySelector('.monaco-menu-container')).find(Boolean);
+      return !!menu && menu.getAnimations({ subtree: true }).every((a) => a.playState === 'finished');
+    })()`);
+    await item.click();
+    const hunks = page.locator('.quick-input-list .monaco-list-row', { hasText: '@@ -' });
+    await hunks.nth(1).waitFor({ timeout: 30_000 });
+    assert.equal(await hunks.count(), 2, 'two hunks are offered');
+    await page.locator('.quick-input-list', { hasText: 'calc.py' }).waitFor();
+    // The diff button of the second hunk opens the file's diff, the picker stays.
+    await hunks.nth(1).hover();
+    await hunks.nth(1).locator('.action-label.codicon-diff').click();
+    await page.locator('.monaco-diff-editor .view-line', { hasText: 'The value as text.' }).first().waitFor({ timeout: 30_000 });
+    await shot('hunk-picker-with-diff');
+    await hunks.nth(1).click();
+    await page.locator('.quick-input-list .monaco-list-row[aria-checked="true"]').waitFor();
+    await shot('hunk-picked');
+    await page.locator('.quick-input-widget input').first().press('Enter');
+    await toast(/Applied 1 chosen part\(s\).*left out 1/).waitFor({ timeout: 30_000 });
+    await shot('hunk-applied');
+    const now = calc();
+    assert.match(now, /"""The value as text\."""/, 'the chosen hunk is applied');
+    assert.match(now, /len\(values\) \+ 1/, 'the other hunk is left out');
+    assert.equal(now, base.replace('"""value as text"""', '"""The value as text."""'));
+    // The run still waits for review: the rest can be applied later.
+    await page
+      .locator('.pane', { hasText: 'Attempts' })
+      .locator('.monaco-list-row', { hasText: /winner/ })
+      .waitFor();
+  });
+
+  it('a conflicting apply opens the merge editor and leaves the checkout consistent', async () => {
+    // The user edits the line the attempt changes.
+    const mine = calc().replace('return sum(values) / (len(values) + 1)', 'return sum(values) / max(len(values), 1)');
+    writeFileSync(join(repo, 'calc.py'), mine);
+    await runFromPalette(page, 'Forge: Apply Winning Attempt');
+    await page.locator('.merge-editor').first().waitFor({ timeout: 60_000 });
+    const warning = toast(/conflict with your edits and are open in the merge editor: calc\.py/);
+    await warning.waitFor({ timeout: 30_000 });
+    await shot('merge-editor');
+    const merged = calc();
+    assert.match(
+      merged,
+      /<<<<<<< your checkout\n {4}return sum\(values\) \/ max\(len\(values\), 1\)\n=======\n {4}return sum\(values\) \/ len\(values\)\n>>>>>>> attempt 0/,
+    );
+    assert.match(merged, /"""The value as text\."""/);
+    // Undo Apply puts back exactly the bytes the checkout held.
+    await warning.getByRole('button', { name: 'Undo Apply' }).click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: /Undo the apply\?/ });
+    await dialog.waitFor({ timeout: 30_000 });
+    await dialog.getByRole('button', { name: 'Undo Apply' }).click();
+    await toast(/Forge: undone; restored calc\.py/).waitFor({ timeout: 30_000 });
+    // The merge editor is reverted to the restored file and closed: nothing unsaved is left to write back.
+    await page.locator('.merge-editor').first().waitFor({ state: 'detached', timeout: 30_000 });
+    assert.equal(await page.locator('.tabs-container .tab.dirty').count(), 0, 'no editor holds unsaved text');
+    await shot('undone');
+    assert.equal(calc(), mine, 'the checkout is exactly as it was before the apply');
+    assert.doesNotMatch(calc(), /<<<<<<<|>>>>>>>/);
+  });
+
+  it('a conflict resolved in the merge editor and saved leaves the file merged, without markers', async () => {
+    const mine = calc();
+    assert.match(mine, /max\(len\(values\), 1\)/, 'the checkout still holds the edit the last test restored');
+    await runFromPalette(page, 'Forge: Apply Winning Attempt');
+    await page.locator('.merge-editor').first().waitFor({ timeout: 60_000 });
+    const accept = page.locator('.merge-editor').getByText('Accept Attempt 0', { exact: true }).first();
+    await accept.waitFor({ timeout: 30_000 });
+    await accept.click();
+    // Complete Merge is the git extension's button (for git's own merges): here the result is saved, as any editor.
+    await page.locator('.merge-editor').getByText('0 Conflicts Remaining').waitFor({ timeout: 30_000 });
+    await shot('merge-resolved');
+    await page.locator('.merge-editor .monaco-editor .view-line', { hasText: 'def clamp' }).last().click();
+    await page.keyboard.press('Control+S');
+    await waitFor(() => !/<<<<<<<|>>>>>>>/.test(calc()), 30_000);
+    const done = calc();
+    assert.doesNotMatch(done, /<<<<<<<|=======|>>>>>>>/);
+    assert.match(done, /return sum\(values\) \/ len\(values\)\n/);
+    assert.match(done, /The value as text\./);
+    await shot('merge-completed');
+  });
+});
