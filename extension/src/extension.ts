@@ -21,6 +21,7 @@ import { AttemptsTreeProvider, bindAttemptsScope } from './views/attemptsView.js
 import { CellsTreeProvider } from './views/cellsView.js';
 import { InstancesTreeProvider } from './views/instancesView.js';
 import { readSettings } from './workspaceSettings.js';
+import { getStartedCommand, openWalkthroughOnFirstRun } from './firstRun/walkthrough.js';
 
 /** What tests and the benchmark can reach after activation. */
 export interface ForgeApi {
@@ -86,9 +87,10 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
       extensionUri: context.extensionUri,
       secrets: context.secrets,
       drafts,
+      getStarted: getStartedCommand(context),
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('forge.provider')) status.update();
+      if (e.affectsConfiguration('forge.provider') || e.affectsConfiguration('forge.model')) status.update();
       if (e.affectsConfiguration('forge.runner.nodePath') || e.affectsConfiguration('forge.qemu'))
         void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
     }),
@@ -96,6 +98,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
     announceInterruptedRuns(state, context.workspaceState),
     trackReviewable(state),
     { dispose: () => void runner.stop() },
+    openWalkthroughOnFirstRun(context, log),
   );
   status.update();
   // Started in the background: activation does not wait for the runner.
