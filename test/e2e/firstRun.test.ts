@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -156,5 +156,26 @@ describe('first run in VS Code (packaged VSIX in code-server + Chromium)', funct
     assert.ok(!tabs.some((t) => /Walkthrough|Welcome|Forge Cells/.test(t)), `the walkthrough did not open again: tabs ${tabs.join(' | ')}`);
     await runFromPalette(page, 'Forge: Get Started');
     await page.locator('.gettingStartedContainer').getByText(WALKTHROUGH_TITLE).first().waitFor({ timeout: 60_000 });
+  });
+
+  it('a chosen provider that does not work here is named with ✗ on a warning background', async () => {
+    // Swarm needs a swarm manager; without one (this machine's usual state) the user who chose it sees why.
+    const health = JSON.parse(
+      execFileSync(process.execPath, [join(ROOT, 'dist', 'runner.js'), 'health', '--json'], {
+        encoding: 'utf8',
+        env: { ...process.env, FORGE_STATE_DIR: join(work, 'health-state'), FORGE_CELLD_ENABLED: '' },
+      }),
+    ) as { providers: { provider: string; available: boolean; reason: string }[] };
+    const swarm = health.providers.find((p) => p.provider === 'swarm')!;
+    // forge.provider is machine-scoped: on a remote (code-server) it is read from the machine's settings.
+    mkdirSync(join(work, 'user-data', 'Machine'), { recursive: true });
+    writeFileSync(join(work, 'user-data', 'Machine', 'settings.json'), JSON.stringify({ 'forge.provider': 'swarm' }));
+    const item = page.locator('.statusbar-item', { hasText: /Forge: swarm [✓✗] · gpt-4o/ });
+    await item.waitFor({ timeout: 60_000 });
+    assert.match((await item.innerText()).trim(), swarm.available ? /^Forge: swarm ✓ · gpt-4o$/ : /^Forge: swarm ✗ · gpt-4o$/);
+    if (!swarm.available) {
+      assert.match((await item.getAttribute('class')) ?? '', /warning-kind/);
+    }
+    await shot('status-chosen-provider');
   });
 });
