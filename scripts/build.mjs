@@ -112,10 +112,19 @@ const zodEnglishOnly = {
   },
 };
 
+// The extension's `import('./lazyDeps.js')` becomes a require() of dist/extension-deps.cjs inside
+// a promise: a real import() in a CommonJS bundle sends the file through Node's ESM loader (which
+// lexes all of extension-deps.cjs for its exports) and makes loaders such as tsx rewrite the
+// whole bundle on require. The bundle holds no import() at all (npm run bench, activation).
 const lazyExtensionDeps = {
   name: 'lazy-extension-deps',
   setup(b) {
-    b.onResolve({ filter: /\/lazyDeps\.js$/ }, () => ({ path: './extension-deps.cjs', external: true }));
+    b.onResolve({ filter: /\/lazyDeps\.js$/ }, () => ({ path: 'lazyDeps', namespace: 'forge-lazy-ext' }));
+    b.onLoad({ filter: /.*/, namespace: 'forge-lazy-ext' }, () => ({
+      contents: "module.exports = require('./extension-deps.cjs');",
+      loader: 'js',
+    }));
+    b.onResolve({ filter: /^\.\/extension-deps\.cjs$/ }, (args) => ({ path: args.path, external: true }));
   },
 };
 

@@ -22,6 +22,8 @@ for (const f of ['runner.js', 'extension.cjs', 'extension-deps.cjs', 'webview.js
 cpSync(join(root, 'dist', 'runner-chunks'), join(stage, 'dist', 'runner-chunks'), { recursive: true, filter: (f) => !f.endsWith('.map') });
 copy('media');
 copy('README.md');
+// The Instances view's empty state opens it (forge.openInstancesGuide).
+copy('docs/instances.md');
 copy('LICENSE');
 // The runner loads better-sqlite3 at run time (a native addon cannot be bundled).
 const sqlite = 'node_modules/better-sqlite3';

@@ -22,6 +22,7 @@ import { AttemptsTreeProvider, bindAttemptsScope } from './views/attemptsView.js
 import { CellsTreeProvider } from './views/cellsView.js';
 import { InstancesTreeProvider } from './views/instancesView.js';
 import { readSettings } from './workspaceSettings.js';
+import { getStartedCommand, openWalkthroughOnFirstRun } from './firstRun/walkthrough.js';
 
 /** What tests and the benchmark can reach after activation. */
 export interface ForgeApi {
@@ -87,9 +88,10 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
       extensionUri: context.extensionUri,
       secrets: context.secrets,
       drafts,
+      getStarted: getStartedCommand(context),
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('forge.provider')) status.update();
+      if (e.affectsConfiguration('forge.provider') || e.affectsConfiguration('forge.model')) status.update();
       if (e.affectsConfiguration('forge.runner.nodePath') || e.affectsConfiguration('forge.qemu'))
         void runner.restart().catch((err: Error) => void vscode.window.showErrorMessage(`Forge: ${err.message}`));
     }),
@@ -98,6 +100,7 @@ export function activate(context: vscode.ExtensionContext): ForgeApi {
     offerOldAttempts(state, runner, log),
     trackReviewable(state),
     { dispose: () => void runner.stop() },
+    openWalkthroughOnFirstRun(context, log),
   );
   status.update();
   // Started in the background: activation does not wait for the runner.

@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
-import { FIX_LIMITS } from '../../runner/src/protocol/fixRequest.js';
+import { FIX_LIMITS } from '../../runner/src/protocol/fixLimits.js';
 
 /** The forge.* settings as the extension reads them (VS Code's configuration, plain data). */
 export interface ForgeSettings {

@@ -4,7 +4,7 @@ import type { RunnerConnection } from './runner/runnerConnection.js';
 import type { ForgeSettings } from './settings.js';
 import { formatStatus } from './statusText.js';
 
-/** The status bar item: cells running and provider health (statusText); a click shows the health document. */
+/** The status bar item: the chosen provider and model, cells running, what is wrong (statusText); a click shows the health document. */
 export class CellsStatusBar implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
 
@@ -17,7 +17,8 @@ export class CellsStatusBar implements vscode.Disposable {
 
   update(): void {
     const { state, runner, settings } = this.deps;
-    const view = formatStatus(state.health, state.running.length, settings().provider, runner.state);
+    const { provider, model } = settings();
+    const view = formatStatus({ health: state.health, running: state.running.length, provider, model, runnerState: runner.state });
     this.item.text = view.text;
     this.item.tooltip = view.tooltip;
     this.item.backgroundColor = view.degraded ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;

@@ -6,28 +6,67 @@ export interface StatusView {
   degraded: boolean;
 }
 
+export interface StatusInput {
+  health: HealthReport | null;
+  /** Cells running now (any run of this runner). */
+  running: number;
+  /** forge.provider: where the user's cells run. */
+  provider: string;
+  /** forge.model as set (empty: none chosen yet). */
+  model: string;
+  runnerState: 'starting' | 'ready' | 'down';
+}
+
 /**
- * The status bar item: cells running and each provider's health, e.g.
- * `$(vm) 2 cells · host ✓ docker ✓ qemu ✗`. Degraded (warning background) when a provider
- * the user chose is unavailable, or the runner is down.
+ * forge.model -> the few words the status bar shows: `openai:gpt-4o` -> `gpt-4o`, `vscode-lm:gpt-4o`
+ * -> `gpt-4o (VS Code)`, `vscode-lm` -> `VS Code model`, `replay:FILE` -> `replay`, '' -> `no model`.
  */
-export function formatStatus(
-  health: HealthReport | null,
-  running: number,
-  chosen: string,
-  runnerState: 'starting' | 'ready' | 'down',
-): StatusView {
-  const cells = `${running} ${running === 1 ? 'cell' : 'cells'}`;
-  if (runnerState === 'down')
-    return { text: '$(vm) Forge runner down', tooltip: 'The Forge runner is not running. Click for details.', degraded: true };
-  if (!health) return { text: `$(vm) ${cells} · checking…`, tooltip: 'Checking cell providers…', degraded: false };
-  const marks = health.providers.map((p) => `${p.provider} ${p.available ? '✓' : '✗'}`).join(' ');
-  const lines = health.providers.map((p) => `${p.provider}: ${p.available ? 'available' : 'unavailable'}: ${p.reason}`);
-  const chosenHealth = health.providers.find((p) => p.provider === chosen);
-  const degraded = chosenHealth ? !chosenHealth.available : true;
+export function modelLabel(setting: string): string {
+  const s = setting.trim();
+  if (s === '') return 'no model';
+  if (s === 'vscode-lm') return 'VS Code model';
+  if (s.startsWith('vscode-lm:')) return `${s.slice('vscode-lm:'.length)} (VS Code)`;
+  if (s.startsWith('replay:')) return 'replay';
+  const colon = s.indexOf(':');
+  return colon > 0 && colon < s.length - 1 ? s.slice(colon + 1) : s;
+}
+
+/**
+ * The status bar item: the chosen provider and model, cells running, and what is wrong, e.g.
+ * `$(beaker) Forge: docker ✓ · gpt-4o · 2 cells`. Only the chosen provider's health counts: a
+ * provider the user never chose is not their problem (Show Cell Health lists them all).
+ * Degraded (warning background) when the chosen provider is unavailable or the runner is down.
+ */
+export function formatStatus(s: StatusInput): StatusView {
+  const model = modelLabel(s.model);
+  const cells = s.running > 0 ? ` · ${s.running} ${s.running === 1 ? 'cell' : 'cells'}` : '';
+  const modelLine = s.model.trim() ? `model: ${s.model.trim()}` : 'model: none chosen yet (set forge.model, or run "Forge: Get Started")';
+  if (s.runnerState === 'down')
+    return {
+      text: `$(warning) Forge: runner not started · ${model}`,
+      tooltip: ['The Forge runner is not running: click for details, or run "Forge: Restart Runner".', modelLine].join('\n'),
+      degraded: true,
+    };
+  const chosen = s.health?.providers.find((p) => p.provider === s.provider);
+  if (!s.health || !chosen)
+    return {
+      text: `$(beaker) Forge: ${s.provider} · ${model}${cells} · checking…`,
+      tooltip: [`cells run on: ${s.provider} (checking it…)`, modelLine].join('\n'),
+      degraded: false,
+    };
+  const reason = firstLine(chosen.reason);
   return {
-    text: `$(vm) ${cells} · ${marks}`,
-    tooltip: [`Forge cells: ${cells} running; provider setting: ${chosen}`, ...lines, 'Click for details.'].join('\n'),
-    degraded,
+    text: `${chosen.available ? '$(beaker)' : '$(warning)'} Forge: ${s.provider} ${chosen.available ? '✓' : '✗'} · ${model}${cells}`,
+    tooltip: [
+      `cells run on: ${s.provider}: ${chosen.available ? 'available' : 'unavailable'}${reason ? `: ${reason}` : ''}`,
+      modelLine,
+      `${s.running} ${s.running === 1 ? 'cell' : 'cells'} running`,
+      "Click for every provider's health (Show Cell Health).",
+    ].join('\n'),
+    degraded: !chosen.available,
   };
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]!.trim();
 }

@@ -19,3 +19,14 @@ export function hiddenRunsMessage(hidden: number, showAll: boolean): string | un
   if (showAll || hidden === 0) return undefined;
   return `${hidden} run${hidden === 1 ? '' : 's'} of repositories not open in this window ${hidden === 1 ? 'is' : 'are'} hidden ("Show Runs of All Repositories" in the view's menu).`;
 }
+
+/**
+ * Pure: what the Attempts view shows about runs of other repositories. With none of this
+ * window's runs to list, the view stays empty so its welcome (the Fix Issue in Cells button)
+ * shows, and `hiddenOnly` picks the welcome that also says the others are hidden: a line above
+ * an empty tree (TreeView.message) would replace the welcome and its button.
+ */
+export function attemptsScope(visible: number, hidden: number, showAll: boolean): { message: string | undefined; hiddenOnly: boolean } {
+  if (visible === 0) return { message: undefined, hiddenOnly: !showAll && hidden > 0 };
+  return { message: hiddenRunsMessage(hidden, showAll), hiddenOnly: false };
+}

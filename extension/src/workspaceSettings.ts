@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { FIX_LIMITS } from '../../runner/src/protocol/fixRequest.js';
+import { FIX_LIMITS } from '../../runner/src/protocol/fixLimits.js';
 import type { ForgeSettings } from './settings.js';
 
 /** The `forge.*` settings as they are now (read on every use: the user may change them at any time). */

@@ -75,10 +75,10 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
 
   const palette = (command: string, on: Page = page) => runFromPalette(on, command);
 
-  it('shows cell health in the status bar once the runner is up', async () => {
-    const item = page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ });
+  it('shows the chosen provider, its health and the model in the status bar once the runner is up', async () => {
+    const item = page.locator('.statusbar-item', { hasText: /Forge: host ✓/ });
     await item.waitFor({ timeout: 60_000 });
-    assert.match(await item.innerText(), /0 cells · .*host ✓/);
+    assert.match(await item.innerText(), /Forge: host ✓ · replay$/);
     await shot('workbench-status-bar');
   });
 
@@ -169,10 +169,12 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     page2 = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
     await page2.goto(`${server!.url}?folder=${encodeURIComponent(other.dir)}`);
     await page2.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
-    await page2.locator('.statusbar-item', { hasText: /cells · .*host ✓/ }).waitFor({ timeout: 60_000 });
+    await page2.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 60_000 });
     await page2.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
     const attempts = page2.locator('.pane', { hasText: 'Attempts' });
-    await attempts.getByText(/1 run of repositories not open in this window is hidden/).waitFor({ timeout: 30_000 });
+    // No run of this window: the welcome with its Fix Issue button, saying the others are hidden.
+    await attempts.getByText(/Runs of repositories not open in this window are hidden/).waitFor({ timeout: 30_000 });
+    await attempts.locator('.monaco-button', { hasText: 'Fix Issue in Cells' }).waitFor();
     assert.equal(await attempts.locator('.monaco-list-row', { hasText: /fixed/ }).count(), 0, 'the py-calc run is not listed here');
     const before = readFileSync(join(repo.dir, 'calc.py'), 'utf8');
     // The palette does not even offer it: nothing of this window's repositories waits for review.
@@ -338,9 +340,9 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
 
   it('status bar still reports health and no cells running after the run', async () => {
     // The last run's cells end a moment after its toast: wait for the count, never for time.
-    const item = page.locator('.statusbar-item', { hasText: /(^|\s)0 cells · .*host ✓/ }).first();
+    const item = page.locator('.statusbar-item', { hasText: /Forge: host ✓ · replay$/ }).first();
     await item.waitFor({ timeout: 60_000 });
-    assert.match(await item.innerText(), /^\S* ?0 cells · .*host ✓/);
+    assert.match(await item.innerText(), /Forge: host ✓ · replay$/);
     await shot('final');
   });
 });

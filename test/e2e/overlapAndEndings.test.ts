@@ -66,7 +66,7 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
     await page?.close({ runBeforeUnload: true }).catch(() => undefined);
     page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
     await page.goto(`${server!.url}?folder=${encodeURIComponent(folder)}`);
-    await page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ }).waitFor({ timeout: 120_000 });
+    await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 120_000 });
     await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
   };
   const palette = (command: string) => runFromPalette(page, command);

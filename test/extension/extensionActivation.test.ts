@@ -69,9 +69,9 @@ describe('extension with a fake VS Code API and the real runner', function () {
     assert.deepEqual([...fake.treeViews.keys()].sort(), pkg.contributes.views.forge.map((v) => v.id).sort());
   });
 
-  it('the status bar shows cells and provider health once the runner answered', async () => {
+  it('the status bar shows the chosen provider, its health and the model once the runner answered', async () => {
     const item = fake.statusItems[0]!;
-    await waitFor(() => /0 cells · host ✓/.test(item.text), 30_000, 'status text');
+    await waitFor(() => /Forge: host ✓ · replay$/.test(item.text), 30_000, 'status text');
     assert.equal(item.command, 'forge.showCellHealth');
   });
 

@@ -5,7 +5,7 @@ import { chooseNodeRuntime, supportedNodes } from '../../extension/src/runner/no
 import { decideRestart, MAX_CRASHES_IN_WINDOW } from '../../extension/src/runner/restartPolicy.js';
 import { describeApplyOutcome, parseLogUri, parseReviewUri, reviewUriParts } from '../../extension/src/review/reviewUris.js';
 import { fixStartParams, runnerModelSpec } from '../../extension/src/settings.js';
-import { formatStatus } from '../../extension/src/statusText.js';
+import { formatStatus, modelLabel, type StatusInput } from '../../extension/src/statusText.js';
 import { attemptView, cellView, duration, runView } from '../../extension/src/views/presentation.js';
 import { isResumable } from '../../extension/src/forgeState.js';
 
@@ -166,21 +166,39 @@ describe('extension presentation and decisions (pure)', () => {
     assert.deepEqual([duration(999), duration(61_000)], ['999 ms', '1 min 1 s']);
   });
 
-  it('status bar: cells running and provider marks; degraded when the chosen provider is down or the runner is', () => {
-    assert.deepEqual(formatStatus(health(true), 2, 'docker', 'ready'), {
-      text: '$(vm) 2 cells · host ✓ docker ✓',
-      tooltip: formatStatus(health(true), 2, 'docker', 'ready').tooltip,
-      degraded: false,
-    });
-    const down = formatStatus(health(false), 1, 'docker', 'ready');
-    assert.equal(down.text, '$(vm) 1 cell · host ✓ docker ✗');
+  it('status bar: the chosen provider and model, cells running; degraded when the chosen provider is down or the runner is', () => {
+    const st = (over: Partial<StatusInput>) =>
+      formatStatus({ health: health(true), running: 0, provider: 'docker', model: 'openai:gpt-4o', runnerState: 'ready', ...over });
+    assert.deepEqual([st({ running: 2 }).text, st({ running: 2 }).degraded], ['$(beaker) Forge: docker ✓ · gpt-4o · 2 cells', false]);
+    const down = st({ health: health(false), running: 1 });
+    assert.equal(down.text, '$(warning) Forge: docker ✗ · gpt-4o · 1 cell');
     assert.equal(down.degraded, true);
-    assert.match(down.tooltip, /docker: unavailable: no Docker Engine/);
-    assert.equal(formatStatus(health(false), 0, 'host', 'ready').degraded, false, 'an unused provider being down is not a warning');
+    assert.match(down.tooltip, /^cells run on: docker: unavailable: no Docker Engine answers/);
+    assert.match(down.tooltip, /model: openai:gpt-4o/);
     assert.deepEqual(
-      [formatStatus(null, 0, 'host', 'down').degraded, formatStatus(null, 0, 'host', 'down').text],
-      [true, '$(vm) Forge runner down'],
+      [st({ runnerState: 'down' }).degraded, st({ runnerState: 'down' }).text],
+      [true, '$(warning) Forge: runner not started · gpt-4o'],
     );
+    assert.equal(st({ health: null }).text, '$(beaker) Forge: docker · gpt-4o · checking…');
+  });
+
+  it("status bar: another provider's failure is not shown to a user who chose host", () => {
+    const view = formatStatus({ health: health(false), running: 0, provider: 'host', model: 'vscode-lm', runnerState: 'ready' });
+    assert.equal(view.text, '$(beaker) Forge: host ✓ · VS Code model');
+    assert.equal(view.degraded, false, 'an unused provider being down is not a warning');
+    assert.doesNotMatch(view.text + view.tooltip, /docker/, 'Show Cell Health lists the other providers, the status bar does not');
+  });
+
+  it('status bar: the model in a few words, whatever forge.model holds', () => {
+    assert.deepEqual(
+      ['openai:gpt-4o', 'anthropic:claude-sonnet-4-5', 'vscode-lm', 'vscode-lm:gpt-4o', 'replay:/r/.forge/replay.json', '', 'openai'].map(
+        modelLabel,
+      ),
+      ['gpt-4o', 'claude-sonnet-4-5', 'VS Code model', 'gpt-4o (VS Code)', 'replay', 'no model', 'openai'],
+    );
+    const none = formatStatus({ health: health(true), running: 0, provider: 'host', model: ' ', runnerState: 'ready' });
+    assert.equal(none.text, '$(beaker) Forge: host ✓ · no model');
+    assert.match(none.tooltip, /model: none chosen yet \(set forge.model, or run "Forge: Get Started"\)/);
   });
 
   it('restart policy: backoff doubles to a cap, then gives up after repeated crashes in the window', () => {

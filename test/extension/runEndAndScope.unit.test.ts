@@ -4,7 +4,7 @@ import { ForgeState } from '../../extension/src/forgeState.js';
 import { planPreflight } from '../../extension/src/flows/preflightPlan.js';
 import { renderHealth } from '../../extension/src/healthMarkdown.js';
 import { closestAttempt, describeRunEnd } from '../../extension/src/flows/runEnd.js';
-import { hiddenRunsMessage, repoInFolders } from '../../extension/src/workspaceScope.js';
+import { attemptsScope, hiddenRunsMessage, repoInFolders } from '../../extension/src/workspaceScope.js';
 
 const summary = (over: Partial<RunSummary> = {}): RunSummary => ({
   run_id: 'run-1',
@@ -224,6 +224,19 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
     assert.equal(hiddenRunsMessage(state.hiddenRuns, state.showAll), undefined);
     state.setScope(['/w/elsewhere'], false);
     assert.equal(state.reviewableRun, undefined);
+  });
+
+  it('scope: with no run of this window, the view stays empty (its welcome keeps the Fix Issue button) and says others are hidden', () => {
+    // No run in scope, runs of other repositories: no message (it would replace the welcome), the hidden-runs welcome.
+    assert.deepEqual(attemptsScope(0, 10, false), { message: undefined, hiddenOnly: true });
+    // Nothing at all: the plain welcome.
+    assert.deepEqual(attemptsScope(0, 0, false), { message: undefined, hiddenOnly: false });
+    // Showing all repositories: nothing is hidden.
+    assert.deepEqual(attemptsScope(0, 3, true), { message: undefined, hiddenOnly: false });
+    // Runs listed: the line above them says how many others are left out.
+    const listed = attemptsScope(2, 1, false);
+    assert.equal(listed.hiddenOnly, false);
+    assert.match(listed.message ?? '', /^1 run of repositories not open in this window is hidden/);
   });
 });
 

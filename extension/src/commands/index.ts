@@ -12,7 +12,7 @@ import type { ViewRefresh } from '../viewRefresh.js';
 import { openAttemptDetailsCommand, openCellLogCommand } from './detailsCommands.js';
 import { fixIssueCommand, fixIssueFromFileCommand, startFixFromEditorCommand } from './fixIssue.js';
 import { type CommandHandler, registerGuarded } from './guard.js';
-import { openInstanceDetailsCommand, reconcileInstanceCommand } from './instanceCommands.js';
+import { openInstanceDetailsCommand, openInstancesGuideCommand, reconcileInstanceCommand } from './instanceCommands.js';
 import { resumeRunCommand } from './resumeRun.js';
 import { cancelRunCommand, reviewCommands } from './reviewCommands.js';
 import { gcCommand, refreshCommand, restartRunnerCommand, showCellHealthCommand } from './runnerCommands.js';
@@ -34,6 +34,8 @@ export interface CommandDeps {
   extensionUri: vscode.Uri;
   secrets: vscode.SecretStorage;
   drafts: IssueDrafts;
+  /** forge.getStarted: opens the walkthrough (firstRun/walkthrough.ts). */
+  getStarted: CommandHandler;
 }
 
 /** The extension's commands by id (package.json contributes each one: test/extension/commandContributions.unit.test.ts). */
@@ -65,6 +67,8 @@ export function forgeCommands(deps: CommandDeps): Record<string, CommandHandler>
     'forge.setApiKey': setApiKeyCommand(deps),
     'forge.showAllRuns': () => deps.state.setScope(deps.state.folders, true),
     'forge.showWorkspaceRuns': () => deps.state.setScope(deps.state.folders, false),
+    'forge.openInstancesGuide': openInstancesGuideCommand(deps),
+    'forge.getStarted': deps.getStarted,
   };
 }
 

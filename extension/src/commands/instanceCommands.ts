@@ -36,3 +36,10 @@ export function openInstanceDetailsCommand(deps: { runner: RunnerConnection; ext
     });
   };
 }
+
+/** forge.openInstancesGuide: docs/instances.md (shipped in the VSIX) as a rendered preview, from the Instances view's empty state. */
+export function openInstancesGuideCommand(deps: { extensionUri: vscode.Uri }) {
+  return async (): Promise<void> => {
+    await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(deps.extensionUri, 'docs', 'instances.md'));
+  };
+}

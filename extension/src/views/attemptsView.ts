@@ -3,7 +3,7 @@ import type { AttemptSnapshot, RunSummary } from '../../../runner/src/protocol/r
 import type { ForgeState } from '../forgeState.js';
 import { attemptView, runView } from './presentation.js';
 import { toTreeItem } from './treeItem.js';
-import { hiddenRunsMessage } from '../workspaceScope.js';
+import { attemptsScope } from '../workspaceScope.js';
 
 export type AttemptsNode = { kind: 'run'; run: RunSummary } | { kind: 'attempt'; runId: string; attempt: AttemptSnapshot };
 
@@ -52,11 +52,15 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
   }
 }
 
-/** Keeps the view's message and the forge.showAllRuns context in step with the state. */
+/** Keeps the view's message and the forge.showAllRuns / forge.onlyHiddenRuns contexts in step with the state. */
 export function bindAttemptsScope(view: vscode.TreeView<AttemptsNode>, state: ForgeState): vscode.Disposable {
+  let shown: string | undefined;
   const update = () => {
-    view.message = hiddenRunsMessage(state.hiddenRuns, state.showAll);
+    const scope = attemptsScope(state.visibleRuns.length, state.hiddenRuns, state.showAll);
+    // Set only on a change: a message once set and then cleared may keep the welcome away.
+    if (scope.message !== shown) view.message = shown = scope.message;
     void vscode.commands.executeCommand('setContext', 'forge.showAllRuns', state.showAll);
+    void vscode.commands.executeCommand('setContext', 'forge.onlyHiddenRuns', scope.hiddenOnly);
   };
   update();
   return state.onChange((what) => what === 'runs' && update());

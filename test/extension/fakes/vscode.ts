@@ -390,6 +390,7 @@ export function fakeExtensionContext(extensionPath: string) {
       onDidChange: () => ({ dispose() {} }),
     },
     workspaceState: fakeMemento(),
+    globalState: fakeMemento(),
   };
 }
 
