@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { netRuleEntry } from './cellSpec.js';
+import { ModelPriceSchema } from './usage.js';
 
 /**
  * The bounds and defaults of a fix run, in one place: the CLI, the RPC (fix/start) and the
@@ -82,6 +83,15 @@ export const FixRequestSchema = z
         "HOST or HOST:PORT entries no cell of the run may reach, even when allow_net or the install step's registries name them: checked first.",
       ),
     max_tokens: whole(FIX_LIMITS.max_tokens),
+    max_run_tokens: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        'Model tokens (input + output) for the whole run, shared by its attempts; an attempt that finds it spent stops as "budget".',
+      ),
+    price: ModelPriceSchema.optional().describe("The user's price of the run's model, for a cost estimate; none: no cost is shown."),
     concurrency: z.number().int().min(1).max(FIX_LIMITS.attempts.max).optional(),
     reuse_verdicts: z
       .boolean()
@@ -139,5 +149,7 @@ export const FixStartParamsSchema = FixRequestSchema.pick({
   include: true,
   share: true,
   strict: true,
+  max_run_tokens: true,
+  price: true,
 }).strict();
 export type FixStartParams = z.output<typeof FixStartParamsSchema>;
