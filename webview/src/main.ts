@@ -159,7 +159,10 @@ function renderAttempt(d: AttemptData): TemplateResult {
       ${
         a.status === 'budget'
           ? html`<dt>Budget</dt>
-              <dd data-testid="budget">Its token budget ran out; what it made was judged and is kept for review.</dd>`
+              <dd data-testid="budget">
+                ${a.stop === 'run_tokens' ? "The run's token budget (shared by its attempts) ran out" : 'Its token budget ran out'} before
+                another turn; what it made was judged and is kept for review.
+              </dd>`
           : nothing
       }
       <dt>Diff</dt>

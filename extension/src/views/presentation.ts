@@ -112,7 +112,11 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   const changed = judged && a.diff_size > 0;
   // Its tests still ran on what it made: said beside "budget".
   const budgetTests =
-    a.status === 'budget' && a.green !== null ? ` (tests ${a.green ? 'green' : a.could_not_run ? 'could not run' : 'red'})` : '';
+    a.status === 'budget'
+      ? ` (${a.stop === 'run_tokens' ? "the run's tokens spent" : a.stop === 'tokens' ? 'its tokens spent' : 'tokens spent'}${
+          a.green !== null ? `; tests ${a.green ? 'green' : a.could_not_run ? 'could not run' : 'red'}` : ''
+        })`
+      : '';
   const spent = usageBits(a.usage, a.status !== 'running').join(' · ');
   return {
     label: `attempt ${a.index}`,

@@ -92,6 +92,13 @@ export const AttemptSnapshotSchema = z
         "Its next cell waits for the machine's cell budget: the cells running or queued before it (absent or null when not waiting).",
       ),
     usage: UsageSchema.optional().describe('Its time and tokens so far (absent from older runners).'),
+    stop: z
+      .string()
+      .nullable()
+      .optional()
+      .describe(
+        "Why its agent stopped (finish, max_turns, deadline, tokens: its budget, run_tokens: the run's budget); null while it runs.",
+      ),
   })
   .strict();
 

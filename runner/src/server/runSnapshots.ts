@@ -105,6 +105,7 @@ export function attemptSnapshot(
     failing_before: v?.failing_before ?? [],
     ...(waitingForCell !== null && a.status === 'running' ? { waiting_for_cell: waitingForCell } : {}),
     ...(usage ? { usage } : {}),
+    stop: a.stop,
   };
 }
 

@@ -258,7 +258,11 @@ describe('time and tokens in the Attempts view (issue 31)', () => {
     const v = attemptView(attempt({ status: 'budget', green: false }), true);
     assert.match(v.description, /^budget · 3 turns · 12k tok · 41 s · 2 lines$/);
     assert.equal(v.icon, 'dashboard');
-    assert.match(v.tooltip, /budget \(tests red\)/);
+    assert.match(v.tooltip, /budget \(tokens spent; tests red\)/);
+    assert.match(
+      attemptView(attempt({ status: 'budget', stop: 'run_tokens', green: true })).tooltip,
+      /budget \(the run's tokens spent; tests green\)/,
+    );
     assert.equal(v.contextValue, 'attempt.changed.comparable');
   });
 
