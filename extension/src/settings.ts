@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { FIX_LIMITS } from '../../runner/src/protocol/fixRequest.js';
-import { ModelPricesSchema, priceForModel } from '../../runner/src/repair/usage/modelPrices.js';
-import type { ModelPrice } from '../../runner/src/repair/usage/usageAccounting.js';
+import { ModelPricesSchema, priceForModel } from '../../runner/src/protocol/modelPrices.js';
+import type { ModelPriceInput as ModelPrice } from '../../runner/src/protocol/usage.js';
 
 /** The forge.* settings as the extension reads them (VS Code's configuration, plain data). */
 export interface ForgeSettings {

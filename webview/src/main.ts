@@ -10,8 +10,7 @@ import '@vscode-elements/elements/dist/vscode-table-header/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-row/index.js';
 import { ansiText } from './ansiText.js';
-import { formatCost, formatDuration, formatTokens } from '../../runner/src/repair/usage/usageAccounting.js';
-import { usageTokens } from '../../runner/src/repair/usage/usageText.js';
+import { formatCost, formatDuration, formatTokens, usageTokens } from '../../runner/src/protocol/usageWords.js';
 import type {
   AttemptDetailsData,
   DetailsMessage,

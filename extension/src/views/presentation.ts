@@ -3,8 +3,7 @@ import type { AttemptSnapshot, CellSnapshot, RunSummary } from '../../../runner/
 import type { InstanceRow } from '../forgeState.js';
 import { localOffsetMinutes, shortTitle, startTimeLabel } from './runTitle.js';
 import type { Usage } from '../../../runner/src/protocol/usage.js';
-import { formatDuration } from '../../../runner/src/repair/usage/usageAccounting.js';
-import { shortTokens, usageLine } from '../../../runner/src/repair/usage/usageText.js';
+import { formatDuration, shortTokens, usageLine } from '../../../runner/src/protocol/usageWords.js';
 
 /** How a tree row looks, decided from data alone (the tree providers turn it into a TreeItem). */
 export interface RowView {

@@ -1,6 +1,5 @@
 import type { FixReport } from '../protocol/fixReport.js';
-import { formatCost, formatDuration } from '../repair/usage/usageAccounting.js';
-import { shortTokens, usageLine, usageTokens } from '../repair/usage/usageText.js';
+import { formatCost, formatDuration, shortTokens, usageLine, usageTokens } from '../protocol/usageWords.js';
 
 /**
  * Pure: the table `forge-runner fix` prints when a run ends: each attempt's result, time,

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { describeZodError, InputError } from '../protocol/inputError.js';
-import { ModelPricesSchema, parsePricePairs, priceForModel } from '../repair/usage/modelPrices.js';
+import { ModelPricesSchema, parsePricePairs, priceForModel } from '../protocol/modelPrices.js';
 import type { ModelPrice } from '../repair/usage/usageAccounting.js';
 
 /** Bigger than any price list a person writes; a larger file is refused before it is read. */

@@ -6,7 +6,7 @@ import { openStore } from '../store/openStore.js';
 import { type RunRow, RunStore } from '../store/runStore.js';
 import { runSnapshot, shownAttemptStatus } from '../server/runSnapshots.js';
 import { isBudgetStop } from '../repair/usage/usageAccounting.js';
-import { budgetWord, usageLine } from '../repair/usage/usageText.js';
+import { budgetWord, usageLine } from '../protocol/usageWords.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { printable } from './formatCellResult.js';
 import { storedVerdict } from '../repair/verdicts/storedVerdict.js';

@@ -1,8 +1,7 @@
 import type { FixReport } from '../protocol/fixReport.js';
 import { runDeniedEgressLine } from './verdicts/deniedEgress.js';
 import type { Usage } from '../protocol/usage.js';
-import { formatCost, formatDuration } from './usage/usageAccounting.js';
-import { budgetWord, usageLine, usageTokens } from './usage/usageText.js';
+import { budgetWord, formatCost, formatDuration, usageLine, usageTokens } from '../protocol/usageWords.js';
 
 /**
  * Text from an attempt (its error, file names) in a markdown table cell: no control characters

@@ -85,7 +85,10 @@ describe('model clients against local stand-in endpoints (the model is the only 
         turn === 0
           ? { id: 'c1', type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: 'calc.py', ...FIX }) } }
           : { id: 'c2', type: 'function', function: { name: 'finish', arguments: '{"summary":"done"}' } };
-      return { choices: [{ message: { role: 'assistant', content: null, tool_calls: [call] } }], usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 } };
+      return {
+        choices: [{ message: { role: 'assistant', content: null, tool_calls: [call] } }],
+        usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 },
+      };
     });
     const repo = sampleRepo();
     try {
@@ -118,7 +121,10 @@ describe('model clients against local stand-in endpoints (the model is the only 
         results.length === 0
           ? { type: 'tool_use', id: 'tu1', name: 'edit_file', input: { path: 'calc.py', ...FIX } }
           : { type: 'tool_use', id: 'tu2', name: 'finish', input: { summary: 'done' } };
-      return { content: [{ type: 'text', text: 'working' }, block], usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 100 } };
+      return {
+        content: [{ type: 'text', text: 'working' }, block],
+        usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 100 },
+      };
     });
     const repo = sampleRepo();
     try {

@@ -6,13 +6,11 @@ import { anthropicUsage } from '../../../runner/src/repair/models/anthropicModel
 import { reportedCount } from '../../../runner/src/repair/models/httpModel.js';
 import { parseReplayScript } from '../../../runner/src/repair/models/replayScript.js';
 import { ReplayModel } from '../../../runner/src/repair/models/replayModel.js';
-import { ModelPricesSchema, parsePricePairs, priceForModel } from '../../../runner/src/repair/usage/modelPrices.js';
+import { ModelPricesSchema, parsePricePairs, priceForModel } from '../../../runner/src/protocol/modelPrices.js';
 import {
   addTurn,
   budgetBeforeTurn,
   costEstimate,
-  describeTokens,
-  formatTokens,
   isBudgetStop,
   NO_USAGE,
   RunTokenBudget,
@@ -20,7 +18,7 @@ import {
   UNKNOWN_USAGE,
 } from '../../../runner/src/repair/usage/usageAccounting.js';
 import { cellTimes, storedPrice, usageOf, wallBetween } from '../../../runner/src/repair/usage/usageFigures.js';
-import { shortTokens, usageLine } from '../../../runner/src/repair/usage/usageText.js';
+import { describeTokens, formatTokens, shortTokens, usageLine } from '../../../runner/src/protocol/usageWords.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
 import { attemptSnapshot } from '../../../runner/src/server/runSnapshots.js';

@@ -50,7 +50,10 @@ export async function settleWorktrees({ run, request, deps, cells, results, winn
       // (forge/attempt/<id>) to review or go on from, besides its patch in the store.
       const kept = await commitAttempt(r.wt, `forge: attempt ${r.index} of ${run.runId}, stopped by its token budget`).then(
         () => true,
-        (e: Error) => (deps.progress(`attempt ${r.index}: its work could not be kept on a branch (${e.message}); its patch is in the run`), false),
+        (e: Error) => (
+          deps.progress(`attempt ${r.index}: its work could not be kept on a branch (${e.message}); its patch is in the run`),
+          false
+        ),
       );
       await cells.cleanUp(r.wt, { keepBranch: kept });
       if (kept) deps.progress(`attempt ${r.index}: stopped by its budget; its work is kept on ${r.wt.branch}`);

@@ -1,3 +1,5 @@
+import type { ModelPriceInput } from '../../protocol/usage.js';
+
 /**
  * Pure accounting of what attempts and runs cost: model turns, input and output tokens,
  * wall and cell time, and a cost estimate only when the user gave prices. No I/O here: the
@@ -15,10 +17,7 @@ export interface TurnUsage {
 export const UNKNOWN_USAGE: TurnUsage = { input: null, output: null, estimated: false };
 
 /** Prices per million tokens, the user's own (a setting or a flag); never shipped, never read from a repository. */
-export interface ModelPrice {
-  input_per_mtok: number;
-  output_per_mtok: number;
-}
+export type ModelPrice = ModelPriceInput;
 
 export interface UsageTotals {
   turns: number;
@@ -113,33 +112,4 @@ export class RunTokenBudget {
   add(tokens: number): void {
     this.spent += tokens;
   }
-}
-
-/** Pure: "12.4k" for people (tokens). */
-export function formatTokens(n: number): string {
-  if (n < 1000) return String(n);
-  if (n < 10_000) return `${(n / 1000).toFixed(1)}k`;
-  if (n < 1_000_000) return `${Math.round(n / 1000)}k`;
-  return `${(n / 1_000_000).toFixed(1)}M`;
-}
-
-/** Pure: "41 s", "2 min 5 s" for people (milliseconds). */
-export function formatDuration(ms: number): string {
-  const s = Math.round(ms / 1000);
-  if (s < 60) return ms < 1000 && ms > 0 ? `${(ms / 1000).toFixed(1)} s` : `${s} s`;
-  const m = Math.floor(s / 60);
-  return s % 60 === 0 ? `${m} min` : `${m} min ${s % 60} s`;
-}
-
-/** Pure: tokens in words, honest about what is not known: "3.1k in / 540 out", "unknown", "1.2k in / 300 out (+2 turns unknown)". */
-export function describeTokens(t: UsageTotals): string {
-  if (t.turns > 0 && t.unknown_turns === t.turns) return 'tokens unknown';
-  const base = `${formatTokens(t.input_tokens)} in / ${formatTokens(t.output_tokens)} out${t.estimated ? ' (estimated)' : ''}`;
-  return t.unknown_turns > 0 ? `${base} (+${t.unknown_turns} turn(s) unknown)` : base;
-}
-
-/** Pure: a cost for people, in the currency of the user's prices (none is assumed); null without one. */
-export function formatCost(cost: number | null): string | null {
-  if (cost === null) return null;
-  return `cost ~${cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2)}`;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ModelPrice } from './usageAccounting.js';
+import type { ModelPriceInput as ModelPrice } from './usage.js';
 
 const perMTok = z.number().finite().min(0).max(1_000_000);
 
