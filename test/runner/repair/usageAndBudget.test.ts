@@ -107,8 +107,9 @@ describe('time and tokens per attempt and run, and token budgets (issue 31)', fu
       assert.equal(a0!.tokens, 2800);
       // 2500 * 3 / 1M + 300 * 15 / 1M
       assert.equal(a0!.usage!.cost, 0.012);
-      assert.ok(a0!.usage!.wall_ms! > 0 && a0!.usage!.cell_ms > 0, JSON.stringify(a0!.usage));
-      assert.ok(a0!.usage!.wall_ms! >= a0!.usage!.cell_ms);
+      // The two make the same change: one verdict cell serves both, so which attempt's cell time it is varies.
+      assert.ok(a0!.usage!.wall_ms! > 0 && a0!.usage!.cell_ms + a1!.usage!.cell_ms > 0, JSON.stringify([a0!.usage, a1!.usage]));
+      for (const a of [a0!, a1!]) assert.ok(a.usage!.wall_ms! >= a.usage!.cell_ms, JSON.stringify(a.usage));
       // A turn without figures is unknown, not 0.
       assert.equal(a1!.usage!.unknown_turns, 1);
       assert.equal(a1!.usage!.input_tokens, 10);
