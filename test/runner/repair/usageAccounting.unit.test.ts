@@ -22,6 +22,7 @@ import { describeTokens, formatTokens, shortTokens, usageLine } from '../../../r
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
 import { attemptSnapshot } from '../../../runner/src/server/runSnapshots.js';
+import { runEnding } from '../../../runner/src/repair/explainEnding.js';
 import { attemptView, runView } from '../../../extension/src/views/presentation.js';
 import { fixStartParams, priceParam } from '../../../extension/src/settings.js';
 
@@ -207,6 +208,23 @@ describe('usage accounting (issue 31)', () => {
     assert.equal(row.status, 'finished', 'judged and kept like any finished attempt');
     assert.equal(attemptSnapshot(row, null, 2).status, 'budget');
     assert.equal(attemptSnapshot({ ...row, stop: 'max_turns' }, null, 2).status, 'finished');
+  });
+});
+
+describe('a budget stop in the ending (issue 31)', () => {
+  it('a run not fixed says which attempt its budget stopped', () => {
+    const ending = runEnding({
+      status: 'not_fixed',
+      winner: null,
+      best: null,
+      ground_truth: null,
+      attempts: [
+        { index: 0, status: 'budget', stop: 'run_tokens', verdict: null, error: null },
+        { index: 1, status: 'failed', stop: null, verdict: null, error: 'model endpoint unreachable' },
+      ] as never,
+    });
+    assert.match(ending, /attempt 0: stopped by the run's token budget, /);
+    assert.doesNotMatch(ending, /attempt 1: stopped by/);
   });
 });
 
