@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { FIX_LIMITS } from '../../runner/src/protocol/fixLimits.js';
+import { type ModelPrice, priceFromSetting } from '../../runner/src/protocol/modelPriceLookup.js';
 
 /** The forge.* settings as the extension reads them (VS Code's configuration, plain data). */
 export interface ForgeSettings {
@@ -13,6 +14,10 @@ export interface ForgeSettings {
   cellTimeout: number;
   /** A fix must pass the whole suite, not only the issue's tests with nothing else broken (the runner's strict). */
   strict?: boolean;
+  /** Model tokens for a whole run, shared by its attempts (the runner's max_run_tokens); 0: none. */
+  maxRunTokens?: number;
+  /** The user's prices by model (forge.modelPrices, user settings only): a cost estimate, never a shipped table. */
+  modelPrices?: unknown;
 }
 
 /**
@@ -46,7 +51,21 @@ export function fixStartParams(settings: ForgeSettings, repo: string, issue: str
     max_turns: clampWhole(settings.maxTurns, FIX_LIMITS.max_turns),
     cell_timeout_s: clampWhole(settings.cellTimeout, FIX_LIMITS.cell_timeout_s),
     ...(settings.strict ? { strict: true } : {}),
+    ...(settings.maxRunTokens && Number.isFinite(settings.maxRunTokens) && settings.maxRunTokens >= 1
+      ? { max_run_tokens: Math.floor(settings.maxRunTokens) }
+      : {}),
+    ...priceParam(settings.modelPrices, settings.model),
   };
+}
+
+/**
+ * The price of the chosen model from forge.modelPrices (keyed by the forge.model value, or the
+ * model's name after its provider): sent with the run so its report can estimate the cost. A
+ * malformed setting sends no price (the cost is then not shown) rather than stopping the run.
+ */
+export function priceParam(prices: unknown, model: string): { price?: ModelPrice } {
+  const price = priceFromSetting(prices, model.trim());
+  return price ? { price } : {};
 }
 
 /** A setting out of the runner's bounds is brought within them (the runner would refuse it). */

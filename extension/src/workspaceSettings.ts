@@ -14,5 +14,14 @@ export function readSettings(): ForgeSettings {
     maxTurns: c.get<number>('maxTurns', FIX_LIMITS.max_turns.default),
     cellTimeout: c.get<number>('cellTimeout', FIX_LIMITS.cell_timeout_s.default),
     strict: c.get<boolean>('strict', false),
+    maxRunTokens: c.get<number>('maxRunTokens', 0),
   };
+}
+
+/**
+ * forge.modelPrices from the user's own settings only: a workspace's .vscode/settings.json is
+ * the repository's word, and prices are the user's (read when a run starts).
+ */
+export function readModelPrices(): unknown {
+  return vscode.workspace.getConfiguration('forge').inspect?.<unknown>('modelPrices')?.globalValue;
 }

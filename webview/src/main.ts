@@ -10,6 +10,7 @@ import '@vscode-elements/elements/dist/vscode-table-header/index.js';
 import '@vscode-elements/elements/dist/vscode-table-header-cell/index.js';
 import '@vscode-elements/elements/dist/vscode-table-row/index.js';
 import { ansiText } from './ansiText.js';
+import { formatCost, formatDuration, formatTokens, usageTokens } from '../../runner/src/protocol/usageWords.js';
 import type {
   AttemptDetailsData,
   DetailsMessage,
@@ -122,6 +123,17 @@ class ForgeDetails extends LitElement {
   }
 }
 
+/** "41 s (cells 12 s)". */
+function usageTime(u: NonNullable<AttemptData['attempt']['usage']>): string {
+  return `${u.wall_ms === null ? 'unknown' : formatDuration(u.wall_ms)} (cells ${formatDuration(u.cell_ms)})`;
+}
+
+/** " · 1.2k in / 80 out" for a turn whose endpoint reported usage. */
+function turnTokens(t: AttemptData['turns'][number]): string {
+  if (t.input_tokens == null && t.output_tokens == null) return '';
+  return ` · ${formatTokens(t.input_tokens ?? 0)} in / ${formatTokens(t.output_tokens ?? 0)} out`;
+}
+
 function renderAttempt(d: AttemptData): TemplateResult {
   const a = d.attempt;
   const state = a.status !== 'finished' ? a.status : a.winner ? 'winner' : a.green ? 'green' : a.could_not_run ? 'could not run' : 'red';
@@ -132,7 +144,26 @@ function renderAttempt(d: AttemptData): TemplateResult {
       <dt>Temperature</dt>
       <dd>${a.temperature}</dd>
       <dt>Turns</dt>
-      <dd data-testid="turns">${a.turns} (${a.tokens} tokens)</dd>
+      <dd data-testid="turns">${a.turns}</dd>
+      ${
+        a.usage
+          ? html`<dt>Time</dt>
+              <dd data-testid="time">${usageTime(a.usage)}</dd>
+              <dt>Tokens</dt>
+              <dd data-testid="tokens">
+                ${usageTokens(a.usage)}${a.usage.cost !== null ? ` · ${formatCost(a.usage.cost)} at your prices` : ''}
+              </dd>`
+          : nothing
+      }
+      ${
+        a.status === 'budget'
+          ? html`<dt>Budget</dt>
+              <dd data-testid="budget">
+                ${a.stop === 'run_tokens' ? "The run's token budget (shared by its attempts) ran out" : 'Its token budget ran out'} before
+                another turn; what it made was judged and is kept for review.
+              </dd>`
+          : nothing
+      }
       <dt>Diff</dt>
       <dd>${a.diff_size} changed lines${a.agrees_with.length > 0 ? ` · the same change as attempt ${a.agrees_with.join(', ')}` : ''}</dd>
       <dt>Model</dt>
@@ -171,7 +202,7 @@ function renderAttempt(d: AttemptData): TemplateResult {
             (t) =>
               html` <vscode-collapsible
                 title="Turn ${t.turn + 1}"
-                description=${t.tool_calls.map((c) => c.tool).join(', ') || 'reply'}
+                description=${`${t.tool_calls.map((c) => c.tool).join(', ') || 'reply'}${turnTokens(t)}`}
                 ?open=${d.turns.length <= 6}
               >
                 ${t.content ? html`<pre>${t.content}</pre>` : nothing}

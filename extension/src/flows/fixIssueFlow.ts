@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { ForgeSettings } from '../settings.js';
 import { fixStartParams, runnerModelSpec } from '../settings.js';
+import { readModelPrices } from '../workspaceSettings.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { NotificationHub } from '../notificationHub.js';
 import { announceRunEnd } from './announceRunEnd.js';
@@ -86,7 +87,7 @@ export async function fixIssueInCells(deps: FixFlowDeps, source: IssueSource = {
   const model = runnerModelSpec(settings.model, folder.uri.fsPath);
   deps.onLanguageModelFamily(model.lmFamily);
   const { run_id: runId } = await deps.runner.request('fix/start', {
-    ...fixStartParams(settings, folder.uri.fsPath, issue, model.spec),
+    ...fixStartParams({ ...settings, modelPrices: readModelPrices() }, folder.uri.fsPath, issue, model.spec),
     ...(ready.allowDirty ? { allow_dirty: true } : {}),
   });
   // Named by its issue: several runs' notifications can be on screen at once.

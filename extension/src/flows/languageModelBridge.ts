@@ -43,8 +43,9 @@ export async function replyWithLanguageModel(
     throw new Error(
       `no VS Code language model${family ? ` of family ${family}` : ''} is available; sign in to a provider (e.g. GitHub Copilot) or set forge.model to another model`,
     );
+  const messages = toChatMessages(req);
   const response = await model.sendRequest(
-    toChatMessages(req),
+    messages,
     {
       tools: req.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters })),
       modelOptions: { temperature: req.temperature },
@@ -58,6 +59,33 @@ export async function replyWithLanguageModel(
     else if (part instanceof vscode.LanguageModelToolCallPart)
       toolCalls.push({ id: part.callId, name: part.name, arguments: (part.input ?? {}) as Record<string, unknown> });
   }
-  const chars = req.messages.reduce((n, m) => n + m.content.length, 0) + content.length;
-  return { content: content || null, tool_calls: toolCalls, tokens: Math.ceil(chars / 4) };
+  const usage = await estimateUsage(model, messages, content, toolCalls, token);
+  return { content: content || null, tool_calls: toolCalls, tokens: (usage.input ?? 0) + (usage.output ?? 0), usage };
+}
+
+/**
+ * vscode.lm does not say what a request used: the model's own tokenizer (countTokens) counts the
+ * messages sent and the reply received, marked as an estimate. A count that fails is unknown
+ * (null), not guessed.
+ */
+async function estimateUsage(
+  model: vscode.LanguageModelChat,
+  messages: vscode.LanguageModelChatMessage[],
+  content: string,
+  toolCalls: ModelReply['tool_calls'],
+  token?: vscode.CancellationToken,
+): Promise<{ input: number | null; output: number | null; estimated: true }> {
+  const count = async (what: string | vscode.LanguageModelChatMessage): Promise<number | null> => {
+    try {
+      const n = await model.countTokens(what, token);
+      return Number.isSafeInteger(n) && n >= 0 ? n : null;
+    } catch {
+      return null;
+    }
+  };
+  const inputs = await Promise.all(messages.map((m) => count(m)));
+  const input = inputs.some((n) => n === null) ? null : inputs.reduce<number>((a, b) => a + (b ?? 0), 0);
+  const reply = content + toolCalls.map((c) => `${c.name}${JSON.stringify(c.arguments)}`).join('');
+  const output = reply ? await count(reply) : 0;
+  return { input, output, estimated: true };
 }

@@ -36,7 +36,7 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
     if (node.kind === 'run') {
       const newest = this.state.visibleRuns[0]?.run_id === node.run.run_id;
       return toTreeItem(
-        runView(node.run),
+        runView(node.run, undefined, undefined, this.state.snapshots.get(node.run.run_id)?.usage),
         newest ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
         `run:${node.run.run_id}`,
       );

@@ -2,6 +2,8 @@ import { editorFix } from '../flows/runEnd.js';
 import type { AttemptSnapshot, CellSnapshot, RunSummary } from '../../../runner/src/protocol/rpcFix.js';
 import type { InstanceRow } from '../forgeState.js';
 import { localOffsetMinutes, shortTitle, startTimeLabel } from './runTitle.js';
+import type { Usage } from '../../../runner/src/protocol/usage.js';
+import { formatDuration, shortTokens, usageLine } from '../../../runner/src/protocol/usageWords.js';
 
 /** How a tree row looks, decided from data alone (the tree providers turn it into a TreeItem). */
 export interface RowView {
@@ -25,7 +27,13 @@ export function duration(ms: number | null): string {
 const STOPPED = 'disabledForeground';
 
 /** `now` and the zone offset are parameters so tests can pin them; the view passes neither. */
-export function runView(r: RunSummary, now: Date = new Date(), offsetMinutes: number = localOffsetMinutes(r.created_at)): RowView {
+export function runView(
+  r: RunSummary,
+  now: Date = new Date(),
+  offsetMinutes: number = localOffsetMinutes(r.created_at),
+  /** The run's time and tokens (its snapshot's), once loaded. */
+  usage?: Usage,
+): RowView {
   const state: Record<RunSummary['status'], [string, string | null, string]> = {
     running: ['sync~spin', null, 'running'],
     fixed: ['pass-filled', 'testing.iconPassed', r.review === 'pending' ? 'fixed · review' : `fixed · ${r.review ?? ''}`],
@@ -37,10 +45,18 @@ export function runView(r: RunSummary, now: Date = new Date(), offsetMinutes: nu
   const [icon, color, text] = state[r.status];
   return {
     label: shortTitle(r.issue_title) || r.run_id,
-    description: [startTimeLabel(r.created_at, now, offsetMinutes), text, `${r.attempts} on ${r.provider}`].filter(Boolean).join(' · '),
+    description: [
+      startTimeLabel(r.created_at, now, offsetMinutes),
+      text,
+      `${r.attempts} on ${r.provider}`,
+      ...usageBits(usage, r.status !== 'running'),
+    ]
+      .filter(Boolean)
+      .join(' · '),
     tooltip: [
       r.issue_title,
       `${r.run_id}: ${r.status}`,
+      usage ? `run: ${usageLine(usage)}` : '',
       `repo ${r.repo} at ${r.base_commit.slice(0, 12)}`,
       `tests: ${r.test_cmd}`,
       `model ${r.model}`,
@@ -78,6 +94,8 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   else if (a.status === 'skipped') [state, icon, color] = ['skipped', 'debug-step-over', STOPPED];
   else if (a.status === 'failed') [state, icon, color] = ['error', 'error', 'errorForeground'];
   else if (a.winner) [state, icon, color] = ['winner', 'star-full', 'charts.yellow'];
+  // Its token budget ran out: neither an error nor red; what it made was judged and is kept for review.
+  else if (a.status === 'budget') [state, icon, color] = ['budget', 'dashboard', 'editorWarning.foreground'];
   else if (a.green) [state, icon, color] = ['green', 'pass', 'testing.iconPassed'];
   // Its test runner died before reporting, twice: no verdict on its change, not "red".
   else if (a.could_not_run) [state, icon, color] = ['could not run', 'warning', 'editorWarning.foreground'];
@@ -89,13 +107,24 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
       ? ` · ${a.passed} passed, ${a.failed} failed${before.length > 0 ? ` (${before.length} failing before and after, not caused by this change: ${before.slice(0, 3).join(', ')}${before.length > 3 ? ', ...' : ''})` : ''}`
       : '';
   const agree = a.agrees_with.length > 0 ? ` · ${a.agrees_with.length + 1} agree` : '';
-  const changed = a.status === 'finished' && a.diff_size > 0;
+  const judged = a.status === 'finished' || a.status === 'budget';
+  const changed = judged && a.diff_size > 0;
+  // Its tests still ran on what it made: said beside "budget".
+  const budgetTests =
+    a.status === 'budget'
+      ? ` (${a.stop === 'run_tokens' ? "the run's tokens spent" : a.stop === 'tokens' ? 'its tokens spent' : 'tokens spent'}${
+          a.green !== null ? `; tests ${a.green ? 'green' : a.could_not_run ? 'could not run' : 'red'}` : ''
+        })`
+      : '';
+  const spent = usageBits(a.usage, a.status !== 'running').join(' · ');
   return {
     label: `attempt ${a.index}`,
     // A queued or skipped attempt has not done anything to count.
     description:
-      a.status === 'queued' || a.status === 'skipped' ? state : `${state} · ${turns}${a.status === 'finished' ? ` · ${size}` : ''}${agree}`,
-    tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${tests}${a.rank !== null ? ` · ranked #${a.rank}` : ''}${
+      a.status === 'queued' || a.status === 'skipped'
+        ? state
+        : `${state} · ${turns}${spent ? ` · ${spent}` : ''}${judged ? ` · ${size}` : ''}${agree}`,
+    tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${budgetTests}${tests}${a.rank !== null ? ` · ranked #${a.rank}` : ''}${a.usage ? `\n${usageLine(a.usage)}` : ''}${
       a.agrees_with.length > 0 ? `\nthe same change as attempt${a.agrees_with.length === 1 ? '' : 's'} ${a.agrees_with.join(', ')}` : ''
     }${a.reason ? `\n${a.reason}` : a.error ? `\n${a.error}` : ''}`,
     icon,
@@ -103,6 +132,14 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
     // attempt.winner | attempt.changed[.comparable] | attempt: what its context menu offers.
     contextValue: a.winner ? 'attempt.winner' : changed ? `attempt.changed${hasWinner ? '.comparable' : ''}` : 'attempt',
   };
+}
+
+/** Pure: "12.4k tok", "41 s" for a row's description (the time only once it ended: a running one's grows). */
+function usageBits(u: Usage | undefined, ended: boolean): string[] {
+  if (!u) return [];
+  const tokens = u.turns > 0 ? shortTokens(u) : '';
+  const time = ended && u.wall_ms !== null && u.wall_ms > 0 ? formatDuration(u.wall_ms) : '';
+  return [tokens, time].filter(Boolean);
 }
 
 export function cellView(c: CellSnapshot): RowView {

@@ -15,6 +15,8 @@ import { EXIT_BAD_INPUT } from './exitCodes.js';
 import { printable } from './formatCellResult.js';
 import { prewarmFor, resolveRun } from '../repair/fix/resolveRun.js';
 import { isValidBranchName } from '../workspace/safeGit.js';
+import { formatUsageTable } from './formatUsageTable.js';
+import { priceFromFlag } from './priceFlag.js';
 
 /** `fix` exit codes differ from the cell commands: 1 means "not fixed", so internal is 3. */
 export const FIX_EXIT = { fixed: 0, notFixed: 1, badInput: 2, internal: 3 } as const;
@@ -49,6 +51,8 @@ interface FixFlags {
   /** Budgets: undefined when not given (a new run takes the default, a resumed one its own). */
   maxTurns?: string;
   maxTokens?: string;
+  maxRunTokens?: string;
+  price?: string;
   timeoutPerAttempt?: string;
   cellTimeout?: string;
   out?: string;
@@ -128,6 +132,11 @@ export function registerFixCommand(program: Command): void {
     // No commander defaults for budgets: a resume must tell "not given" (keep the run's) from a value.
     .option('--max-turns <n>', `model turns per attempt (default: ${FIX_LIMITS.max_turns.default})`)
     .option('--max-tokens <n>', `model tokens per attempt (default: ${FIX_LIMITS.max_tokens.default})`)
+    .option('--max-run-tokens <n>', 'model tokens (input + output) for the whole run, shared by its attempts (default: none)')
+    .option(
+      '--price <prices>',
+      'your price of the model per million tokens, input=N,output=M, or a JSON file {"MODEL": {"inputPerMTok": N, "outputPerMTok": M}}: report.json and summary.md then estimate the cost (no price list is shipped)',
+    )
     .option('--timeout-per-attempt <s>', `wall-clock budget of one attempt (default: ${FIX_LIMITS.timeout_per_attempt_s.default})`)
     .option('--cell-timeout <s>', `budget of one cell, one test run (default: ${FIX_LIMITS.cell_timeout_s.default})`)
     .option('--out <dir>', 'write winner.diff, report.json and summary.md there')
@@ -155,7 +164,7 @@ export function registerFixCommand(program: Command): void {
         process.stdout.write(
           flags.json
             ? JSON.stringify(outcome.report, null, 2) + '\n'
-            : `${outcome.report.status === 'fixed' ? 'fixed' : 'not fixed'}: see ${flags.out ? join(flags.out, 'summary.md') : 'the report (--out DIR)'}\n`,
+            : `${formatUsageTable(outcome.report)}${outcome.report.status === 'fixed' ? 'fixed' : 'not fixed'}: see ${flags.out ? join(flags.out, 'summary.md') : 'the report (--out DIR)'}\n`,
         );
         process.exitCode = outcome.exitCode;
       } catch (e) {
@@ -289,7 +298,7 @@ export async function fixFromFlags(
       include: flags.include ?? [],
       share: flags.share ?? [],
       temperature,
-      ...runSettings(flags),
+      ...runSettings(flags, modelSpec),
       allow_dirty: flags.allowDirty ?? false,
       strict: flags.strict ?? false,
     },
@@ -300,12 +309,14 @@ export async function fixFromFlags(
 }
 
 /** Budgets and outputs shared by a new run and a resumed one (FixRequest fields). */
-function runSettings(flags: FixFlags) {
+function runSettings(flags: FixFlags, model: string) {
   if (flags.out) checkOutDir(resolve(flags.out));
   if (flags.branch) checkBranchName(flags.branch);
   return {
     ...(flags.maxTurns !== undefined ? { max_turns: positiveInt('--max-turns', flags.maxTurns) } : {}),
     ...(flags.maxTokens !== undefined ? { max_tokens: positiveInt('--max-tokens', flags.maxTokens) } : {}),
+    ...(flags.maxRunTokens !== undefined ? { max_run_tokens: positiveInt('--max-run-tokens', flags.maxRunTokens) } : {}),
+    ...(flags.price !== undefined ? { price: priceFromFlag(flags.price, model) } : {}),
     ...(flags.timeoutPerAttempt !== undefined
       ? { timeout_per_attempt_s: positiveInt('--timeout-per-attempt', flags.timeoutPerAttempt) }
       : {}),
@@ -350,7 +361,7 @@ async function resumeFromFlags(flags: FixFlags, store: RunStore, progress: (l: s
   const row = store.getRun(flags.resume!);
   if (!row) throw new InputError(`no run ${flags.resume}; see forge-runner runs list`);
   const given = {
-    ...runSettings(flags),
+    ...runSettings(flags, row.model),
     ...(flags.allowNet ? { allow_net: checkedNetRules('--allow-net', flags.allowNet) } : {}),
     ...(flags.denyNet ? { deny_net: checkedNetRules('--deny-net', netRuleList(flags.denyNet)) } : {}),
     ...(flags.include ? { include: flags.include } : {}),

@@ -4,7 +4,9 @@ import { runnerStateDir } from '../cells/cellIdentity.js';
 import { InputError } from '../protocol/inputError.js';
 import { openStore } from '../store/openStore.js';
 import { type RunRow, RunStore } from '../store/runStore.js';
-import { shownAttemptStatus } from '../server/runSnapshots.js';
+import { runSnapshot, shownAttemptStatus } from '../server/runSnapshots.js';
+import { isBudgetStop } from '../repair/usage/usageAccounting.js';
+import { budgetWord, usageLine } from '../protocol/usageWords.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
 import { printable } from './formatCellResult.js';
 import { registerRunsApplyCommands } from './runsApplyCommand.js';
@@ -59,7 +61,13 @@ export function registerRunsCommand(program: Command): void {
       if (!run) throw new InputError(`no run ${runId}; see forge-runner runs list`);
       const status = shownRunStatus(run);
       const state = status === 'running' ? 'going' : status === 'interrupted' ? 'interrupted' : 'ended';
-      const attempts = s.attempts(runId).map((a) => ({ ...a, status: shownAttemptStatus(a.status, state) }));
+      // Time and tokens as the editor shows them (the run's snapshot), budget stops as their own state.
+      const snap = runSnapshot(s, runId, [], processAlive);
+      const usageOf = (idx: number) => snap?.attempts.find((x) => x.index === idx)?.usage;
+      const attempts = s.attempts(runId).map((a) => {
+        const shown = shownAttemptStatus(a.status, state);
+        return { ...a, status: shown === 'finished' && isBudgetStop(a.stop) ? 'budget' : shown, usage: usageOf(a.idx) ?? null };
+      });
       if (flags.json) {
         const parse = (t: string | null) => (t ? JSON.parse(t) : null);
         process.stdout.write(
@@ -77,6 +85,7 @@ export function registerRunsCommand(program: Command): void {
                 patch_bytes: patch?.length ?? 0,
               })),
               cells: s.cellCount(runId),
+              usage: snap?.usage ?? null,
             },
             null,
             2,
@@ -94,14 +103,14 @@ export function registerRunsCommand(program: Command): void {
         const result = a.error
           ? `error: ${a.error}`
           : v
-            ? `${v.green ? 'green' : 'red'}, ${v.passed} passed, ${v.failed} failed`
+            ? `${a.status === 'budget' ? `${budgetWord(a.stop)}, tests ` : ''}${v.green ? 'green' : 'red'}, ${v.passed} passed, ${v.failed} failed`
             : a.status;
         process.stdout.write(
           printable(
-            `  attempt ${a.idx} (t=${a.temperature}): ${result}, ${a.turns} turn(s)${run.winner_attempt === a.idx ? '  <- winner' : ''}`,
+            `  attempt ${a.idx} (t=${a.temperature}): ${result}, ${a.usage ? usageLine(a.usage) : `${a.turns} turn(s)`}${run.winner_attempt === a.idx ? '  <- winner' : ''}`,
           ) + '\n',
         );
       }
-      process.stdout.write(`  ${s.cellCount(runId)} cells\n`);
+      process.stdout.write(`  ${s.cellCount(runId)} cells${snap?.usage ? `; run: ${usageLine(snap.usage)}` : ''}\n`);
     });
 }

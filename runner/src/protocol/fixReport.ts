@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { UsageSchema } from './usage.js';
 
 export const VerdictSchema = z
   .object({
@@ -97,8 +98,12 @@ export const AttemptReportSchema = z
     index: z.number().int(),
     attempt_id: z.string(),
     temperature: z.number(),
-    status: z.enum(['finished', 'failed']),
-    stop: z.string().nullable().describe('Why the agent loop ended (finish, max_turns, deadline, ...).'),
+    status: z
+      .enum(['finished', 'failed', 'budget'])
+      .describe(
+        "budget: its agent stopped because its token budget (tokens) or the run's (run_tokens) was spent; what it made was judged and kept for review.",
+      ),
+    stop: z.string().nullable().describe('Why the agent loop ended (finish, max_turns, deadline, tokens, run_tokens, ...).'),
     turns: z.number().int(),
     tokens: z.number().int(),
     verdict: VerdictSchema.nullable(),
@@ -120,6 +125,7 @@ export const AttemptReportSchema = z
         'New directories a tool marked as its cache (a CACHEDIR.TAG, or a .gitignore of `*` inside it): generated, not part of the patch, left out of review and Apply.',
       ),
     error: z.string().nullable(),
+    usage: UsageSchema.optional().describe('Its wall time, cell time, model turns and tokens (runners before 0.3 wrote none).'),
   })
   .strict();
 
@@ -188,6 +194,7 @@ export const FixReportSchema = z
       .optional()
       .describe('Swarm runs: the node of each cell (with any node it was resubmitted from); absent for cells on the runner machine.'),
     duration_ms: z.number().int(),
+    usage: UsageSchema.optional().describe("The run's wall time, every cell's time, and its attempts' turns and tokens summed."),
     ending: z
       .string()
       .optional()

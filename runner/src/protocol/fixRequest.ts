@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { netRuleEntry } from './cellSpec.js';
 import { FIX_LIMITS } from './fixLimits.js';
+import { ModelPriceSchema } from './usage.js';
 
 // Kept in a module without zod: the extension reads them on activation (extension/src/workspaceSettings.ts).
 export { FIX_LIMITS };
@@ -72,6 +73,15 @@ export const FixRequestSchema = z
         "HOST or HOST:PORT entries no cell of the run may reach, even when allow_net or the install step's registries name them: checked first.",
       ),
     max_tokens: whole(FIX_LIMITS.max_tokens),
+    max_run_tokens: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        'Model tokens (input + output) for the whole run, shared by its attempts; an attempt that finds it spent stops as "budget".',
+      ),
+    price: ModelPriceSchema.optional().describe("The user's price of the run's model, for a cost estimate; none: no cost is shown."),
     concurrency: z.number().int().min(1).max(FIX_LIMITS.attempts.max).optional(),
     reuse_verdicts: z
       .boolean()
@@ -129,5 +139,7 @@ export const FixStartParamsSchema = FixRequestSchema.pick({
   include: true,
   share: true,
   strict: true,
+  max_run_tokens: true,
+  price: true,
 }).strict();
 export type FixStartParams = z.output<typeof FixStartParamsSchema>;

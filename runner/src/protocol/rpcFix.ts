@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { HealthReportSchema } from './health.js';
 import { BrokenEnvironmentSchema, VerdictSchema } from './fixReport.js';
 import { FixStartParamsSchema } from './fixRequest.js';
+import { UsageSchema } from './usage.js';
 
 /**
  * JSON-RPC methods of `forge-runner serve --stdio` for Fix Issue in Cells (the extension's
@@ -55,9 +56,9 @@ export const AttemptSnapshotSchema = z
     attempt_id: z.string(),
     temperature: z.number(),
     status: z
-      .enum(['queued', 'running', 'finished', 'failed', 'cancelled', 'skipped', 'interrupted'])
+      .enum(['queued', 'running', 'finished', 'failed', 'cancelled', 'skipped', 'interrupted', 'budget'])
       .describe(
-        'cancelled: stopped mid-way by a cancel, or by a baseline that ended the run (attempts start with it); skipped: the run was cancelled before it started; interrupted: its runner died while it ran. A resume redoes all three.',
+        "cancelled: stopped mid-way by a cancel, or by a baseline that ended the run (attempts start with it); skipped: the run was cancelled before it started; interrupted: its runner died while it ran. A resume redoes all three. budget: its agent stopped because its or the run's token budget was spent; what it made was judged and is kept for review.",
       ),
     turns: z.number().int(),
     tokens: z.number().int(),
@@ -90,6 +91,14 @@ export const AttemptSnapshotSchema = z
       .describe(
         "Its next cell waits for the machine's cell budget: the cells running or queued before it (absent or null when not waiting).",
       ),
+    usage: UsageSchema.optional().describe('Its time and tokens so far (absent from older runners).'),
+    stop: z
+      .string()
+      .nullable()
+      .optional()
+      .describe(
+        "Why its agent stopped (finish, max_turns, deadline, tokens: its budget, run_tokens: the run's budget); null while it runs.",
+      ),
   })
   .strict();
 
@@ -117,6 +126,7 @@ export const RunSnapshotSchema = z
     attempts: z.array(AttemptSnapshotSchema),
     cells: z.array(CellSnapshotSchema),
     ranking: z.array(z.string()).describe('Why the attempts rank as they do, in words with the numbers (empty while the run goes on).'),
+    usage: UsageSchema.optional().describe("The run's time and its attempts' tokens so far (absent from older runners)."),
   })
   .strict();
 
@@ -282,6 +292,8 @@ export const RPC_FIX_METHODS = {
               turn: z.number().int(),
               content: z.string().nullable(),
               tokens: z.number().int(),
+              input_tokens: z.number().int().nullable().optional().describe('Null: the endpoint reported none (or an older run).'),
+              output_tokens: z.number().int().nullable().optional(),
               tool_calls: z.array(z.object({ tool: z.string(), arguments: z.unknown(), result: z.string() }).strict()),
             })
             .strict(),
@@ -484,7 +496,16 @@ export const ModelReplySchema = z
     tool_calls: z
       .array(z.object({ id: z.string().min(1).max(200), name: z.string().min(1).max(200), arguments: z.record(z.string(), z.unknown()) }))
       .max(64),
-    tokens: z.number().int().min(0),
+    tokens: z.number().int().min(0).describe('Input plus output tokens (kept for older clients; usage says more).'),
+    usage: z
+      .object({
+        input: z.number().int().min(0).max(100_000_000).nullable(),
+        output: z.number().int().min(0).max(100_000_000).nullable(),
+        estimated: z.boolean().describe("The figures are the client's estimate (VS Code's countTokens), not the provider's count."),
+      })
+      .strict()
+      .optional()
+      .describe('Input and output tokens of this turn, each null when not known; absent: not reported.'),
   })
   .strict();
 export const REQUEST_MODEL_REPLY = 'model/reply';

@@ -2,6 +2,7 @@ import { stripVTControlCharacters } from 'node:util';
 import type { CellResult } from '../protocol/cellResult.js';
 import type { ChatMessage, ModelReply, RepairModel, ToolCall } from './models/repairModel.js';
 import { TOOL_NAMES } from './models/replayScript.js';
+import { addTurn, budgetBeforeTurn, NO_USAGE, type RunTokenBudget, totalTokens, type UsageTotals } from './usage/usageAccounting.js';
 import { editFile, listFiles, readFile, searchFiles, writeFile } from './tools/fileTools.js';
 import { ToolError } from './tools/toolError.js';
 
@@ -10,6 +11,8 @@ export interface AgentBudget {
   /** Epoch ms after which no new turn starts. */
   deadline: number;
   maxTokens: number;
+  /** The run's tokens, shared by its K attempts (--max-run-tokens); absent: no run budget. */
+  run?: RunTokenBudget;
 }
 
 export interface AgentContext {
@@ -30,9 +33,11 @@ export interface AgentContext {
 
 export interface AgentOutcome {
   turns: number;
+  /** Input plus output tokens (what the budgets count). */
   tokens: number;
-  /** Why the loop stopped. */
-  stop: 'finish' | 'no_tool_calls' | 'max_turns' | 'deadline' | 'tokens' | 'cancelled';
+  usage: UsageTotals;
+  /** Why the loop stopped ('tokens': its own budget; 'run_tokens': the run's, shared by its attempts). */
+  stop: 'finish' | 'no_tool_calls' | 'max_turns' | 'deadline' | 'tokens' | 'run_tokens' | 'cancelled';
   summary: string | null;
 }
 
@@ -48,20 +53,30 @@ export async function runAgentLoop(ctx: AgentContext): Promise<AgentOutcome> {
     { role: 'system', content: SYSTEM_PROMPT },
     { role: 'user', content: `Issue:\n${ctx.issue}\n\nTest command: ${ctx.testCmd}` },
   ];
-  let tokens = 0;
+  let usage = NO_USAGE;
+  const ended = (turns: number, stop: AgentOutcome['stop'], summary: string | null): AgentOutcome => ({
+    turns,
+    tokens: totalTokens(usage),
+    usage,
+    stop,
+    summary,
+  });
   for (let turn = 0; turn < ctx.budget.maxTurns; turn++) {
-    if (ctx.signal?.aborted) return { turns: turn, tokens, stop: 'cancelled', summary: null };
-    if (Date.now() > ctx.budget.deadline) return { turns: turn, tokens, stop: 'deadline', summary: null };
-    if (tokens > ctx.budget.maxTokens) return { turns: turn, tokens, stop: 'tokens', summary: null };
+    if (ctx.signal?.aborted) return ended(turn, 'cancelled', null);
+    if (Date.now() > ctx.budget.deadline) return ended(turn, 'deadline', null);
+    // Input and output both count, checked before the turn is paid for.
+    const over = budgetBeforeTurn(totalTokens(usage), ctx.budget.maxTokens, ctx.budget.run?.used ?? 0, ctx.budget.run?.max);
+    if (over) return ended(turn, over, null);
     const reply = await ctx.model.reply(
       { attemptIndex: ctx.attemptIndex, turnIndex: turn, temperature: ctx.temperature, messages },
       ctx.signal,
     );
-    tokens += reply.tokens;
+    usage = addTurn(usage, reply.usage);
+    ctx.budget.run?.add((reply.usage.input ?? 0) + (reply.usage.output ?? 0));
     messages.push({ role: 'assistant', content: reply.content ?? '', tool_calls: reply.tool_calls });
     if (reply.tool_calls.length === 0) {
       ctx.recordTurn(turn, reply, []);
-      return { turns: turn + 1, tokens, stop: 'no_tool_calls', summary: reply.content };
+      return ended(turn + 1, 'no_tool_calls', reply.content);
     }
     const results: { call: ToolCall; result: string }[] = [];
     let finished: string | null = null;
@@ -72,9 +87,9 @@ export async function runAgentLoop(ctx: AgentContext): Promise<AgentOutcome> {
       if (call.name === 'finish') finished = typeof call.arguments.summary === 'string' ? call.arguments.summary : '';
     }
     ctx.recordTurn(turn, reply, results);
-    if (finished !== null) return { turns: turn + 1, tokens, stop: 'finish', summary: finished };
+    if (finished !== null) return ended(turn + 1, 'finish', finished);
   }
-  return { turns: ctx.budget.maxTurns, tokens, stop: 'max_turns', summary: null };
+  return ended(ctx.budget.maxTurns, 'max_turns', null);
 }
 
 /** Runs one tool call; a mistake of the model becomes an error message back to it. */

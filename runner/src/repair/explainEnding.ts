@@ -84,7 +84,11 @@ export function runEnding(report: Pick<FixReport, 'status' | 'attempts' | 'winne
   const reasons = report.attempts
     .map((a) => ({ a, why: attemptReason(a.verdict, a.error) }))
     .filter((r) => r.why !== null)
-    .map((r) => `attempt ${r.a.index}: ${r.why}`);
+    // An attempt stopped by a token budget may not have got to its fix: said, so a larger budget is the way on.
+    .map(
+      (r) =>
+        `attempt ${r.a.index}: ${r.a.status === 'budget' ? `stopped by ${r.a.stop === 'run_tokens' ? "the run's" : 'its'} token budget, ` : ''}${r.why}`,
+    );
   if (report.attempts.length === 0) return 'not fixed: no attempt ran';
   return `not fixed: no attempt passed the tests (${reasons.join('; ')})`;
 }

@@ -1,5 +1,7 @@
 import type { FixReport } from '../protocol/fixReport.js';
 import { runDeniedEgressLine } from './verdicts/deniedEgress.js';
+import type { Usage } from '../protocol/usage.js';
+import { budgetWord, formatCost, formatDuration, usageLine, usageTokens } from '../protocol/usageWords.js';
 
 /**
  * Text from an attempt (its error, file names) in a markdown table cell: no control characters
@@ -35,11 +37,11 @@ export function renderSummary(r: FixReport): string {
     ...(r.issue_tests && r.issue_tests.rule !== 'whole suite (--strict)'
       ? [`Issue tests (${r.issue_tests.rule}): ${r.issue_tests.tests.map(markdownText).join(', ')}.`, '']
       : []),
-    '| attempt | temperature | result | passed | failed | regressions | changed lines | turns |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| attempt | temperature | result | passed | failed | regressions | changed lines | turns | time | tokens |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.attempts.map(
       (a) =>
-        `| ${a.index} | ${a.temperature} | ${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.could_not_run ? `could not run: ${markdownText(a.verdict.could_not_run)}` : a.verdict?.green ? 'green' : 'red'}${a.verdict?.reused_from ? ` (verdict reused from ${markdownText(a.verdict.reused_from)})` : ''}${a.verdict?.targeted ? ` (targeted: the baseline's ${a.verdict.targeted.tests.length} failing test(s) all failed again in ${a.verdict.targeted.seconds} s; the rest of the suite not run)` : ''} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} |`,
+        `| ${a.index} | ${a.temperature} | ${a.status === 'budget' ? `${budgetWord(a.stop)}, tests ` : ''}${a.error ? `error: ${markdownText(a.error)}` : a.verdict?.could_not_run ? `could not run: ${markdownText(a.verdict.could_not_run)}` : a.verdict?.green ? 'green' : 'red'}${a.verdict?.reused_from ? ` (verdict reused from ${markdownText(a.verdict.reused_from)})` : ''}${a.verdict?.targeted ? ` (targeted: the baseline's ${a.verdict.targeted.tests.length} failing test(s) all failed again in ${a.verdict.targeted.seconds} s; the rest of the suite not run)` : ''} | ${a.verdict?.passed ?? '-'} | ${a.verdict?.failed ?? '-'} | ${regressionsCell(a.verdict)} | ${a.diff_size} | ${a.turns} | ${timeCell(a.usage)} | ${a.usage ? markdownText(`${usageTokens(a.usage)}${a.usage.cost !== null ? `, ${formatCost(a.usage.cost)}` : ''}`) : '-'} |`,
     ),
     '',
   ];
@@ -83,7 +85,14 @@ export function renderSummary(r: FixReport): string {
     );
   if (r.applied_to) lines.push(`Applied to ${r.applied_to}.`);
   lines.push('', `${r.cells} cells, ${(r.duration_ms / 1000).toFixed(1)} s.`, '');
+  if (r.usage) lines.push(`Run: ${markdownText(usageLine(r.usage))}.`, '');
   return lines.join('\n');
+}
+
+/** An attempt's wall time and, in brackets, its cells' time. */
+function timeCell(u: Usage | undefined): string {
+  if (!u) return '-';
+  return `${u.wall_ms === null ? '-' : formatDuration(u.wall_ms)} (cells ${formatDuration(u.cell_ms)})`;
 }
 
 /** The regressions an attempt caused, by name (the first three); why below when not known in full. */

@@ -113,6 +113,8 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
           turn: t.turn_idx,
           content: response.content ?? null,
           tokens: t.tokens,
+          input_tokens: t.input_tokens,
+          output_tokens: t.output_tokens,
           tool_calls: results.map((r) => ({ tool: r.tool, arguments: r.arguments, result: r.result })),
         };
       });

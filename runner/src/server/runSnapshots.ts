@@ -6,6 +6,9 @@ import { patchSize } from '../repair/selectWinner.js';
 import { patchFromStore } from '../workspace/patchBytes.js';
 import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js';
 import { storedVerdict } from '../repair/verdicts/storedVerdict.js';
+import type { Usage } from '../protocol/usage.js';
+import { isBudgetStop, NO_USAGE } from '../repair/usage/usageAccounting.js';
+import { cellTimes, runUsageOf, storedPrice, usageOf, wallBetween } from '../repair/usage/usageFigures.js';
 
 /** Store rows -> protocol snapshots. Everything a view shows comes from here, so a restarted runner shows the same. */
 /** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted; a cancelled one says so itself. */
@@ -77,13 +80,16 @@ export function attemptSnapshot(
   ranking?: RankingExplained,
   run: 'going' | 'ended' | 'interrupted' = 'going',
   waitingForCell: number | null = null,
+  usage?: Usage,
 ): AttemptSnapshot {
   const v = a.verdict_json ? storedVerdict(a.verdict_json) : null;
+  const status = shownAttemptStatus(a.status, run);
   return {
     index: a.idx,
     attempt_id: a.attempt_id,
     temperature: a.temperature,
-    status: shownAttemptStatus(a.status, run),
+    // Its budget ran out: judged and kept like any finished attempt, shown as its own state.
+    status: status === 'finished' && isBudgetStop(a.stop) ? 'budget' : status,
     turns: Math.max(a.turns, liveTurns),
     tokens: a.tokens,
     green: v ? v.green : null,
@@ -98,6 +104,8 @@ export function attemptSnapshot(
     could_not_run: v?.could_not_run ?? null,
     failing_before: v?.failing_before ?? [],
     ...(waitingForCell !== null && a.status === 'running' ? { waiting_for_cell: waitingForCell } : {}),
+    ...(usage ? { usage } : {}),
+    stop: a.stop,
   };
 }
 
@@ -136,14 +144,55 @@ export function runSnapshot(
   const ranking = run.status === 'running' ? undefined : rankAttempts(attempts);
   const summary = runSummary(run, runnerAlive);
   const state = summary.status === 'running' ? 'going' : summary.status === 'interrupted' ? 'interrupted' : 'ended';
+  const cells = store.cells(runId);
+  const usage = snapshotUsage(store, run, attempts, cells, state === 'going');
   return {
     run: summary,
     attempts: attempts.map((a) =>
-      attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, state, waiting.get(a.idx) ?? null),
+      attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, state, waiting.get(a.idx) ?? null, usage.attempts.get(a.idx)),
     ),
-    cells: [...store.cells(runId).map(cellSnapshot), ...running.filter((c) => c.run_id === runId)],
+    cells: [...cells.map(cellSnapshot), ...running.filter((c) => c.run_id === runId)],
     ranking: ranking?.lines ?? [],
+    usage: usage.run,
   };
+}
+
+/**
+ * Time and tokens from the store: an attempt's wall time runs until it finished (or now, while
+ * the run goes on); the run's is its report's duration once it ended, else from its creation.
+ */
+function snapshotUsage(
+  store: RunStore,
+  run: RunRow,
+  attempts: AttemptRow[],
+  cells: CellRow[],
+  going: boolean,
+): { attempts: Map<number, Usage>; run: Usage } {
+  const tokens = store.attemptUsage(run.id);
+  const times = cellTimes(cells);
+  const price = storedPrice(run.settings_json);
+  const now = Date.now();
+  const byAttempt = new Map(
+    attempts.map((a) => [
+      a.idx,
+      usageOf(
+        wallBetween(a.started_at, a.finished_at ?? (going ? null : a.started_at), now),
+        times.byAttempt.get(a.idx) ?? 0,
+        tokens.get(a.idx) ?? NO_USAGE,
+        price,
+      ),
+    ]),
+  );
+  let wall = wallBetween(run.created_at, going ? null : run.updated_at, now);
+  if (!going && run.report_json) {
+    try {
+      const d = (JSON.parse(run.report_json) as { duration_ms?: unknown }).duration_ms;
+      if (typeof d === 'number' && Number.isFinite(d)) wall = d;
+    } catch {
+      // A damaged report: the store's times stand.
+    }
+  }
+  return { attempts: byAttempt, run: runUsageOf(wall, times.all, [...tokens.values()], price) };
 }
 
 /** The stored attempts ranked as the run ranked them (selectWinner over verdicts and patches). */

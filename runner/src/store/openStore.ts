@@ -158,6 +158,12 @@ const MIGRATIONS: string[] = [
      ticket INTEGER NOT NULL,
      created_at TEXT NOT NULL
    );`,
+  // Usage per model turn, input and output apart (NULL: not reported; turns of older runs read
+  // as unknown, never as 0), and why each attempt's agent stopped ('tokens'/'run_tokens': budget).
+  `ALTER TABLE model_turns ADD COLUMN input_tokens INTEGER;
+   ALTER TABLE model_turns ADD COLUMN output_tokens INTEGER;
+   ALTER TABLE model_turns ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE attempts ADD COLUMN stop TEXT;`,
 ];
 
 /**

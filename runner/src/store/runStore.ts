@@ -58,6 +58,10 @@ export interface TurnRow {
   tool_results_json: string;
   tokens: number;
   created_at: string;
+  /** Null: not reported (and in runs recorded before usage was kept). */
+  input_tokens: number | null;
+  output_tokens: number | null;
+  usage_estimated: number;
 }
 
 export interface AttemptRow {
@@ -74,6 +78,24 @@ export interface AttemptRow {
   error: string | null;
   started_at: string | null;
   finished_at: string | null;
+  /** Why its agent loop stopped (AgentOutcome.stop); 'tokens'/'run_tokens': its budget ran out. Null in older stores. */
+  stop: string | null;
+}
+
+/** One turn's tokens as recorded (repair/usage's TurnUsage; null: not reported). */
+interface TurnUsage {
+  input: number | null;
+  output: number | null;
+  estimated: boolean;
+}
+
+/** An attempt's tokens summed from its turns (repair/usage's UsageTotals). */
+interface UsageTotals {
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  unknown_turns: number;
+  estimated: boolean;
 }
 
 const now = () => new Date().toISOString();
@@ -136,18 +158,20 @@ export class RunStore {
   finishAttempt(
     runId: string,
     idx: number,
-    result: { verdict: unknown; patch: Buffer; turns: number; tokens: number } | { error: string; turns: number; tokens: number },
+    result: ({ verdict: unknown; patch: Buffer } | { error: string }) & { turns: number; tokens: number; stop?: string | null },
   ): void {
     if ('error' in result) {
       this.db
-        .prepare(`UPDATE attempts SET status = 'failed', error = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`)
-        .run(result.error, result.turns, result.tokens, now(), runId, idx);
+        .prepare(
+          `UPDATE attempts SET status = 'failed', error = ?, turns = ?, tokens = ?, stop = ?, finished_at = ? WHERE run_id = ? AND idx = ?`,
+        )
+        .run(result.error, result.turns, result.tokens, result.stop ?? null, now(), runId, idx);
     } else {
       this.db
         .prepare(
-          `UPDATE attempts SET status = 'finished', verdict_json = ?, patch = ?, turns = ?, tokens = ?, finished_at = ? WHERE run_id = ? AND idx = ?`,
+          `UPDATE attempts SET status = 'finished', verdict_json = ?, patch = ?, turns = ?, tokens = ?, stop = ?, finished_at = ? WHERE run_id = ? AND idx = ?`,
         )
-        .run(JSON.stringify(result.verdict), result.patch, result.turns, result.tokens, now(), runId, idx);
+        .run(JSON.stringify(result.verdict), result.patch, result.turns, result.tokens, result.stop ?? null, now(), runId, idx);
     }
   }
 
@@ -158,10 +182,40 @@ export class RunStore {
       .run(JSON.stringify(verdict), runId, idx);
   }
 
-  recordTurn(runId: string, attemptIdx: number, turnIdx: number, response: unknown, toolResults: unknown, tokens: number): void {
+  recordTurn(runId: string, attemptIdx: number, turnIdx: number, response: unknown, toolResults: unknown, usage: TurnUsage): void {
     this.db
-      .prepare(`INSERT OR REPLACE INTO model_turns VALUES (?, ?, ?, ?, ?, ?, ?)`)
-      .run(runId, attemptIdx, turnIdx, JSON.stringify(response), JSON.stringify(toolResults), tokens, now());
+      .prepare(
+        `INSERT OR REPLACE INTO model_turns (run_id, attempt_idx, turn_idx, response_json, tool_results_json, tokens, created_at, input_tokens, output_tokens, usage_estimated)
+                              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        runId,
+        attemptIdx,
+        turnIdx,
+        JSON.stringify(response),
+        JSON.stringify(toolResults),
+        (usage.input ?? 0) + (usage.output ?? 0),
+        now(),
+        usage.input,
+        usage.output,
+        usage.estimated ? 1 : 0,
+      );
+  }
+
+  /**
+   * Model usage per attempt, summed from its recorded turns (so an attempt still running shows
+   * what it used so far). A turn with neither figure is unknown: older runs, endpoints without usage.
+   */
+  attemptUsage(runId: string): Map<number, UsageTotals> {
+    const rows = this.db
+      .prepare(
+        `SELECT attempt_idx, count(*) AS turns, coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
+                sum(CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN 1 ELSE 0 END) AS unknown_turns,
+                max(CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN 0 ELSE usage_estimated END) AS estimated
+           FROM model_turns WHERE run_id = ? GROUP BY attempt_idx`,
+      )
+      .all(runId) as (Omit<UsageTotals, 'estimated'> & { attempt_idx: number; estimated: number })[];
+    return new Map(rows.map(({ attempt_idx, estimated, ...t }) => [attempt_idx, { ...t, estimated: estimated === 1 }]));
   }
 
   recordCell(

@@ -85,7 +85,10 @@ describe('model clients against local stand-in endpoints (the model is the only 
         turn === 0
           ? { id: 'c1', type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: 'calc.py', ...FIX }) } }
           : { id: 'c2', type: 'function', function: { name: 'finish', arguments: '{"summary":"done"}' } };
-      return { choices: [{ message: { role: 'assistant', content: null, tool_calls: [call] } }], usage: { total_tokens: 42 } };
+      return {
+        choices: [{ message: { role: 'assistant', content: null, tool_calls: [call] } }],
+        usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 },
+      };
     });
     const repo = sampleRepo();
     try {
@@ -95,6 +98,9 @@ describe('model clients against local stand-in endpoints (the model is the only 
       assert.ok(seen.tools.includes('edit_file') && seen.tools.includes('run_tests'));
       assert.match(JSON.stringify(seen.toolMessages), /edited calc\.py/);
       assert.equal(r.report!.attempts[0]!.tokens, 84);
+      // Input and output apart, per turn (issue 31).
+      assert.equal(r.report!.attempts[0]!.usage!.input_tokens, 60);
+      assert.equal(r.report!.attempts[0]!.usage!.output_tokens, 24);
     } finally {
       server.close();
       repo.cleanup();
@@ -115,7 +121,10 @@ describe('model clients against local stand-in endpoints (the model is the only 
         results.length === 0
           ? { type: 'tool_use', id: 'tu1', name: 'edit_file', input: { path: 'calc.py', ...FIX } }
           : { type: 'tool_use', id: 'tu2', name: 'finish', input: { summary: 'done' } };
-      return { content: [{ type: 'text', text: 'working' }, block], usage: { input_tokens: 10, output_tokens: 5 } };
+      return {
+        content: [{ type: 'text', text: 'working' }, block],
+        usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 100 },
+      };
     });
     const repo = sampleRepo();
     try {
@@ -123,6 +132,9 @@ describe('model clients against local stand-in endpoints (the model is the only 
       assert.equal(r.status, 0, r.stderr);
       assert.equal(key, 'sk-ant-test');
       assert.match(JSON.stringify(results), /"tool_use_id":"tu1".*edited calc\.py/);
+      // Cached prompt tokens were sent: they count as input.
+      assert.equal(r.report!.attempts[0]!.usage!.input_tokens, 220);
+      assert.equal(r.report!.attempts[0]!.usage!.output_tokens, 10);
     } finally {
       server.close();
       repo.cleanup();

@@ -14,6 +14,9 @@ import type { AttemptResult, FixOutcome, RunScope } from './fixRun.js';
 import type { RunCells } from './runCells.js';
 import type { Settled } from './settleWorktrees.js';
 import type { RunStore } from '../../store/runStore.js';
+import type { Usage } from '../../protocol/usage.js';
+import { isBudgetStop, type ModelPrice, NO_USAGE } from '../usage/usageAccounting.js';
+import { cellTimes, runUsageOf, usageOf, wallBetween } from '../usage/usageFigures.js';
 
 export interface ReportInput extends RunScope {
   cells: RunCells;
@@ -67,17 +70,18 @@ export function brokenEnvironmentReport(
  * one progress line, with the patch runPreparedFix writes to --out beside it.
  */
 export function finishReport(input: ReportInput): FixOutcome & { patch: PatchBytes } {
-  const { run, deps, cells, baseline, results, selection, groundTruth, fixed, settled } = input;
+  const { run, request, deps, cells, baseline, results, selection, groundTruth, fixed, settled } = input;
   const { store } = deps;
   const { winner } = selection;
   const closest = selection.best ?? winner;
+  const usage = reportUsage(store, run.runId, Date.now() - run.started, request.price);
   const report: FixReport = {
     ...reportHead(input, fixed ? 'fixed' : 'not_fixed'),
     baseline: baseline.verdict,
     issue_tests: input.issueTests,
     environment: null,
     dependencies: cells.dependencies,
-    attempts: results.map(attemptReport),
+    attempts: results.map((r) => attemptReport(r, usage.attempts.get(r.index) ?? null)),
     winner:
       fixed && winner
         ? {
@@ -94,6 +98,7 @@ export function finishReport(input: ReportInput): FixOutcome & { patch: PatchByt
     cells: store.cellCount(run.runId),
     ...cellNodes(store, run.runId),
     duration_ms: Date.now() - run.started,
+    usage: usage.run,
   };
   report.ending = runEnding(report);
   store.finishRun(run.runId, fixed ? 'fixed' : 'not_fixed', fixed && settled.winnerResult ? settled.winnerResult.index : null, report);
@@ -119,12 +124,12 @@ function reportHead(
   };
 }
 
-function attemptReport(r: AttemptResult): AttemptReport {
+function attemptReport(r: AttemptResult, usage: Usage | null): AttemptReport {
   return {
     index: r.index,
     attempt_id: r.attemptId,
     temperature: r.temperature,
-    status: r.error ? 'failed' : 'finished',
+    status: r.error ? 'failed' : isBudgetStop(r.outcome?.stop) ? 'budget' : 'finished',
     stop: r.outcome?.stop ?? null,
     turns: r.outcome?.turns ?? 0,
     tokens: r.outcome?.tokens ?? 0,
@@ -134,7 +139,29 @@ function attemptReport(r: AttemptResult): AttemptReport {
     omitted: r.omitted,
     generated: r.generated,
     error: r.error,
+    ...(usage ? { usage } : {}),
   };
+}
+
+/** Time and tokens per attempt and for the run, from what the store recorded of them. */
+function reportUsage(
+  store: RunStore,
+  runId: string,
+  wallMs: number,
+  price: ModelPrice | undefined,
+): { attempts: Map<number, Usage>; run: Usage } {
+  const tokens = store.attemptUsage(runId);
+  const times = cellTimes(store.cells(runId));
+  const now = Date.now();
+  const attempts = new Map(
+    store
+      .attempts(runId)
+      .map((a) => [
+        a.idx,
+        usageOf(wallBetween(a.started_at, a.finished_at, now), times.byAttempt.get(a.idx) ?? 0, tokens.get(a.idx) ?? NO_USAGE, price),
+      ]),
+  );
+  return { attempts, run: runUsageOf(wallMs, times.all, [...tokens.values()], price) };
 }
 
 /** winner.diff, report.json and summary.md in --out; the summary also in GitHub's step summary. */

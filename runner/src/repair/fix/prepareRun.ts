@@ -115,6 +115,8 @@ export const RUN_SETTINGS = [
   'temperature',
   'max_turns',
   'max_tokens',
+  'max_run_tokens',
+  'price',
   'timeout_per_attempt_s',
   'cell_timeout_s',
   'allow_net',

@@ -11,7 +11,8 @@ import {
 } from '../../workspace/attemptWorktree.js';
 import { captureApplicablePatch } from '../../workspace/captureWorktreeDiff.js';
 import { EMPTY_PATCH, patchFromStore } from '../../workspace/patchBytes.js';
-import { runAgentLoop } from '../agentLoop.js';
+import { type AgentOutcome, runAgentLoop } from '../agentLoop.js';
+import { isBudgetStop, NO_USAGE, RunTokenBudget, type UsageTotals } from '../usage/usageAccounting.js';
 import { patchSize } from '../selectWinner.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 import { type AttemptResult, hookNote, regressionNote, type RunScope, throwIfCancelled } from './fixRun.js';
@@ -47,6 +48,8 @@ export interface AttemptInput extends AttemptsInput {
   failingFirstNow: () => FailingFirstPlan | null;
   index: number;
   temperature: number;
+  /** The run's tokens, shared by its attempts (--max-run-tokens). */
+  runBudget: RunTokenBudget;
 }
 
 /** What judging an attempt needs, once the baseline is known. */
@@ -70,6 +73,12 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
       .map((a) => [a.idx, a]),
   );
   const verdicts = new RunVerdicts();
+  // Shared by the K attempts; a resumed run's kept attempts spent part of it already.
+  const runBudget = new RunTokenBudget(
+    request.max_run_tokens ?? null,
+    [...done.values()].reduce((n, a) => n + a.tokens, 0),
+  );
+  const usage = deps.store.attemptUsage(run.runId);
   const failingFirst = input.baseline.then((baselineReport) => planFailingFirst(input, baselineReport));
   // Awaited by each attempt when it is judged; a baseline that ends the run aborts them first.
   failingFirst.catch(() => undefined);
@@ -85,7 +94,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
       const previous = done.get(i);
       if (previous) {
         deps.progress(`attempt ${i}: finished before the interruption, kept`);
-        return keptAttempt(run.repo, run.base, previous);
+        return keptAttempt(run.repo, run.base, previous, usage.get(i) ?? NO_USAGE);
       }
       // A killed runner may have left this attempt's worktree and branch behind.
       await destroyAttemptWorktree({
@@ -93,7 +102,7 @@ export async function runAttempts(input: AttemptsInput): Promise<AttemptResult[]
         path: join(attemptsDir(await locateRepository(run.repo)), `${run.runId}-a${i}`),
         branch: `forge/attempt/${run.runId}-a${i}`,
       }).catch(() => undefined);
-      return runAttempt({ ...input, verdicts, failingFirst, failingFirstNow: () => planned, index: i, temperature: t });
+      return runAttempt({ ...input, verdicts, failingFirst, failingFirstNow: () => planned, index: i, temperature: t, runBudget });
     },
     deps.signal,
   );
@@ -138,7 +147,12 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       testCmd: run.testCmd,
       temperature,
       model: deps.model,
-      budget: { maxTurns: request.max_turns, deadline: Date.now() + request.timeout_per_attempt_s * 1000, maxTokens: request.max_tokens },
+      budget: {
+        maxTurns: request.max_turns,
+        deadline: Date.now() + request.timeout_per_attempt_s * 1000,
+        maxTokens: request.max_tokens,
+        run: input.runBudget,
+      },
       runCell: async (command, purpose, turn) => {
         if (purpose !== 'run_tests' || !request.reuse_verdicts) {
           if (purpose !== 'run_tests') {
@@ -211,11 +225,17 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
           turn,
           reply,
           results.map((r) => ({ tool: r.call.name, arguments: r.call.arguments, result: r.result.slice(0, 4000) })),
-          reply.tokens,
+          reply.usage,
         ),
       ...(signal ? { signal } : {}),
     });
     throwIfCancelled(signal);
+    // A budget stop is an early stop like max_turns and deadline: what it produced is judged and
+    // kept for review (its worktree, branch and patch), and it is shown as "budget".
+    if (isBudgetStop(result.outcome.stop))
+      progress(
+        `attempt ${index}: stopped for its budget after ${result.outcome.turns} turn(s): ${result.outcome.stop === 'tokens' ? `its --max-tokens ${request.max_tokens}` : `the run's --max-run-tokens ${request.max_run_tokens}`} spent (${result.outcome.tokens} tokens in and out); judging what it made`,
+      );
     // The agent worked while the baseline ran: its verdict needs the baseline's report.
     const judge: JudgeInput = { ...input, baselineReport: await input.baseline, plan: await input.failingFirst };
     throwIfCancelled(signal);
@@ -304,6 +324,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       patch: result.patch,
       turns: result.outcome.turns,
       tokens: result.outcome.tokens,
+      stop: result.outcome.stop,
     });
     if (result.verdict.could_not_run)
       progress(
@@ -328,7 +349,12 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       await cells.cleanUp(result.wt);
       result.wt = null;
     }
-    store.finishAttempt(runId, index, { error: result.error, turns: result.outcome?.turns ?? 0, tokens: result.outcome?.tokens ?? 0 });
+    store.finishAttempt(runId, index, {
+      error: result.error,
+      turns: result.outcome?.turns ?? 0,
+      tokens: result.outcome?.tokens ?? 0,
+      stop: result.outcome?.stop ?? null,
+    });
     progress(`attempt ${index}: failed: ${result.error}`);
   }
   return result;
@@ -347,7 +373,7 @@ async function judgeOnTree(input: JudgeInput, commit: string, id: string): Promi
 }
 
 /** An attempt that finished before the interruption: its verdict and patch come from the store. */
-async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<AttemptResult> {
+async function keptAttempt(repo: string, base: string, a: AttemptRow, usage: UsageTotals): Promise<AttemptResult> {
   const path = join(attemptsDir(await locateRepository(repo)), a.attempt_id);
   const location = existsSync(path) ? await locateAttemptWorktree(repo, path) : null;
   return {
@@ -357,7 +383,7 @@ async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<A
     wt: location
       ? { repo, attemptId: a.attempt_id, path, branch: `forge/attempt/${a.attempt_id}`, baseCommit: base, included: [], location }
       : null,
-    outcome: { turns: a.turns, tokens: a.tokens, stop: 'finish', summary: null },
+    outcome: { turns: a.turns, tokens: a.tokens, usage, stop: keptStop(a.stop), summary: null },
     verdict: a.verdict_json ? (JSON.parse(a.verdict_json) as Verdict) : null,
     patch: patchFromStore(a.patch),
     warnings: [],
@@ -365,6 +391,12 @@ async function keptAttempt(repo: string, base: string, a: AttemptRow): Promise<A
     generated: [],
     error: a.error,
   };
+}
+
+/** Pure: the stop a kept attempt recorded (older stores recorded none: finish, as they were shown). */
+function keptStop(stop: string | null): AgentOutcome['stop'] {
+  const known: AgentOutcome['stop'][] = ['finish', 'no_tool_calls', 'max_turns', 'deadline', 'tokens', 'run_tokens', 'cancelled'];
+  return known.find((k) => k === stop) ?? 'finish';
 }
 
 /**

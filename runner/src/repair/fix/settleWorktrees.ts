@@ -4,6 +4,7 @@ import { repoTarget } from '../../workspace/repoLocation.js';
 import { applyToWorkspace } from '../../workspace/reviewWinner.js';
 import { runGit } from '../../workspace/safeGit.js';
 import type { CandidateGroup } from '../selectWinner.js';
+import { isBudgetStop } from '../usage/usageAccounting.js';
 import type { AttemptResult, RunScope } from './fixRun.js';
 import type { RunCells } from './runCells.js';
 
@@ -44,6 +45,18 @@ export async function settleWorktrees({ run, request, deps, cells, results, winn
       await commitAttempt(r.wt, `forge: fix from attempt ${r.index} of ${run.runId}`);
       await cells.cleanUp(r.wt, { keepBranch: true });
       winnerBranch = r.wt.branch;
+    } else if (isBudgetStop(r.outcome?.stop) && !r.error && r.patch.length > 0) {
+      // Stopped by its token budget, not by a verdict on its idea: its work stays on its branch
+      // (forge/attempt/<id>) to review or go on from, besides its patch in the store.
+      const kept = await commitAttempt(r.wt, `forge: attempt ${r.index} of ${run.runId}, stopped by its token budget`).then(
+        () => true,
+        (e: Error) => (
+          deps.progress(`attempt ${r.index}: its work could not be kept on a branch (${e.message}); its patch is in the run`),
+          false
+        ),
+      );
+      await cells.cleanUp(r.wt, { keepBranch: kept });
+      if (kept) deps.progress(`attempt ${r.index}: stopped by its budget; its work is kept on ${r.wt.branch}`);
     } else {
       await cells.cleanUp(r.wt);
     }

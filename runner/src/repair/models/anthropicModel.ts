@@ -1,5 +1,6 @@
 import { TOOL_SPECS } from '../tools/toolSpecs.js';
-import { postJson } from './httpModel.js';
+import { postJson, reportedCount } from './httpModel.js';
+import type { TurnUsage } from '../usage/usageAccounting.js';
 import type { ChatMessage, ModelReply, ModelRequest, RepairModel } from './repairModel.js';
 
 interface AnthropicConfig {
@@ -38,7 +39,7 @@ export class AnthropicModel implements RepairModel {
       signal,
     )) as {
       content?: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> })[];
-      usage?: { input_tokens?: number; output_tokens?: number };
+      usage?: { input_tokens?: unknown; output_tokens?: unknown; cache_read_input_tokens?: unknown; cache_creation_input_tokens?: unknown };
     };
     if (!Array.isArray(res.content)) throw new Error('model endpoint answered without content blocks');
     const text = res.content
@@ -53,9 +54,19 @@ export class AnthropicModel implements RepairModel {
           const u = b as { id: string; name: string; input: Record<string, unknown> };
           return { id: u.id, name: u.name, arguments: u.input ?? {} };
         }),
-      tokens: (res.usage?.input_tokens ?? 0) + (res.usage?.output_tokens ?? 0),
+      usage: anthropicUsage(res.usage),
     };
   }
+}
+
+/**
+ * Pure: Anthropic reports cached prompt tokens apart from input_tokens (read from, or written
+ * to, the prompt cache): they were sent, so they count as input here.
+ */
+export function anthropicUsage(u: Record<string, unknown> | undefined): TurnUsage {
+  const parts = [u?.input_tokens, u?.cache_read_input_tokens, u?.cache_creation_input_tokens].map(reportedCount);
+  const input = parts.every((p) => p === null) ? null : parts.reduce<number>((n, p) => n + (p ?? 0), 0);
+  return { input, output: reportedCount(u?.output_tokens), estimated: false };
 }
 
 /** Tool results go back as tool_result blocks in one user message per assistant turn. */

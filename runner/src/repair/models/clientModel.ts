@@ -1,5 +1,6 @@
 import { describeZodError } from '../../protocol/inputError.js';
 import { ModelReplySchema } from '../../protocol/rpcFix.js';
+import { UNKNOWN_USAGE } from '../usage/usageAccounting.js';
 import { TOOL_SPECS } from '../tools/toolSpecs.js';
 import type { ModelReply, ModelRequest, RepairModel } from './repairModel.js';
 
@@ -28,6 +29,8 @@ export class ClientModel implements RepairModel {
     );
     const parsed = ModelReplySchema.safeParse(raw);
     if (!parsed.success) throw new Error(describeZodError('model/reply answer', parsed.error));
-    return parsed.data;
+    const { content, tool_calls, usage } = parsed.data;
+    // A client that sends only a total (older extensions) reports no split: unknown, not guessed.
+    return { content, tool_calls, usage: usage ?? UNKNOWN_USAGE };
   }
 }

@@ -40,3 +40,8 @@ export function parseArguments(raw: unknown): Record<string, unknown> {
     return { __unparsable: raw };
   }
 }
+
+/** A token count from an endpoint's answer (untrusted): a non-negative whole number, else not reported (null). */
+export function reportedCount(raw: unknown): number | null {
+  return typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0 ? raw : null;
+}

@@ -1,5 +1,5 @@
 import { TOOL_SPECS } from '../tools/toolSpecs.js';
-import { parseArguments, postJson } from './httpModel.js';
+import { parseArguments, postJson, reportedCount } from './httpModel.js';
 import type { ChatMessage, ModelReply, ModelRequest, RepairModel } from './repairModel.js';
 
 interface OpenAiConfig {
@@ -28,7 +28,7 @@ export class OpenAiCompatibleModel implements RepairModel {
     const headers: Record<string, string> = this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {};
     const res = (await postJson(`${this.config.baseUrl.replace(/\/$/, '')}/chat/completions`, headers, body, signal)) as {
       choices?: { message?: { content?: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[] } }[];
-      usage?: { total_tokens?: number };
+      usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
     };
     const message = res.choices?.[0]?.message;
     if (!message) throw new Error('model endpoint answered without a message (choices[0].message)');
@@ -39,7 +39,8 @@ export class OpenAiCompatibleModel implements RepairModel {
         name: c.function.name,
         arguments: parseArguments(c.function.arguments),
       })),
-      tokens: res.usage?.total_tokens ?? 0,
+      // Cached prompt tokens are part of prompt_tokens in this API.
+      usage: { input: reportedCount(res.usage?.prompt_tokens), output: reportedCount(res.usage?.completion_tokens), estimated: false },
     };
   }
 }

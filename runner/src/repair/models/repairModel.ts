@@ -1,3 +1,5 @@
+import type { TurnUsage } from '../usage/usageAccounting.js';
+
 /** The contract between the agent loop and any model (replay, OpenAI-compatible, Anthropic). */
 export interface ToolCall {
   id: string;
@@ -22,7 +24,8 @@ export interface ModelRequest {
 export interface ModelReply {
   content: string | null;
   tool_calls: ToolCall[];
-  tokens: number;
+  /** Input and output tokens of this turn as the endpoint reported them (null: not reported). */
+  usage: TurnUsage;
 }
 
 export interface RepairModel {

@@ -1,4 +1,5 @@
 import type { ModelReply, ModelRequest, RepairModel } from './repairModel.js';
+import { UNKNOWN_USAGE } from '../usage/usageAccounting.js';
 import { loadReplayScript, type ReplayScript, turnsForAttempt } from './replayScript.js';
 
 /**
@@ -18,12 +19,14 @@ export class ReplayModel implements RepairModel {
   async reply(request: ModelRequest): Promise<ModelReply> {
     const turns = turnsForAttempt(this.script, request.attemptIndex);
     const turn = turns[request.turnIndex];
-    if (!turn) return { content: 'replay script ended', tool_calls: [], tokens: 0 };
-    if ('content' in turn) return { content: turn.content, tool_calls: [], tokens: 0 };
+    if (!turn) return { content: 'replay script ended', tool_calls: [], usage: UNKNOWN_USAGE };
+    // A turn without usage figures reports none, as an endpoint without usage would.
+    const usage = turn.usage ? { input: turn.usage.input, output: turn.usage.output, estimated: false } : UNKNOWN_USAGE;
+    if ('content' in turn) return { content: turn.content, tool_calls: [], usage };
     return {
       content: null,
       tool_calls: turn.tool_calls.map((c, i) => ({ id: `call-${request.turnIndex}-${i}`, name: c.name, arguments: c.arguments })),
-      tokens: 0,
+      usage,
     };
   }
 }

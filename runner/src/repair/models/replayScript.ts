@@ -12,7 +12,16 @@ const ToolCallSchema = z
   })
   .strict();
 
-const TurnSchema = z.union([z.object({ tool_calls: z.array(ToolCallSchema).min(1) }).strict(), z.object({ content: z.string() }).strict()]);
+/** A bound on one turn's figures: far above any model's context, so a typo (an extra digit run) is refused, not summed. */
+export const MAX_TURN_TOKENS = 100_000_000;
+const count = z.number().int().min(0).max(MAX_TURN_TOKENS);
+/** What the scripted turn "used": lets tests drive the usage accounting and the token budgets. Absent: not reported. */
+const UsageSchema = z.object({ input: count, output: count }).strict();
+
+const TurnSchema = z.union([
+  z.object({ tool_calls: z.array(ToolCallSchema).min(1), usage: UsageSchema.optional() }).strict(),
+  z.object({ content: z.string(), usage: UsageSchema.optional() }).strict(),
+]);
 
 /** `--model replay:FILE`: scripted model turns for offline runs, tests and the demo. */
 export const ReplayScriptSchema = z
