@@ -120,7 +120,13 @@ async function bootOnce(
       outputSocket: null,
       shares: [],
     });
-    const child = spawn(tools.qemu, args, { stdio: 'ignore', detached: true });
+    // Under bwrap --die-with-parent (no other confinement: the probe VM has no shares): the probe
+    // is the boot that hangs on these machines and only the runner's timer ends it, so a runner
+    // killed meanwhile must take its probe VM with it (one was found still spinning 40 min on).
+    const child = spawn(tools.bwrap, ['--dev-bind', '/', '/', '--die-with-parent', '--', tools.qemu, ...args], {
+      stdio: 'ignore',
+      detached: true,
+    });
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     const timer = setTimeout(() => killGroup(child), deadlineMs);
     await exited;
