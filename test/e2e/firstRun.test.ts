@@ -68,7 +68,11 @@ describe('first run in VS Code (packaged VSIX in code-server + Chromium)', funct
     );
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, stdio: 'pipe' });
     // A new user's settings: a model and where cells run, nothing else of Forge's.
-    const dirs = prepareUserData(work, { 'forge.model': 'openai:gpt-4o', 'forge.provider': 'host' });
+    const dirs = prepareUserData(work, {
+      'forge.model': 'openai:gpt-4o',
+      'forge.provider': 'host',
+      'workbench.welcomePage.walkthroughs.openOnInstall': true,
+    });
     assert.match(installExtension(dirs, join(ROOT, 'forge-cells-0.1.0.vsix')), /successfully installed/i);
     repo = sampleRepo('js-slug');
     server = await startCodeServer(dirs, repo.dir, { FORGE_STATE_DIR: state, FORGE_CELLD_ENABLED: '' });

@@ -19,6 +19,9 @@ export function setApiKeyCommand(deps: { secrets: vscode.SecretStorage; runner: 
     if (key === undefined) return;
     if (key === '') await deps.secrets.delete(pick.k.secret);
     else await deps.secrets.store(pick.k.secret, key);
+    // The walkthrough's "Choose a model" step completes on this key, not on the command: a step
+    // completing on a command moves focus into the walkthrough while this command's inputs are open.
+    if (key !== '') void vscode.commands.executeCommand('setContext', 'forge.apiKeyStored', true);
     if (!deps.state.runs.some((r) => r.status === 'running')) await deps.runner.restart();
     void vscode.window.showInformationMessage(
       `Forge: ${pick.k.label} key ${key === '' ? 'removed' : 'saved'}; the runner uses it from its next start.`,

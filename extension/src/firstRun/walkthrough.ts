@@ -20,11 +20,17 @@ export function getStartedCommand(context: vscode.ExtensionContext) {
  * not wait for it; the flag is written first, so a reload never opens it again.
  */
 export function openWalkthroughOnFirstRun(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): vscode.Disposable {
-  if (!firstRunDecision(context.globalState.get<boolean>(WALKTHROUGH_SHOWN_KEY)).open) return { dispose() {} };
+  const openOnInstall = vscode.workspace.getConfiguration('workbench.welcomePage').get<boolean>('walkthroughs.openOnInstall', true);
+  if (!firstRunDecision(context.globalState.get<boolean>(WALKTHROUGH_SHOWN_KEY), openOnInstall).open) return { dispose() {} };
   const timer = setTimeout(() => {
     void context.globalState
       .update(WALKTHROUGH_SHOWN_KEY, true)
-      .then(() => vscode.commands.executeCommand('workbench.action.openWalkthrough', walkthroughRef(context), false))
+      .then(() =>
+        // inactive: shown in the editor area without taking the keyboard focus (its step pages
+        // are webviews that focus themselves as they load, which took Enter away from a quick
+        // pick the user had opened meanwhile, e.g. Fix Issue in Cells' first question).
+        vscode.commands.executeCommand('workbench.action.openWalkthrough', walkthroughRef(context), { toSide: false, inactive: true }),
+      )
       .then(undefined, (e: Error) => log.warn(`could not open the Get Started walkthrough: ${e.message}`));
   }, 0);
   return { dispose: () => clearTimeout(timer) };
