@@ -75,7 +75,7 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     );
     await assert.rejects(call('review/apply', { run_id: runId, selection: { hunks: ['../x'] } }), /hunk id/);
     await assert.rejects(call('review/apply', { run_id: runId, selection: {} }), /chooses nothing/);
-    await assert.rejects(call('review/apply', { run_id: runId, selection: { files: ['/etc/passwd'] } }), /unknown file/);
+    await assert.rejects(call('review/apply', { run_id: runId, selection: { files: ['/etc/passwd'] } }), /a file id from review\/hunks .*not a path/);
     assert.equal(git(repo, 'status', '--porcelain').trim(), '');
   });
 
@@ -120,7 +120,7 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
       });
     const listed = cli('hunks', runId);
     assert.equal(listed.status, 0, listed.stderr);
-    assert.match(listed.stdout, /^calc\.py\n {2}f0h0 +\+1 -1 {2}@@ -1,6 \+1,6 @@\n {2}f0h1 /);
+    assert.match(listed.stdout, /^f0 +calc\.py\n {2}f0h0 +\+1 -1 {2}@@ -1,6 \+1,6 @@\n {2}f0h1 /);
     const before = calc();
     const bad = cli('apply', runId, '--hunks', 'f0h9');
     assert.equal(bad.status, 2);
