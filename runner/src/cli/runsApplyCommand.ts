@@ -43,7 +43,9 @@ export function registerRunsApplyCommands(runs: Command): void {
       const r = await (await service()).reviewHunks(runId, attemptOf(flags.attempt));
       if (flags.json) return void process.stdout.write(JSON.stringify(r, null, 2) + '\n');
       for (const f of r.files) {
-        process.stdout.write(printable(`${f.id.padEnd(8)} ${f.path}${f.whole ? `  (${f.whole}: applied whole, --files ${f.id})` : ''}`) + '\n');
+        process.stdout.write(
+          printable(`${f.id.padEnd(8)} ${f.path}${f.whole ? `  (${f.whole}: applied whole, --files ${f.id})` : ''}`) + '\n',
+        );
         for (const h of f.hunks) process.stdout.write(printable(`  ${h.id.padEnd(8)} +${h.added} -${h.removed}  ${h.header}`) + '\n');
       }
     });

@@ -78,7 +78,11 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
       } catch (e) {
         const why = (e as Error).message.split('\n')[0];
         const back = restoreCheckout(undo);
-        restoreOwners();
+        try {
+          restoreOwners();
+        } catch {
+          // Best effort: an owner that could not be given back does not hide what happened.
+        }
         const dir = join(req.undoRoot, undo.id);
         if (back.failed.length === 0) {
           rmSync(dir, { recursive: true, force: true });

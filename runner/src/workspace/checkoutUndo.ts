@@ -1,4 +1,15 @@
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmdirSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, extname, join, sep } from 'node:path';
 import { rememberCheckoutOwners } from '../hostguard/checkoutOwnership.js';
 import { replaceFile } from './replaceFile.js';
@@ -145,6 +156,11 @@ export function restoreCheckout(record: UndoRecord): RestoreOutcome {
       }
       if (st?.isDirectory()) throw new Error('a directory is there now');
       const bytes = readFileSync(f.before!);
+      // Already as saved (a write that failed before reaching it): nothing to do.
+      if (st?.isFile() && (f.mode === null || (st.mode & 0o7777) === f.mode) && readFileSync(full).equals(bytes)) {
+        out.restored.push(f.path);
+        continue;
+      }
       // A root runner recreating a deleted file gives it (and directories made for it) back to its owner.
       const owners = st ? () => undefined : rememberCheckoutOwners(record.top, [f.path]);
       if (!st) mkdirSync(dirname(full), { recursive: true });

@@ -17,7 +17,9 @@ export function exactName(bytes: Buffer): string {
   try {
     text = STRICT_UTF8.decode(bytes);
   } catch {
-    throw new Error(`the change names a file that is not valid UTF-8 (${shownBytes(bytes)}); Forge does not apply such names, nothing was written`);
+    throw new Error(
+      `the change names a file that is not valid UTF-8 (${shownBytes(bytes)}); Forge does not apply such names, nothing was written`,
+    );
   }
   if (!Buffer.from(text, 'utf8').equals(bytes))
     throw new Error(`the file name ${shownBytes(bytes)} does not read back as the same bytes; nothing was written`);
@@ -26,7 +28,8 @@ export function exactName(bytes: Buffer): string {
 
 function shownBytes(bytes: Buffer): string {
   let out = '';
-  for (const b of bytes.subarray(0, 120)) out += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
+  for (const b of bytes.subarray(0, 120))
+    out += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
   return JSON.stringify(out);
 }
 

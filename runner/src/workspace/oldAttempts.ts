@@ -97,7 +97,9 @@ async function readRepo(repo: string): Promise<RepoRefs> {
  * branch was made: attempt branches start at a run's base commit, which may be years old.
  */
 async function reflogCreated(target: ReturnType<typeof repoTarget>, branch: string): Promise<number | null> {
-  const out = await runGit(target, ['log', '-g', '--format=%gd', '--date=unix', '--end-of-options', `refs/heads/${branch}`]).catch(() => null);
+  const out = await runGit(target, ['log', '-g', '--format=%gd', '--date=unix', '--end-of-options', `refs/heads/${branch}`]).catch(
+    () => null,
+  );
   const last = out?.text.split('\n').filter(Boolean).pop();
   const m = last ? /@\{(\d+)\}$/.exec(last) : null;
   return m ? Number(m[1]) * 1000 : null;
@@ -158,7 +160,9 @@ export async function findOldAttempts(store: RunStore, o: OldAttemptsOptions): P
       const facts = orphanFacts(b, now, checkedOut.has(b.branch));
       if (isOrphanBranch(facts, known, o.olderThanS)) out.orphans.push({ repo, branch: b.branch, age_s: facts.age_s! });
       else if (facts.age_s === null && isOrphanBranch({ ...facts, age_s: Number.MAX_SAFE_INTEGER }, known, o.olderThanS))
-        out.notes.push(`${repo}: branch ${b.branch} kept: it has no reflog, so when it was made is not known (git branch -D it if unwanted)`);
+        out.notes.push(
+          `${repo}: branch ${b.branch} kept: it has no reflog, so when it was made is not known (git branch -D it if unwanted)`,
+        );
     }
   }
   out.runs.sort((a, b) => b.age_s - a.age_s);

@@ -96,7 +96,11 @@ export function isOrphanBranch(b: BranchFacts, knownRunIds: ReadonlySet<string>,
 }
 
 /** Pure: a branch's facts; its age from its reflog's creation time and its tip (see BranchFacts.age_s). */
-export function orphanFacts(b: { branch: string; tipTime: number; createdTime: number | null }, nowMs: number, checkedOut: boolean): BranchFacts {
+export function orphanFacts(
+  b: { branch: string; tipTime: number; createdTime: number | null },
+  nowMs: number,
+  checkedOut: boolean,
+): BranchFacts {
   if (b.createdTime === null) return { branch: b.branch, age_s: null, checkedOut };
   return { branch: b.branch, age_s: Math.max(0, Math.floor((nowMs - Math.max(b.createdTime, b.tipTime)) / 1000)), checkedOut };
 }

@@ -222,7 +222,10 @@ export function selectFromPatch(patch: PatchBytes | string, selection: PatchSele
   const unknownFiles = [...wantFiles].filter((f) => !known.has(f));
   if (unknownFiles.length)
     throw new Error(
-      `unknown file id(s) ${unknownFiles.slice(0, 5).map((f) => JSON.stringify(f)).join(', ')}: choose whole files by their id (f0, f1, …) from review/hunks, not by path`,
+      `unknown file id(s) ${unknownFiles
+        .slice(0, 5)
+        .map((f) => JSON.stringify(f))
+        .join(', ')}: choose whole files by their id (f0, f1, …) from review/hunks, not by path`,
     );
   const allHunks = new Map(parsed.files.flatMap((f) => f.hunks.map((h) => [h.id, f] as const)));
   const unknownHunks = [...wantHunks].filter((h) => !allHunks.has(h));

@@ -82,7 +82,12 @@ describe('forge-runner gc --older-than (branch hygiene)', function () {
       // Made 7 days ago (its reflog's entry carries the committer date): an old orphan.
       execFileSync('git', ['-c', 'safe.directory=*', 'branch', 'forge/attempt/run-gon-ffffff-a0', oldTip], {
         cwd: a.dir,
-        env: { ...process.env, GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t', GIT_COMMITTER_DATE: new Date(Date.now() - 7 * DAY_MS).toISOString() },
+        env: {
+          ...process.env,
+          GIT_COMMITTER_NAME: 't',
+          GIT_COMMITTER_EMAIL: 't@t',
+          GIT_COMMITTER_DATE: new Date(Date.now() - 7 * DAY_MS).toISOString(),
+        },
       });
       git(a.dir, 'branch', 'forge/attempt/run-gon-999999-a0');
       // Made just now at the old commit: new, whatever its tip's date says.

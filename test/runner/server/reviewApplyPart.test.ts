@@ -75,7 +75,10 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     );
     await assert.rejects(call('review/apply', { run_id: runId, selection: { hunks: ['../x'] } }), /hunk id/);
     await assert.rejects(call('review/apply', { run_id: runId, selection: {} }), /chooses nothing/);
-    await assert.rejects(call('review/apply', { run_id: runId, selection: { files: ['/etc/passwd'] } }), /a file id from review\/hunks .*not a path/);
+    await assert.rejects(
+      call('review/apply', { run_id: runId, selection: { files: ['/etc/passwd'] } }),
+      /a file id from review\/hunks .*not a path/,
+    );
     assert.equal(git(repo, 'status', '--porcelain').trim(), '');
   });
 
