@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
@@ -131,5 +131,22 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     assert.match(bad.stderr, /unknown hunk id\(s\) f0h9/);
     assert.equal(calc(), before);
     assert.equal(cli('undo-apply', runId, '--undo-id', 'x/y').status, 2);
+  });
+
+  it('an undo that cannot restore a file names it, restores the rest, and can be run again once the obstacle is gone', async () => {
+    const mine = calc();
+    const merged = await call('review/apply', { run_id: runId, merge: true });
+    assert.equal(merged.applied, true);
+    rmSync(join(repo, 'calc.py'));
+    mkdirSync(join(repo, 'calc.py'));
+    writeFileSync(join(repo, 'calc.py', 'in-the-way'), 'x');
+    await assert.rejects(
+      call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! }),
+      /could not restore 1: "calc.py" \(a directory is there now\); fix that and undo again/,
+    );
+    rmSync(join(repo, 'calc.py'), { recursive: true });
+    const again = await call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! });
+    assert.deepEqual(again.restored, ['calc.py']);
+    assert.equal(calc(), mine);
   });
 });
