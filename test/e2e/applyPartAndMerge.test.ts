@@ -178,7 +178,11 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     await shot('merge-resolved');
     await page.locator('.merge-editor .monaco-editor .view-line', { hasText: 'def clamp' }).last().click();
     await page.keyboard.press('Control+S');
-    await waitFor(() => !/<<<<<<<|>>>>>>>/.test(calc()), 30_000);
+    // The editor's save truncates then writes: wait for the written file, not a moment of it empty.
+    await waitFor(() => {
+      const now = calc();
+      return now.length > 0 && !/<<<<<<<|>>>>>>>/.test(now);
+    }, 30_000);
     const done = calc();
     assert.doesNotMatch(done, /<<<<<<<|=======|>>>>>>>/);
     assert.match(done, /return sum\(values\) \/ len\(values\)\n/);

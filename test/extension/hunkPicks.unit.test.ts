@@ -23,7 +23,13 @@ describe('Apply Part of Attempt: picker rows and the selection they make', () =>
       rows.map((r) => (r.kind === 'file' ? `-- ${r.label}` : `${r.label} ${r.description}`)),
       ['-- src/a.ts', '@@ -1,3 +1,4 @@ function a +2 −1', '@@ -20,3 +21,3 @@ +1 −0', '-- logo.png', 'whole file (binary) +0 −0'],
     );
-    assert.deepEqual(selectionOf([rows[2]!, rows[4]!]), { files: ['logo.png'], hunks: ['f0h1'] });
+    assert.deepEqual(selectionOf([rows[2]!, rows[4]!]), { files: ['f1'], hunks: ['f0h1'] });
+  });
+
+  it('a whole file is chosen by its id, never its path: a new file named "f0" does not pick file f0', () => {
+    const rows = hunkPicks([files[0]!, { id: 'f1', path: 'f0', whole: 'new file', added: 1, removed: 0, hunks: [] }]);
+    const whole = rows.find((r) => r.kind === 'hunk' && r.hunkId === null)!;
+    assert.deepEqual(selectionOf([whole]), { files: ['f1'], hunks: [] });
   });
 
   it('says what a part left out and that the run stays open', () => {

@@ -7,7 +7,17 @@ import type { PatchFileListing } from '../../../runner/src/protocol/rpcFix.js';
  */
 export type HunkPick =
   | { kind: 'file'; label: string }
-  | { kind: 'hunk'; label: string; description: string; path: string; hunkId: string | null; line: number; picked: boolean };
+  | {
+      kind: 'hunk';
+      label: string;
+      description: string;
+      path: string;
+      /** The file's id: a whole file is chosen by it (never by path, which another file's id could equal). */
+      fileId: string;
+      hunkId: string | null;
+      line: number;
+      picked: boolean;
+    };
 
 export function hunkPicks(files: PatchFileListing[]): HunkPick[] {
   const rows: HunkPick[] = [];
@@ -19,6 +29,7 @@ export function hunkPicks(files: PatchFileListing[]): HunkPick[] {
         label: `whole file (${f.whole ?? 'no text change'})`,
         description: counts(f.added, f.removed),
         path: f.path,
+        fileId: f.id,
         hunkId: null,
         line: 1,
         picked: false,
@@ -31,6 +42,7 @@ export function hunkPicks(files: PatchFileListing[]): HunkPick[] {
         label: h.header,
         description: counts(h.added, h.removed),
         path: f.path,
+        fileId: f.id,
         hunkId: h.id,
         line: Math.max(1, h.new_start),
         picked: false,
@@ -48,7 +60,7 @@ export function selectionOf(picked: HunkPick[]): { files: string[]; hunks: strin
   const hunks: string[] = [];
   for (const p of picked) {
     if (p.kind !== 'hunk') continue;
-    if (p.hunkId === null) files.push(p.path);
+    if (p.hunkId === null) files.push(p.fileId);
     else hunks.push(p.hunkId);
   }
   return { files, hunks };

@@ -58,7 +58,7 @@ export async function gcOldRuns(flags: GcOldRunsFlags): Promise<void> {
   }
   for (const x of found.orphans) {
     const action = !remove ? 'would remove' : orphansRemoved.includes(`${x.repo}: branch ${x.branch}`) ? 'removed' : 'left';
-    w(`${action.padEnd(12)} branch ${x.branch} in ${x.repo}: no run in the store owns it (tip ${formatAge(x.age_s)} old)`);
+    w(`${action.padEnd(12)} branch ${x.branch} in ${x.repo}: no run in the store owns it (made or moved ${formatAge(x.age_s)} ago)`);
   }
   for (const n of found.notes) w(`note: ${n}`);
   const runs = remove ? outcomes.filter((o) => o.discarded).length : found.runs.length;

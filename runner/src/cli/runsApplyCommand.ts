@@ -43,7 +43,9 @@ export function registerRunsApplyCommands(runs: Command): void {
       const r = await (await service()).reviewHunks(runId, attemptOf(flags.attempt));
       if (flags.json) return void process.stdout.write(JSON.stringify(r, null, 2) + '\n');
       for (const f of r.files) {
-        process.stdout.write(printable(`${f.path}${f.whole ? `  (${f.whole}: applied whole, --files ${f.path})` : ''}`) + '\n');
+        process.stdout.write(
+          printable(`${f.id.padEnd(8)} ${f.path}${f.whole ? `  (${f.whole}: applied whole, --files ${f.id})` : ''}`) + '\n',
+        );
         for (const h of f.hunks) process.stdout.write(printable(`  ${h.id.padEnd(8)} +${h.added} -${h.removed}  ${h.header}`) + '\n');
       }
     });
@@ -54,7 +56,7 @@ export function registerRunsApplyCommands(runs: Command): void {
     .argument('<run_id>')
     .option('--attempt <n>', 'another attempt than the winner')
     .option('--hunks <ids>', 'only these hunks, comma-separated ids from runs hunks')
-    .option('--files <paths>', 'only these files (whole), comma-separated')
+    .option('--files <ids>', 'only these files (whole), comma-separated file ids from runs hunks (f0,f2)')
     .option('--merge', 'when the checkout changed, merge 3-way (conflicts left as markers; runs undo-apply restores)')
     .option('--json', 'print JSON')
     .action(async (runId: string, flags: { attempt?: string; hunks?: string; files?: string; merge?: boolean; json?: boolean }) => {

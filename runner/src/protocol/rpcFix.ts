@@ -170,7 +170,10 @@ export const PatchFileSchema = z
 /** Untrusted: ids are checked against the attempt's patch before anything is written. */
 export const ApplySelectionSchema = z
   .object({
-    files: z.array(z.string().min(1).max(4096)).max(10_000).optional(),
+    files: z
+      .array(z.string().regex(/^f\d{1,6}$/, 'a file id from review/hunks (f<file>), not a path'))
+      .max(100_000)
+      .optional(),
     hunks: z
       .array(z.string().regex(/^f\d{1,6}h\d{1,6}$/, 'a hunk id from review/hunks (f<file>h<hunk>)'))
       .max(100_000)

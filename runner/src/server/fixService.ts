@@ -18,7 +18,7 @@ import { RunStore } from '../store/runStore.js';
 import { attemptTree } from '../workspace/attemptTree.js';
 import { isEmptyPatch, patchFromStore } from '../workspace/patchBytes.js';
 import { applyIntoCheckout } from '../workspace/applyIntoCheckout.js';
-import { readRecord, restoreCheckout, undoRoot, writeRecord } from '../workspace/checkoutUndo.js';
+import { describeUnrestored, readRecord, restoreCheckout, undoRoot, writeRecord } from '../workspace/checkoutUndo.js';
 import { listPatchFiles, selectFromPatch } from '../workspace/patchHunks.js';
 import { discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
@@ -274,8 +274,17 @@ export class FixService {
       }
     })();
     if (!record) throw new InputError(`nothing to undo for run ${runId}: no apply of it is remembered${undoId ? ` as ${undoId}` : ''}`);
-    const restored = restoreCheckout(record);
+    const { restored, failed } = restoreCheckout(record);
     if (record.marked_applied && run.review === 'applied') this.store.setReview(runId, 'pending');
+    if (failed.length > 0) {
+      // The record keeps only what is still to restore: undo again once the obstacle is gone.
+      const left = new Set(failed.map((f) => f.path));
+      writeRecord(root, { ...record, marked_applied: false, files: record.files.filter((f) => left.has(f.path)) });
+      this.pushNow(runId);
+      throw new Error(
+        `undo restored ${restored.length} file(s) but could not restore ${failed.length}: ${describeUnrestored(failed)}; fix that and undo again (undo id ${record.id})`,
+      );
+    }
     rmSync(join(root, record.id), { recursive: true, force: true });
     this.pushNow(runId);
     return { restored, review: this.store.getRun(runId)?.review ?? null };

@@ -4,9 +4,11 @@ import { join } from 'node:path';
 import { rememberCheckoutOwners } from '../hostguard/checkoutOwnership.js';
 import { applyPatchFile } from './applyPatch.js';
 import { locateRepository } from './attemptWorktree.js';
-import { type UndoRecord, pathInCheckout, restoreCheckout, saveCheckout } from './checkoutUndo.js';
+import { describeUnrestored, type UndoRecord, pathInCheckout, restoreCheckout, saveCheckout, writeRecord } from './checkoutUndo.js';
+import { numstatNames } from './gitPaths.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
-import { listPatchFiles } from './patchHunks.js';
+import { listPatchFiles, renameSources } from './patchHunks.js';
+import { replaceFile } from './replaceFile.js';
 
 export interface CheckoutApplyFile {
   path: string;
@@ -53,32 +55,46 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
   if (isEmptyPatch(req.patch)) return { applied: true, mode: 'clean', files: [], conflicts: [], undo: null };
   const loc = await locateRepository(req.repo);
   return applyPatchFile(loc, req.patch, async (git, file) => {
-    const paths = (await git(['apply', '--numstat', '-z', file])).text
-      .split('\0')
-      .filter(Boolean)
-      .map((e) => e.split('\t').pop() ?? '')
-      .filter(Boolean);
+    // Exact names (NUL-separated bytes; one not valid UTF-8 is refused here, before anything is written).
+    const paths = numstatNames((await git(['apply', '--numstat', '-z', file])).stdout);
+    const listed = listPatchFiles(req.patch);
+    // A rename removes its source: undo must put it back, so it is saved too.
+    const touched = [...paths, ...renameSources(req.patch)];
     const check = (include?: string) =>
       git(['apply', '--check', '--whitespace=nowarn', ...(include ? [`--include=${literalPattern(include)}`] : []), file]).then(
         () => null,
         (e: Error) => conflictReason(e.message),
       );
     const write = async (clean: string[], merged: Map<string, Buffer>): Promise<UndoRecord> => {
-      const undo = saveCheckout(req.undoRoot, loc.top, req.runId, req.attempt, paths);
+      const undo = saveCheckout(req.undoRoot, loc.top, req.runId, req.attempt, touched);
       // A root runner writes new inodes as root: they go back to their owners afterwards.
-      const restoreOwners = rememberCheckoutOwners(loc.top, paths);
+      const restoreOwners = rememberCheckoutOwners(loc.top, touched);
       try {
         // All clean: the patch as it is; else only the clean files (the merged ones are written below).
         if (merged.size === 0) await git(['apply', '--whitespace=nowarn', file]);
         else if (clean.length > 0) await git(['apply', '--whitespace=nowarn', ...clean.map((p) => `--include=${literalPattern(p)}`), file]);
-        // In place: the file keeps its inode, owner and mode.
-        for (const [path, bytes] of merged) writeFileSync(pathInCheckout(loc.top, path), bytes);
+        // A new file renamed over the old: never written through a hard link to a file outside.
+        for (const [path, bytes] of merged) replaceFile(pathInCheckout(loc.top, path), bytes, null);
       } catch (e) {
-        restoreCheckout(undo);
-        restoreOwners();
-        throw new Error(`the apply failed while writing and was undone, nothing changed: ${(e as Error).message.split('\n')[0]}`);
+        const why = (e as Error).message.split('\n')[0];
+        const back = restoreCheckout(undo);
+        try {
+          restoreOwners();
+        } catch {
+          // Best effort: an owner that could not be given back does not hide what happened.
+        }
+        const dir = join(req.undoRoot, undo.id);
+        if (back.failed.length === 0) {
+          rmSync(dir, { recursive: true, force: true });
+          throw new Error(`the apply failed while writing and was undone, nothing changed: ${why}`);
+        }
+        // No record is written (Undo must not pick a failed apply); the saved copies stay for the user.
+        throw new Error(
+          `the apply failed while writing (${why}); putting your checkout back failed for ${describeUnrestored(back.failed)}; what they held is saved in ${dir}/files`,
+        );
       }
       restoreOwners();
+      writeRecord(req.undoRoot, undo);
       return undo;
     };
 
@@ -94,7 +110,7 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
     if (!req.merge) return { applied: false, mode: 'none', files, conflicts: [], undo: null };
 
     // Only a text file both sides still have can be merged line by line.
-    const kinds = new Map(listPatchFiles(req.patch).map((f) => [f.path, f.whole]));
+    const kinds = new Map(listed.map((f) => [f.path, f.whole]));
     const merged = new Map<string, Buffer>();
     const conflicted: string[] = [];
     const scratch = mkdtempSync(join(tmpdir(), 'forge-merge-'));

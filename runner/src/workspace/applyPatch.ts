@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { handOverToCellUser } from '../hostguard/cellUser.js';
+import { cUnquote, latin1ToText, numstatNames } from './gitPaths.js';
 import { isEmptyPatch, type PatchBytes, patchStructure } from './patchBytes.js';
 import { type RepoLocation, resolveCommit } from './repoLocation.js';
 import { type GitCallOptions, type GitOutput, nulRecords, runGit, withGitView } from './safeGit.js';
@@ -55,7 +56,13 @@ export async function applyPatchFile<T>(
 export function copiedFromOutside(patch: PatchBytes | string): string | null {
   for (const m of patchStructure(patch).matchAll(/^(?:copy|rename) from (.*)$/gm)) {
     const raw = m[1]!;
-    const path = raw.startsWith('"') ? raw.slice(1, -1) : raw;
+    // Read as git reads it: "\057tmp/x" is /tmp/x. A quoted name git would not write is refused too.
+    let path: string;
+    try {
+      path = latin1ToText(cUnquote(raw));
+    } catch {
+      return raw;
+    }
     if (path.startsWith('/') || path.split('/').includes('..')) return path;
   }
   return null;
@@ -73,9 +80,7 @@ export async function applyPatch(wt: { location: RepoLocation; baseCommit: strin
       wt.location,
       patch,
       async (git, file) => {
-        const files = nulRecords((await git(['apply', '--numstat', '-z', file])).text)
-          .map((entry) => entry.split('\t').pop() ?? '')
-          .filter(Boolean);
+        const files = numstatNames((await git(['apply', '--numstat', '-z', file])).stdout);
         try {
           await git(['apply', '--check', '--whitespace=nowarn', file]);
           await git(['apply', '--whitespace=nowarn', file]);

@@ -1,6 +1,18 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, unlinkSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, sep } from 'node:path';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmdirSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, extname, join, sep } from 'node:path';
 import { rememberCheckoutOwners } from '../hostguard/checkoutOwnership.js';
+import { replaceFile } from './replaceFile.js';
 
 /**
  * What a checkout held before Forge wrote into it, kept in the runner's state dir (never in
@@ -50,31 +62,44 @@ export function pathInCheckout(top: string, path: string): string {
 
 let seq = 0;
 
-/** Saves what each of `paths` holds now; returns the record (written, not yet marked applied). */
+/**
+ * Saves what each of `paths` holds now; returns the record, NOT yet written: the caller writes
+ * it (writeRecord) only once the apply succeeded, so a failed apply leaves no record for Undo
+ * to pick. Throws (nothing kept) when a path is not a regular file or missing.
+ */
 export function saveCheckout(root: string, top: string, runId: string, attempt: number, paths: string[]): UndoRecord {
   const id = `${Date.now()}-${seq++ % 1000}`;
   const dir = join(root, id);
   mkdirSync(join(dir, 'files'), { recursive: true, mode: 0o700 });
-  const files = [...new Set(paths)].map((path, i): UndoFile => {
-    const full = pathInCheckout(top, path);
-    let st;
-    try {
-      st = lstatSync(full);
-    } catch {
-      return { path, existed: false, mode: null, before: null };
-    }
-    if (!st.isFile())
-      throw new Error(
-        `${path} is not a regular file in your checkout (a ${st.isSymbolicLink() ? 'symbolic link' : 'directory'}); not applied`,
-      );
-    // The name keeps the extension: the merge editor picks its language from it.
-    const before = join(dir, 'files', `${i}-${basename(path)}`);
-    writeFileSync(before, readFileSync(full), { mode: 0o600 });
-    return { path, existed: true, mode: st.mode & 0o7777, before };
-  });
-  const record: UndoRecord = { id, run_id: runId, attempt, top, created_at: new Date().toISOString(), marked_applied: false, files };
-  writeRecord(root, record);
-  return record;
+  try {
+    const files = [...new Set(paths)].map((path, i): UndoFile => {
+      const full = pathInCheckout(top, path);
+      let st;
+      try {
+        st = lstatSync(full);
+      } catch {
+        return { path, existed: false, mode: null, before: null };
+      }
+      if (!st.isFile())
+        throw new Error(
+          `${path} is not a regular file in your checkout (a ${st.isSymbolicLink() ? 'symbolic link' : 'directory'}); not applied`,
+        );
+      // Named by index (a name of 250 bytes plus a prefix would pass NAME_MAX); a short plain
+      // extension stays so the merge editor picks the file's language from it.
+      const before = join(dir, 'files', `${i}${safeExtension(path)}`);
+      writeFileSync(before, readFileSync(full), { mode: 0o600 });
+      return { path, existed: true, mode: st.mode & 0o7777, before };
+    });
+    return { id, run_id: runId, attempt, top, created_at: new Date().toISOString(), marked_applied: false, files };
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+function safeExtension(path: string): string {
+  const ext = extname(path);
+  return /^\.[A-Za-z0-9_+-]{1,12}$/.test(ext) ? ext : '';
 }
 
 export function writeRecord(root: string, record: UndoRecord): void {
@@ -105,35 +130,55 @@ function byTime(a: string, b: string): number {
   return ta! - tb! || sa! - sb!;
 }
 
+export interface RestoreOutcome {
+  restored: string[];
+  /** Files that could not be put back, each with why (the rest were). */
+  failed: { path: string; reason: string }[];
+}
+
 /**
- * Writes back exactly what the record saved: saved files get their bytes and mode (in place
- * when the file is there, so its owner stays), files that did not exist are removed.
+ * Writes back what the record saved, best effort over every entry: a file the apply created
+ * is removed whatever it is now (file or symbolic link; an empty directory), a saved file gets
+ * its bytes and mode by a new file renamed into place (never written through a hard link or a
+ * symbolic link). An entry that fails does not stop the others; each is reported.
  */
-export function restoreCheckout(record: UndoRecord): string[] {
-  const restored: string[] = [];
+export function restoreCheckout(record: UndoRecord): RestoreOutcome {
+  const out: RestoreOutcome = { restored: [], failed: [] };
   for (const f of record.files) {
-    const full = pathInCheckout(record.top, f.path);
-    const st = (() => {
-      try {
-        return lstatSync(full);
-      } catch {
-        return null;
+    try {
+      const full = pathInCheckout(record.top, f.path);
+      const st = lstatSync(full, { throwIfNoEntry: false });
+      if (!f.existed) {
+        if (st?.isDirectory()) rmdirSync(full);
+        else if (st) unlinkSync(full);
+        out.restored.push(f.path);
+        continue;
       }
-    })();
-    if (st && !st.isFile()) throw new Error(`${f.path} is no longer a regular file; undo stopped before it (files before it are restored)`);
-    if (!f.existed) {
-      if (st) unlinkSync(full);
-      restored.push(f.path);
-      continue;
+      if (st?.isDirectory()) throw new Error('a directory is there now');
+      const bytes = readFileSync(f.before!);
+      // Already as saved (a write that failed before reaching it): nothing to do.
+      if (st?.isFile() && (f.mode === null || (st.mode & 0o7777) === f.mode) && readFileSync(full).equals(bytes)) {
+        out.restored.push(f.path);
+        continue;
+      }
+      // A root runner recreating a deleted file gives it (and directories made for it) back to its owner.
+      const owners = st ? () => undefined : rememberCheckoutOwners(record.top, [f.path]);
+      if (!st) mkdirSync(dirname(full), { recursive: true });
+      replaceFile(full, bytes, f.mode);
+      owners();
+      out.restored.push(f.path);
+    } catch (e) {
+      out.failed.push({ path: f.path, reason: (e as Error).message.split('\n')[0] ?? 'failed' });
     }
-    const bytes = readFileSync(f.before!);
-    // A root runner recreating a deleted file gives it back to its owner.
-    const owners = st ? () => undefined : rememberCheckoutOwners(record.top, [f.path]);
-    if (!st) mkdirSync(dirname(full), { recursive: true });
-    writeFileSync(full, bytes);
-    if (f.mode !== null) chmodSync(full, f.mode);
-    owners();
-    restored.push(f.path);
   }
-  return restored;
+  return out;
+}
+
+/** One line naming what could not be restored. */
+export function describeUnrestored(failed: RestoreOutcome['failed']): string {
+  return failed
+    .slice(0, 5)
+    .map((f) => `${JSON.stringify(f.path)} (${f.reason})`)
+    .join(', ')
+    .concat(failed.length > 5 ? ` and ${failed.length - 5} more` : '');
 }

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 import type { RunRow, RunStore } from '../store/runStore.js';
 import { attemptsDir, BRANCH_PREFIX, locateRepository } from './attemptWorktree.js';
-import { branchOfRun, isOrphanBranch, judgeOldRun, selectOldRuns, worktreeOfRun } from './oldRunSelection.js';
+import { branchOfRun, isOrphanBranch, judgeOldRun, orphanFacts, selectOldRuns, worktreeOfRun } from './oldRunSelection.js';
 import { repoTarget } from './repoLocation.js';
 import { discardRun, winnerBranchName } from './reviewWinner.js';
 import { runGit } from './safeGit.js';
@@ -62,7 +62,8 @@ export const runningElsewhere = (run: RunRow): boolean => run.status === 'runnin
 
 interface RepoRefs {
   top: string;
-  branches: { branch: string; tipTime: number }[];
+  /** createdTime: when the branch was made, from its reflog's oldest entry; null when it has none. */
+  branches: { branch: string; tipTime: number; createdTime: number | null }[];
   worktrees: WorktreeEntry[];
   cellsDir: string;
 }
@@ -82,11 +83,26 @@ async function readRepo(repo: string): Promise<RepoRefs> {
     .filter(Boolean)
     .map((line) => {
       const [ref = '', time = '0'] = line.split('\0');
-      return { branch: ref.slice('refs/heads/'.length), tipTime: Number(time) * 1000 };
+      return { branch: ref.slice('refs/heads/'.length), tipTime: Number(time) * 1000, createdTime: null as number | null };
     })
     .filter((b) => b.branch.startsWith(BRANCH_PREFIX));
+  for (const b of branches) b.createdTime = await reflogCreated(target, b.branch);
   const worktrees = parseWorktreeList((await runGit(target, ['worktree', 'list', '--porcelain'])).text);
   return { top: loc.top, branches, worktrees, cellsDir: resolve(attemptsDir(loc)) };
+}
+
+/**
+ * When a branch was made: the time of its reflog's oldest entry (ms), or null without a reflog
+ * (core.logAllRefUpdates off, expired, or removed). A tip's commit date says nothing of when the
+ * branch was made: attempt branches start at a run's base commit, which may be years old.
+ */
+async function reflogCreated(target: ReturnType<typeof repoTarget>, branch: string): Promise<number | null> {
+  const out = await runGit(target, ['log', '-g', '--format=%gd', '--date=unix', '--end-of-options', `refs/heads/${branch}`]).catch(
+    () => null,
+  );
+  const last = out?.text.split('\n').filter(Boolean).pop();
+  const m = last ? /@\{(\d+)\}$/.exec(last) : null;
+  return m ? Number(m[1]) * 1000 : null;
 }
 
 /** The run's worktrees under the attempts directory, and whether a live runner holds one. */
@@ -141,8 +157,12 @@ export async function findOldAttempts(store: RunStore, o: OldAttemptsOptions): P
       });
     }
     for (const b of refs.branches) {
-      const facts = { branch: b.branch, age_s: Math.max(0, Math.floor((now - b.tipTime) / 1000)), checkedOut: checkedOut.has(b.branch) };
-      if (isOrphanBranch(facts, known, o.olderThanS)) out.orphans.push({ repo, branch: b.branch, age_s: facts.age_s });
+      const facts = orphanFacts(b, now, checkedOut.has(b.branch));
+      if (isOrphanBranch(facts, known, o.olderThanS)) out.orphans.push({ repo, branch: b.branch, age_s: facts.age_s! });
+      else if (facts.age_s === null && isOrphanBranch({ ...facts, age_s: Number.MAX_SAFE_INTEGER }, known, o.olderThanS))
+        out.notes.push(
+          `${repo}: branch ${b.branch} kept: it has no reflog, so when it was made is not known (git branch -D it if unwanted)`,
+        );
     }
   }
   out.runs.sort((a, b) => b.age_s - a.age_s);

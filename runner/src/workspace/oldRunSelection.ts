@@ -74,8 +74,12 @@ export function worktreeOfRun(name: string, runId: string): boolean {
 
 export interface BranchFacts {
   branch: string;
-  /** Seconds since its tip was committed (the runner commits an attempt's change when it captures it). */
-  age_s: number;
+  /**
+   * Seconds since the branch was made or last moved: the younger of its reflog's creation time
+   * and its tip's commit date (a branch made now at an old commit is new). Null when it has no
+   * reflog: its age is not known, so it is never an orphan to remove.
+   */
+  age_s: number | null;
   /** Checked out in some worktree: then it is a run's in use, or a crash leftover for plain gc, never an orphan here. */
   checkedOut: boolean;
 }
@@ -86,9 +90,19 @@ export interface BranchFacts {
  * runner with another store starting a run right now.
  */
 export function isOrphanBranch(b: BranchFacts, knownRunIds: ReadonlySet<string>, olderThanS: number): boolean {
-  if (!b.branch.startsWith(BRANCH_PREFIX) || b.checkedOut || b.age_s <= olderThanS) return false;
+  if (!b.branch.startsWith(BRANCH_PREFIX) || b.checkedOut || b.age_s === null || b.age_s <= olderThanS) return false;
   for (const id of knownRunIds) if (branchOfRun(b.branch, id)) return false;
   return true;
+}
+
+/** Pure: a branch's facts; its age from its reflog's creation time and its tip (see BranchFacts.age_s). */
+export function orphanFacts(
+  b: { branch: string; tipTime: number; createdTime: number | null },
+  nowMs: number,
+  checkedOut: boolean,
+): BranchFacts {
+  if (b.createdTime === null) return { branch: b.branch, age_s: null, checkedOut };
+  return { branch: b.branch, age_s: Math.max(0, Math.floor((nowMs - Math.max(b.createdTime, b.tipTime)) / 1000)), checkedOut };
 }
 
 /** "3d 4h", "5h 12m", "40m", "20s": an age as the user reads it. */

@@ -1,3 +1,4 @@
+import { cUnquote, diffGitName, latin1ToText } from './gitPaths.js';
 import { type PatchBytes, patchStructure } from './patchBytes.js';
 
 /**
@@ -6,8 +7,9 @@ import { type PatchBytes, patchStructure } from './patchBytes.js';
  * byte), so a patch rebuilt from every hunk is byte-for-byte the patch it came from.
  *
  * Ids: file `f<i>` (its place in the patch), hunk `f<i>h<j>`. A file git cannot apply hunk
- * by hunk (binary, new, deleted, renamed, copied, mode change) is one unit: `whole: true`,
- * chosen by its path or its file id, never by hunk.
+ * by hunk (binary, new, deleted, renamed, copied, mode change, symbolic link) is one unit,
+ * chosen by its file id, never by hunk. Selections are by id only: a path is no id (a file
+ * may be named `f2`, two display names may look alike).
  */
 export interface PatchHunk {
   id: string;
@@ -22,6 +24,7 @@ export interface PatchHunk {
 
 export interface PatchFile {
   id: string;
+  /** The file's name as text (git's quoting undone; display only when not valid UTF-8). */
   path: string;
   /** Why the file cannot be split into hunks, or null. */
   whole: string | null;
@@ -43,6 +46,8 @@ interface ParsedHunk extends PatchHunk {
 
 interface ParsedFile extends Omit<PatchFile, 'hunks'> {
   head: string;
+  /** A rename's source (the file the apply removes), as text, or null. */
+  renamedFrom: string | null;
   hunks: ParsedHunk[];
   /** Text after the last hunk (nothing in git's output; kept so nothing is lost). */
   rest: string;
@@ -63,23 +68,34 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-function unquote(raw: string): string {
-  return raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
+/** A name as git writes it on a ---/+++/rename line (Latin-1 view): unquoted, `prefix` dropped, as text. */
+function nameOn(raw: string, prefix: string): string {
+  // git adds a tab after an unquoted name that holds a space; a quoted one ends at its quote.
+  const name = raw.startsWith('"') ? cUnquote(raw) : raw.replace(/\t$/, '');
+  return latin1ToText(prefix && name.startsWith(prefix) ? name.slice(prefix.length) : name);
 }
 
+/** The file's path as git apply reads it: +++ (or --- for a deletion), rename/copy to, else the diff --git line. */
 function filePath(head: string): string {
-  const plus = /^\+\+\+ (?:b\/)?(.*)$/m.exec(head);
-  if (plus && plus[1] !== '/dev/null') return unquote(plus[1]!.replace(/\t$/, ''));
-  const minus = /^--- (?:a\/)?(.*)$/m.exec(head);
-  if (minus && minus[1] !== '/dev/null') return unquote(minus[1]!.replace(/\t$/, ''));
+  const plus = /^\+\+\+ (.*)$/m.exec(head);
+  if (plus && plus[1] !== '/dev/null') return nameOn(plus[1]!, 'b/');
+  const minus = /^--- (.*)$/m.exec(head);
+  if (minus && minus[1] !== '/dev/null') return nameOn(minus[1]!, 'a/');
   const renamed = /^rename to (.*)$/m.exec(head) ?? /^copy to (.*)$/m.exec(head);
-  if (renamed) return unquote(renamed[1]!);
-  const git = /^diff --git (?:"a\/(.*)"|a\/(\S*)) /m.exec(head);
-  return git?.[1] ?? git?.[2] ?? '?';
+  if (renamed) return nameOn(renamed[1]!, '');
+  const git = /^diff --git (.*)$/m.exec(head);
+  const name = git ? diffGitName(git[1]!) : null;
+  return name === null ? '?' : latin1ToText(name);
+}
+
+function renameSource(head: string): string | null {
+  const m = /^rename from (.*)$/m.exec(head);
+  return m ? nameOn(m[1]!, '') : null;
 }
 
 function wholeReason(head: string, hunks: number): string | null {
   if (/^(GIT binary patch|Binary files )/m.test(head)) return 'binary';
+  if (/^(new file mode|deleted file mode|new mode|old mode|index [0-9a-f]+\.\.[0-9a-f]+) 120000$/m.test(head)) return 'symbolic link';
   if (/^new file mode /m.test(head)) return 'new file';
   if (/^deleted file mode /m.test(head)) return 'deleted file';
   if (/^(rename|copy) from /m.test(head)) return 'renamed';
@@ -147,6 +163,7 @@ export function parsePatch(patch: PatchBytes | string): ParsedPatch {
     files.push({
       id: `f${fileIndex}`,
       path: filePath(head),
+      renamedFrom: renameSource(head),
       whole: wholeReason(head, hunks.length),
       head,
       hunks,
@@ -156,6 +173,11 @@ export function parsePatch(patch: PatchBytes | string): ParsedPatch {
     });
   }
   return { preamble, files };
+}
+
+/** The sources of the patch's renames (files the apply removes), as text. */
+export function renameSources(patch: PatchBytes | string): string[] {
+  return parsePatch(patch).files.flatMap((f) => (f.renamedFrom === null ? [] : [f.renamedFrom]));
 }
 
 /** What a picker shows: files and hunks without their bytes. */
@@ -171,7 +193,7 @@ export function listPatchFiles(patch: PatchBytes | string): PatchFile[] {
 }
 
 export interface PatchSelection {
-  /** Whole files, by path or file id. */
+  /** Whole files, by file id (`f2`); never by path. */
   files?: readonly string[];
   /** Hunks, by id (`f0h1`). */
   hunks?: readonly string[];
@@ -196,25 +218,26 @@ export function selectFromPatch(patch: PatchBytes | string, selection: PatchSele
   const parsed = parsePatch(patch);
   const wantFiles = new Set(selection.files ?? []);
   const wantHunks = new Set(selection.hunks ?? []);
-  const known = new Set<string>();
-  for (const f of parsed.files) {
-    known.add(f.path);
-    known.add(f.id);
-  }
+  const known = new Set(parsed.files.map((f) => f.id));
   const unknownFiles = [...wantFiles].filter((f) => !known.has(f));
   if (unknownFiles.length)
-    throw new Error(`unknown file(s) ${unknownFiles.slice(0, 5).join(', ')}: not in this attempt's change; see review/hunks`);
+    throw new Error(
+      `unknown file id(s) ${unknownFiles
+        .slice(0, 5)
+        .map((f) => JSON.stringify(f))
+        .join(', ')}: choose whole files by their id (f0, f1, …) from review/hunks, not by path`,
+    );
   const allHunks = new Map(parsed.files.flatMap((f) => f.hunks.map((h) => [h.id, f] as const)));
   const unknownHunks = [...wantHunks].filter((h) => !allHunks.has(h));
   if (unknownHunks.length) throw new Error(`unknown hunk id(s) ${unknownHunks.slice(0, 5).join(', ')}; see review/hunks`);
   const split = [...wantHunks].map((h) => allHunks.get(h)!).find((f) => f.whole !== null);
-  if (split) throw new Error(`${split.path} (${split.whole}) is applied whole: choose it by its path, not by hunk`);
+  if (split) throw new Error(`${split.path} (${split.whole}) is applied whole: choose it by its file id ${split.id}, not by hunk`);
 
   let out = parsed.preamble;
   const chosen: string[] = [];
   const leftOut: string[] = [];
   for (const f of parsed.files) {
-    const wholeFile = wantFiles.has(f.path) || wantFiles.has(f.id);
+    const wholeFile = wantFiles.has(f.id);
     const kept = wholeFile ? f.hunks : f.hunks.filter((h) => wantHunks.has(h.id));
     if (f.whole !== null || f.hunks.length === 0) {
       if (wholeFile) out += f.head + f.hunks.map((h) => h.rawHeader + h.body).join('') + f.rest;

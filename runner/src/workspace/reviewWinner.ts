@@ -3,6 +3,8 @@ import { rememberCheckoutOwners } from '../hostguard/checkoutOwnership.js';
 import { join } from 'node:path';
 import { InputError } from '../protocol/inputError.js';
 import { applyPatchFile } from './applyPatch.js';
+import { literalPattern } from './applyIntoCheckout.js';
+import { numstatNames } from './gitPaths.js';
 import { assertRealDirectory, attemptsDir, BRANCH_PREFIX, destroyAttemptWorktree, locateRepository } from './attemptWorktree.js';
 import { displayText, isUtf8Text } from '../hostguard/displayText.js';
 import { isEmptyPatch, type PatchBytes } from './patchBytes.js';
@@ -87,11 +89,7 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
   if (isEmptyPatch(patch)) return { applied: true, files: [] };
   const loc = await locateRepository(repo);
   return applyPatchFile(loc, patch, async (git, file) => {
-    const paths = (await git(['apply', '--numstat', '-z', file])).text
-      .split('\0')
-      .filter(Boolean)
-      .map((e) => e.split('\t').pop() ?? '')
-      .filter(Boolean);
+    const paths = numstatNames((await git(['apply', '--numstat', '-z', file])).stdout);
     const ok = await git(['apply', '--check', '--whitespace=nowarn', file]).then(
       () => true,
       () => false,
@@ -105,7 +103,7 @@ export async function applyToWorkspace(repo: string, patch: PatchBytes): Promise
     }
     const files: ApplyFileOutcome[] = [];
     for (const path of paths) {
-      const err = await git(['apply', '--check', '--whitespace=nowarn', `--include=${path}`, file]).then(
+      const err = await git(['apply', '--check', '--whitespace=nowarn', `--include=${literalPattern(path)}`, file]).then(
         () => null,
         (e: Error) => e.message,
       );

@@ -79,8 +79,19 @@ describe('forge-runner gc --older-than (branch hygiene)', function () {
           GIT_COMMITTER_DATE: new Date(Date.now() - 7 * DAY_MS).toISOString(),
         },
       }).trim();
-      git(a.dir, 'branch', 'forge/attempt/run-gon-ffffff-a0', oldTip);
+      // Made 7 days ago (its reflog's entry carries the committer date): an old orphan.
+      execFileSync('git', ['-c', 'safe.directory=*', 'branch', 'forge/attempt/run-gon-ffffff-a0', oldTip], {
+        cwd: a.dir,
+        env: {
+          ...process.env,
+          GIT_COMMITTER_NAME: 't',
+          GIT_COMMITTER_EMAIL: 't@t',
+          GIT_COMMITTER_DATE: new Date(Date.now() - 7 * DAY_MS).toISOString(),
+        },
+      });
       git(a.dir, 'branch', 'forge/attempt/run-gon-999999-a0');
+      // Made just now at the old commit: new, whatever its tip's date says.
+      git(a.dir, 'branch', 'forge/attempt/run-gon-888888-a0', oldTip);
       const beforeA = branches(a.dir);
       const beforeB = branches(b.dir);
 
@@ -102,7 +113,7 @@ describe('forge-runner gc --older-than (branch hygiene)', function () {
       assert.match(dry.stdout, /would remove +run run-nfx-bbbbbb/);
       assert.match(dry.stdout, new RegExp(`worktree ${kept.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
       assert.match(dry.stdout, /would remove +branch forge\/attempt\/run-gon-ffffff-a0 .*no run in the store owns it/);
-      assert.doesNotMatch(dry.stdout, /run-app-cccccc|run-new-dddddd|run-liv-eeeeee|run-gon-999999/);
+      assert.doesNotMatch(dry.stdout, /run-app-cccccc|run-new-dddddd|run-liv-eeeeee|run-gon-999999|run-gon-888888/);
       assert.match(dry.stdout, /2 run\(s\) .* and 1 orphan branch\(es\) to remove; nothing was removed: pass --yes/);
       assert.deepEqual(branches(a.dir), beforeA);
       assert.deepEqual(branches(b.dir), beforeB);
@@ -128,6 +139,7 @@ describe('forge-runner gc --older-than (branch hygiene)', function () {
       assert.match(real.stdout, /2 run\(s\) .* and 1 orphan branch\(es\) removed/);
       assert.deepEqual(branches(a.dir), [
         'forge/attempt/run-app-cccccc-a0',
+        'forge/attempt/run-gon-888888-a0',
         'forge/attempt/run-gon-999999-a0',
         'forge/attempt/run-new-dddddd-a0',
       ]);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
@@ -75,7 +75,10 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     );
     await assert.rejects(call('review/apply', { run_id: runId, selection: { hunks: ['../x'] } }), /hunk id/);
     await assert.rejects(call('review/apply', { run_id: runId, selection: {} }), /chooses nothing/);
-    await assert.rejects(call('review/apply', { run_id: runId, selection: { files: ['/etc/passwd'] } }), /unknown file/);
+    await assert.rejects(
+      call('review/apply', { run_id: runId, selection: { files: ['/etc/passwd'] } }),
+      /a file id from review\/hunks .*not a path/,
+    );
     assert.equal(git(repo, 'status', '--porcelain').trim(), '');
   });
 
@@ -120,7 +123,7 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
       });
     const listed = cli('hunks', runId);
     assert.equal(listed.status, 0, listed.stderr);
-    assert.match(listed.stdout, /^calc\.py\n {2}f0h0 +\+1 -1 {2}@@ -1,6 \+1,6 @@\n {2}f0h1 /);
+    assert.match(listed.stdout, /^f0 +calc\.py\n {2}f0h0 +\+1 -1 {2}@@ -1,6 \+1,6 @@\n {2}f0h1 /);
     const before = calc();
     const bad = cli('apply', runId, '--hunks', 'f0h9');
     assert.equal(bad.status, 2);
@@ -128,5 +131,22 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     assert.match(bad.stderr, /unknown hunk id\(s\) f0h9/);
     assert.equal(calc(), before);
     assert.equal(cli('undo-apply', runId, '--undo-id', 'x/y').status, 2);
+  });
+
+  it('an undo that cannot restore a file names it, restores the rest, and can be run again once the obstacle is gone', async () => {
+    const mine = calc();
+    const merged = await call('review/apply', { run_id: runId, merge: true });
+    assert.equal(merged.applied, true);
+    rmSync(join(repo, 'calc.py'));
+    mkdirSync(join(repo, 'calc.py'));
+    writeFileSync(join(repo, 'calc.py', 'in-the-way'), 'x');
+    await assert.rejects(
+      call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! }),
+      /could not restore 1: "calc.py" \(a directory is there now\); fix that and undo again/,
+    );
+    rmSync(join(repo, 'calc.py'), { recursive: true });
+    const again = await call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! });
+    assert.deepEqual(again.restored, ['calc.py']);
+    assert.equal(calc(), mine);
   });
 });

@@ -91,7 +91,7 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
       const owner = statSync(s.dir).uid;
       assert.deepEqual([statSync(join(s.dir, 'a.txt')).uid, statSync(join(s.dir, 'new.txt')).uid], [owner, owner]);
       const restored = restoreCheckout(readRecord(join(s.state.dir, 'run-x'), merged.undo!.id)!);
-      assert.deepEqual(restored.sort(), ['a.txt', 'new.txt']);
+      assert.deepEqual(restored.restored.sort(), ['a.txt', 'new.txt']);
       assert.equal(readFileSync(join(s.dir, 'a.txt')).equals(before), true, 'undo puts back the exact bytes');
       assert.equal(git(s.dir, 'status', '--porcelain').trim(), 'M a.txt');
     } finally {

@@ -3,6 +3,7 @@ import {
   branchOfRun,
   formatAge,
   isOrphanBranch,
+  orphanFacts,
   judgeOldRun,
   parseDuration,
   selectOldRuns,
@@ -59,6 +60,14 @@ describe('old run selection (branch hygiene)', () => {
     assert.ok(!isOrphanBranch(b('forge/attempt/run-gone-000000-a1', DAY), known, 3 * DAY), 'too recent');
     assert.ok(!isOrphanBranch(b('forge/attempt/run-gone-000000-a1', 5 * DAY, true), known, 3 * DAY), 'checked out');
     assert.ok(!isOrphanBranch(b('feature/x', 5 * DAY), known, 3 * DAY), 'not a forge branch');
+    // A branch made a minute ago at an old base commit is new; one without a reflog is never removed.
+    const NOWMS = 1_800_000_000_000;
+    const made = (created: number | null) =>
+      orphanFacts({ branch: 'forge/attempt/run-gone-000000-a1', tipTime: NOWMS - 400 * DAY * 1000, createdTime: created }, NOWMS, false);
+    assert.equal(made(NOWMS - 60_000).age_s, 60);
+    assert.ok(!isOrphanBranch(made(NOWMS - 60_000), known, 3 * DAY), 'created a minute ago at a 400-day-old commit');
+    assert.ok(isOrphanBranch(made(NOWMS - 5 * DAY * 1000), known, 3 * DAY), 'created five days ago');
+    assert.ok(!isOrphanBranch(made(null), known, 3 * DAY), 'no reflog: age unknown, kept');
   });
 
   it('formats ages', () => {

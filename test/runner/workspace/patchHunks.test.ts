@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { listPatchFiles, selectFromPatch } from '../../../runner/src/workspace/patchHunks.js';
@@ -106,9 +106,10 @@ describe('patch hunks: split, select and apply with git', () => {
       );
       assert.match(files[0]!.hunks[0]!.header, /^@@ -1,6 \+1,6 @@/);
       assert.throws(() => selectFromPatch(patch, { hunks: ['f9h9'] }), /unknown hunk id\(s\) f9h9/);
-      assert.throws(() => selectFromPatch(patch, { files: ['nope.txt'] }), /unknown file\(s\) nope.txt/);
+      assert.throws(() => selectFromPatch(patch, { files: ['nope.txt'] }), /unknown file id\(s\) "nope.txt"/);
+      assert.throws(() => selectFromPatch(patch, { files: ['new.bin'] }), /not by path/, 'a path is no id');
       assert.throws(() => selectFromPatch(patch, { hunks: ['f1h0'] }), /gone.txt \(deleted file\) is applied whole/);
-      const part = selectFromPatch(patch, { hunks: ['f0h1'], files: ['new.bin'] });
+      const part = selectFromPatch(patch, { hunks: ['f0h1'], files: ['f2'] });
       assert.deepEqual(part.leftOut, [`a.txt ${files[0]!.hunks[0]!.header}`, 'gone.txt (deleted file)']);
       git(r.dir, 'reset', '-q', '--hard');
       const pfile = join(r.dir, '.git', 'part.patch');
@@ -117,6 +118,65 @@ describe('patch hunks: split, select and apply with git', () => {
       assert.deepEqual(readFileSync(join(r.dir, 'new.bin')), Buffer.from([0, 1, 2, 255]));
       assert.match(readFileSync(join(r.dir, 'a.txt'), 'utf8'), /changed too/);
       assert.doesNotMatch(readFileSync(join(r.dir, 'a.txt'), 'utf8'), /^changed$/m);
+    } finally {
+      r.cleanup();
+    }
+  });
+
+  it('selection is by id only: a new file named "f2" is not confused with file f2, pytest.ini (red team 2)', () => {
+    const r = makeRepo({ 'a.txt': 'a\n', 'pytest.ini': '[pytest]\n' });
+    try {
+      writeFileSync(join(r.dir, 'a.txt'), 'a changed\n');
+      writeFileSync(join(r.dir, 'pytest.ini'), '[pytest]\naddopts = -p evil\n');
+      writeFileSync(join(r.dir, 'f2'), 'new file named like an id\n');
+      git(r.dir, 'add', '-A');
+      const patch = execFileSync('git', ['-c', 'safe.directory=*', 'diff', '--cached', '--binary'], { cwd: r.dir });
+      assert.deepEqual(
+        listPatchFiles(patch).map((f) => [f.id, f.path]),
+        [
+          ['f0', 'a.txt'],
+          ['f1', 'f2'],
+          ['f2', 'pytest.ini'],
+        ],
+      );
+      // The user picks the new file "f2" by its id f1: pytest.ini does not come with it.
+      const part = selectFromPatch(patch, { hunks: ['f0h0'], files: ['f1'] });
+      assert.doesNotMatch(part.patch.toString('latin1'), /pytest\.ini/);
+      assert.deepEqual(part.leftOut, ['pytest.ini @@ -1 +1,2 @@']);
+      // "f2" is pytest.ini's id only, never also the file named f2.
+      const byId = selectFromPatch(patch, { files: ['f2'] });
+      assert.doesNotMatch(byId.patch.toString('latin1'), /b\/f2\n/);
+      assert.match(byId.patch.toString('latin1'), /pytest\.ini/);
+      // A path is refused even when it names a file.
+      assert.throws(() => selectFromPatch(patch, { files: ['pytest.ini'] }), /unknown file id\(s\) "pytest.ini".*not by path/);
+    } finally {
+      r.cleanup();
+    }
+  });
+
+  it('names are read as git writes them: C-quoting undone, a mode change of "x.sh b/y" is not shown as x.sh (red team 3)', () => {
+    const r = makeRepo({ 'deploy.sh': 'echo hi\n', 'tab\tname.txt': 't\n', 'café.txt': 'c\n', 'ln.txt': 'l\n' });
+    try {
+      mkdirSync(join(r.dir, 'deploy.sh b'));
+      writeFileSync(join(r.dir, 'deploy.sh b/x'), 'evil\n');
+      git(r.dir, 'add', '-A');
+      git(r.dir, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '-m', 'more');
+      writeFileSync(join(r.dir, 'deploy.sh'), 'echo changed\n');
+      git(r.dir, 'update-index', '--chmod=+x', 'deploy.sh b/x');
+      writeFileSync(join(r.dir, 'tab\tname.txt'), 't2\n');
+      writeFileSync(join(r.dir, 'café.txt'), 'c2\n');
+      git(r.dir, 'rm', '-q', 'ln.txt');
+      symlinkSync('deploy.sh', join(r.dir, 'ln.txt'));
+      git(r.dir, 'add', '-A', '--', 'deploy.sh', 'tab\tname.txt', 'café.txt', 'ln.txt');
+      const patch = execFileSync('git', ['-c', 'safe.directory=*', 'diff', '--cached', '--binary'], { cwd: r.dir });
+      const byPath = new Map(listPatchFiles(patch).map((f) => [f.path, f]));
+      assert.deepEqual([...byPath.keys()].sort(), ['café.txt', 'deploy.sh', 'deploy.sh b/x', 'ln.txt', 'tab\tname.txt'].sort());
+      assert.equal(byPath.get('deploy.sh b/x')!.whole, 'mode change');
+      assert.equal(byPath.get('deploy.sh')!.whole, null);
+      assert.equal(byPath.get('ln.txt')!.whole, 'symbolic link');
+      // Choosing deploy.sh's hunk leaves the mode change out.
+      const part = selectFromPatch(patch, { hunks: [`${byPath.get('deploy.sh')!.id}h0`] });
+      assert.ok(part.leftOut.includes('deploy.sh b/x (mode change)'), part.leftOut.join('; '));
     } finally {
       r.cleanup();
     }
