@@ -57,7 +57,7 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     await page.goto(`${server.url}?folder=${encodeURIComponent(repo)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
-    await page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ }).waitFor({ timeout: 60_000 });
+    await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 60_000 });
 
     // A run from an issue written in the draft; its one attempt wins.
     await runFromPalette(page, 'Forge: Fix Issue in Cells');

@@ -77,7 +77,7 @@ describe('time and tokens in the editor (issue 31, code-server + Chromium)', fun
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     await page.goto(`${server.url}?folder=${encodeURIComponent(repo.dir)}`);
-    await page.locator('.statusbar-item', { hasText: /cells · .*host ✓/ }).waitFor({ timeout: 120_000 });
+    await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 120_000 });
   });
 
   after(async () => {
