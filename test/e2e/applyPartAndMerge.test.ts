@@ -7,6 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import {
   installExtension,
   launchChromium,
+  closeWalkthrough,
   prepareUserData,
   requireCodeServer,
   runFromPalette,
@@ -58,6 +59,7 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     await page.goto(`${server.url}?folder=${encodeURIComponent(repo)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
     await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 60_000 });
+    await closeWalkthrough(page);
 
     // A run from an issue written in the draft; its one attempt wins.
     await runFromPalette(page, 'Forge: Fix Issue in Cells');

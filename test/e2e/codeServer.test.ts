@@ -7,6 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import {
   installExtension,
   launchChromium,
+  closeWalkthrough,
   prepareUserData,
   requireCodeServer,
   runFromPalette,
@@ -80,6 +81,7 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await item.waitFor({ timeout: 60_000 });
     assert.match(await item.innerText(), /Forge: host ✓ · replay$/);
     await shot('workbench-status-bar');
+    await closeWalkthrough(page);
   });
 
   it('runs "Forge: Fix Issue in Cells" from the command palette with a multi-line issue written in the draft; the Attempts view shows the winner', async () => {

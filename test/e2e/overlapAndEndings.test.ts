@@ -7,6 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import {
   installExtension,
   launchChromium,
+  closeWalkthrough,
   prepareUserData,
   requireCodeServer,
   runFromPalette,
@@ -67,6 +68,7 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
     page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
     await page.goto(`${server!.url}?folder=${encodeURIComponent(folder)}`);
     await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 120_000 });
+    await closeWalkthrough(page);
     await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
   };
   const palette = (command: string) => runFromPalette(page, command);

@@ -7,6 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import {
   installExtension,
   launchChromium,
+  closeWalkthrough,
   prepareUserData,
   requireCodeServer,
   runFromPalette,
@@ -78,6 +79,7 @@ describe('time and tokens in the editor (issue 31, code-server + Chromium)', fun
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     await page.goto(`${server.url}?folder=${encodeURIComponent(repo.dir)}`);
     await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 120_000 });
+    await closeWalkthrough(page);
   });
 
   after(async () => {
