@@ -143,28 +143,30 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     const mine = calc().replace('return sum(values) / (len(values) + 1)', 'return sum(values) / max(len(values), 1)');
     writeFileSync(join(repo, 'calc.py'), mine);
     await runFromPalette(page, 'Forge: Apply Winning Attempt');
-    await page.locator('.merge-editor').first().waitFor({ timeout: 60_000 });
-    const warning = toast(/conflict with your edits and are open in the merge editor: calc\.py/);
+    const warning = toast(/conflict with your edits: calc\.py\. Your version is kept/);
     await warning.waitFor({ timeout: 30_000 });
+    // Rendered, with its conflict counted: the state in which VS Code's merge editor once reset a
+    // file holding conflict markers to the base's lines and saved that over the user's edit.
+    await page
+      .locator('.merge-editor')
+      .getByText(/\d+ Conflicts? Remaining/)
+      .waitFor({ timeout: 60_000 });
     await shot('merge-editor');
-    const merged = calc();
-    assert.match(
-      merged,
-      /<<<<<<< your checkout\n {4}return sum\(values\) \/ max\(len\(values\), 1\)\n=======\n {4}return sum\(values\) \/ len\(values\)\n>>>>>>> attempt 0/,
-    );
-    assert.match(merged, /"""The value as text\."""/);
-    // Undo Apply puts back exactly the bytes the checkout held.
+    assert.equal(calc(), mine, 'the conflicting file is left exactly as the user had it while the merge editor is open');
+    // Closed without resolving: nothing is written over the user's edit.
+    await runFromPalette(page, 'View: Close Editor');
+    await page.locator('.merge-editor').first().waitFor({ state: 'detached', timeout: 30_000 });
+    assert.equal(await page.locator('.tabs-container .tab.dirty').count(), 0, 'no editor holds unsaved text');
+    assert.equal(calc(), mine, 'closing the merge editor unresolved leaves the user edit');
+    assert.doesNotMatch(calc(), /<<<<<<<|>>>>>>>/);
+    // Undo Apply puts back exactly the bytes the checkout held (here: what it still holds).
     await warning.getByRole('button', { name: 'Undo Apply' }).click();
     const dialog = page.locator('.monaco-dialog-box', { hasText: /Undo the apply\?/ });
     await dialog.waitFor({ timeout: 30_000 });
     await dialog.getByRole('button', { name: 'Undo Apply' }).click();
     await toast(/Forge: undone; restored calc\.py/).waitFor({ timeout: 30_000 });
-    // The merge editor is reverted to the restored file and closed: nothing unsaved is left to write back.
-    await page.locator('.merge-editor').first().waitFor({ state: 'detached', timeout: 30_000 });
-    assert.equal(await page.locator('.tabs-container .tab.dirty').count(), 0, 'no editor holds unsaved text');
     await shot('undone');
     assert.equal(calc(), mine, 'the checkout is exactly as it was before the apply');
-    assert.doesNotMatch(calc(), /<<<<<<<|>>>>>>>/);
   });
 
   it('a conflict resolved in the merge editor and saved leaves the file merged, without markers', async () => {
@@ -172,9 +174,10 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     assert.match(mine, /max\(len\(values\), 1\)/, 'the checkout still holds the edit the last test restored');
     await runFromPalette(page, 'Forge: Apply Winning Attempt');
     await page.locator('.merge-editor').first().waitFor({ timeout: 60_000 });
-    const accept = page.locator('.merge-editor').getByText('Accept Attempt 0', { exact: true }).first();
-    await accept.waitFor({ timeout: 30_000 });
-    await accept.click();
+    await page.locator('.merge-editor').getByText('Accept Attempt 0', { exact: true }).first().waitFor({ timeout: 30_000 });
+    // Every change of the attempt's side (your file is the result: its clean changes too), as a
+    // user taking the attempt's version would: the attempt pane's "accept all" action.
+    await page.locator('.merge-editor a.action-label[aria-label="Accept All Current Changes from Right"]').click();
     // Complete Merge is the git extension's button (for git's own merges): here the result is saved, as any editor.
     await page.locator('.merge-editor').getByText('0 Conflicts Remaining').waitFor({ timeout: 30_000 });
     await shot('merge-resolved');

@@ -15,7 +15,8 @@ async function setUndoable(next: typeof undoable): Promise<void> {
 }
 
 /**
- * After an apply that merged with the user's edits: each file left with conflict markers opens
+ * After an apply that merged with the user's edits: each file with conflicts (left as the user
+ * had it, the apply asks for conflicts: 'yours') opens
  * in VS Code's merge editor (base = the run's base commit, "your checkout" = the saved copy
  * of what the file held, the attempt's side, output = the file itself), and the message
  * offers Undo Apply, which puts back exactly the bytes the checkout held.
@@ -27,7 +28,7 @@ export async function presentApplied(runner: RunnerConnection, runId: string, r:
   for (const c of conflicts) await openMergeEditor(runId, r.attempt, r.repo, c.path, c.before);
   const say =
     conflicts.length > 0
-      ? `Forge: ${message} ${conflicts.length} file(s) conflict with your edits and are open in the merge editor: ${conflicts.map((c) => c.path).join(', ')}. Resolve them there and save, or Undo Apply to put your checkout back as it was.`
+      ? `Forge: ${message} ${conflicts.length} file(s) conflict with your edits: ${conflicts.map((c) => c.path).join(', ')}. Your version is kept as it was; the merge editor shows the attempt's side: accept what you want and save. The run stays open for review; Undo Apply puts back the rest.`
       : merged
         ? `Forge: ${message} It was merged with your edits (${r.files
             .filter((f) => f.reason)

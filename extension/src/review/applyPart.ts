@@ -66,6 +66,7 @@ export async function applyPartOfAttempt(
     ...(target.attempt !== undefined ? { attempt: target.attempt } : {}),
     selection: selectionOf(chosen.map((c) => c.pick)),
     merge: true,
+    conflicts: 'yours',
   });
   if (!r.applied) {
     const bad = r.files.filter((f) => !f.ok);

@@ -101,7 +101,13 @@ export class ReviewController {
     if (!(await this.confirmOutsideWorkspace(id))) return false;
     const chosen = attempt;
     if (chosen !== undefined && !(await this.confirmNotWinner(id, chosen))) return false;
-    const r = await this.runner.request('review/apply', { run_id: id, ...(chosen !== undefined ? { attempt: chosen } : {}), merge: true });
+    const r = await this.runner.request('review/apply', {
+      run_id: id,
+      ...(chosen !== undefined ? { attempt: chosen } : {}),
+      merge: true,
+      // Left as the user had them, resolved in the merge editor (presentApplied): see applyIntoCheckout.
+      conflicts: 'yours',
+    });
     const what = chosen === undefined ? 'the winner' : `attempt ${r.attempt}`;
     const message = describeApplyOutcome(r.applied, r.repo, r.files, what, r.branch_removed);
     if (!r.applied) {

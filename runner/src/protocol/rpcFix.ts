@@ -371,6 +371,12 @@ export const RPC_FIX_METHODS = {
           .boolean()
           .optional()
           .describe('When the change does not apply as it is, merge it 3-way with your edits (conflicts left as markers, Undo restores).'),
+        conflicts: z
+          .enum(['markers', 'yours'])
+          .optional()
+          .describe(
+            "With merge: a file whose merge conflicts gets conflict markers (default), or is left as your checkout had it ('yours', for a client that opens a merge editor); then the run stays open for review.",
+          ),
       })
       .strict(),
     result: z

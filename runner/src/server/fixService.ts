@@ -204,7 +204,13 @@ export class FixService {
    * user may come back for the rest. With `merge`, a checkout that changed gets a 3-way merge
    * (see applyIntoCheckout) and review/undoApply puts back what it held.
    */
-  async apply(runId: string, attempt?: number, selection?: ApplySelection, merge = false): Promise<RpcFixResult<'review/apply'>> {
+  async apply(
+    runId: string,
+    attempt?: number,
+    selection?: ApplySelection,
+    merge = false,
+    conflicts: 'markers' | 'yours' = 'markers',
+  ): Promise<RpcFixResult<'review/apply'>> {
     const t = await this.reviewTarget(runId, attempt);
     if (t.run.review === 'applied') throw new InputError(`run ${runId} was already applied to ${t.run.repo}`);
     let patch = t.patch;
@@ -232,9 +238,12 @@ export class FixService {
       patch,
       undoRoot: undoRoot(this.stateDir, runId),
       merge,
+      conflicts,
     });
     let branchRemoved: string | null = null;
-    if (outcome.applied && !partial) {
+    // Conflicts left as your version are not in the checkout yet: like a part, the run stays open.
+    const complete = !partial && !(conflicts === 'yours' && outcome.conflicts.length > 0);
+    if (outcome.applied && complete) {
       this.store.setReview(runId, 'applied');
       if (outcome.undo) writeRecord(undoRoot(this.stateDir, runId), { ...outcome.undo, marked_applied: true });
       // The change is in the working tree now; the winner branch (and any worktree left) would only repeat it.

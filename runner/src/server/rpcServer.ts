@@ -151,7 +151,7 @@ export function attachRpcServer(o: RpcServerOptions): RpcServer {
     'review/files': async ({ run_id, attempt }) => fixes.reviewFiles(run_id, attempt),
     'review/content': async ({ run_id, path, side, attempt }) => fixes.reviewContent(run_id, path, side, attempt),
     'review/hunks': async ({ run_id, attempt }) => fixes.reviewHunks(run_id, attempt),
-    'review/apply': async ({ run_id, attempt, selection, merge }) => fixes.apply(run_id, attempt, selection, merge),
+    'review/apply': async ({ run_id, attempt, selection, merge, conflicts }) => fixes.apply(run_id, attempt, selection, merge, conflicts),
     'review/undoApply': async ({ run_id, undo_id }) => fixes.undoApply(run_id, undo_id),
     'review/discard': async ({ run_id }) => fixes.discard(run_id),
     'runs/old': async ({ older_than_s }) => listOldRuns(fixes, older_than_s),

@@ -21,7 +21,10 @@ export interface CheckoutApplyOutcome {
   /** clean: the patch applied as it is; three-way: merged with your edits; conflicts: merged, some files hold conflict markers. */
   mode: 'clean' | 'three-way' | 'conflicts' | 'none';
   files: CheckoutApplyFile[];
-  /** Files left with conflict markers, each with the saved copy of what your checkout held. */
+  /**
+   * Files with conflicts, each with the saved copy of what your checkout held: left with
+   * conflict markers, or (conflicts: 'yours') left exactly as your checkout had them.
+   */
   conflicts: { path: string; before: string }[];
   undo: UndoRecord | null;
 }
@@ -39,6 +42,13 @@ export interface CheckoutApplyRequest {
   undoRoot: string;
   /** Merge with edits in the checkout when the patch does not apply as it is. */
   merge: boolean;
+  /**
+   * What a file whose merge conflicts gets: conflict markers (a shell user resolves them, as
+   * after git merge), or nothing at all (`yours`: the editor resolves it in VS Code's merge
+   * editor, which resets a file holding markers to the base's lines and can save that over your
+   * edit; left as it was, no state of the file on disk loses what you wrote).
+   */
+  conflicts?: 'markers' | 'yours';
 }
 
 const ANY_CONFLICT_COUNT = Array.from({ length: 128 }, (_, i) => i);
@@ -71,7 +81,7 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
       const restoreOwners = rememberCheckoutOwners(loc.top, touched);
       try {
         // All clean: the patch as it is; else only the clean files (the merged ones are written below).
-        if (merged.size === 0) await git(['apply', '--whitespace=nowarn', file]);
+        if (merged.size === 0 && clean.length === paths.length) await git(['apply', '--whitespace=nowarn', file]);
         else if (clean.length > 0) await git(['apply', '--whitespace=nowarn', ...clean.map((p) => `--include=${literalPattern(p)}`), file]);
         // A new file renamed over the old: never written through a hard link to a file outside.
         for (const [path, bytes] of merged) replaceFile(pathInCheckout(loc.top, path), bytes, null);
@@ -135,16 +145,22 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
         writeFileSync(base, (await git(['cat-file', 'blob', `${req.baseCommit}:${f.path}`])).stdout);
         writeFileSync(theirs, (await git(['cat-file', 'blob', `${req.theirsTree}:${f.path}`])).stdout);
         const out = await runMergeFile(git, ours, base, theirs, req.attempt);
-        merged.set(f.path, out.bytes);
         if (out.conflicts > 0) conflicted.push(f.path);
+        const keepYours = out.conflicts > 0 && req.conflicts === 'yours';
+        if (!keepYours) merged.set(f.path, out.bytes);
         f.ok = true;
-        f.reason = out.conflicts > 0 ? `${out.conflicts} conflict(s) to resolve` : 'merged with your edits';
+        f.reason =
+          out.conflicts === 0
+            ? 'merged with your edits'
+            : keepYours
+              ? `${out.conflicts} conflict(s): your version is kept, the attempt's side is in the merge editor`
+              : `${out.conflicts} conflict(s) to resolve`;
       }
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
     if (files.some((f) => !f.ok)) return { applied: false, mode: 'none', files, conflicts: [], undo: null };
-    const clean = files.filter((f) => !merged.has(f.path)).map((f) => f.path);
+    const clean = files.filter((f) => !merged.has(f.path) && !conflicted.includes(f.path)).map((f) => f.path);
     const undo = await write(clean, merged);
     const before = new Map(undo.files.map((u) => [u.path, u.before ?? '']));
     return {

@@ -99,6 +99,33 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
     }
   });
 
+  it("conflicts: 'yours' leaves a conflicting file exactly as the user had it and writes the rest", async () => {
+    const s = setup();
+    try {
+      const mine = [...lines];
+      mine[3] = 'my three';
+      const before = Buffer.from(text(mine), 'latin1');
+      writeFileSync(join(s.dir, 'a.txt'), before);
+      const out = await applyIntoCheckout({ ...(await s.req(s.patch)), conflicts: 'yours' });
+      assert.equal(out.applied, true);
+      assert.equal(out.mode, 'conflicts');
+      assert.deepEqual(
+        out.conflicts.map((c) => c.path),
+        ['a.txt'],
+      );
+      // No state of the file on disk loses the user's edit (an editor that resets a file with markers to the base cannot either).
+      assert.equal(readFileSync(join(s.dir, 'a.txt')).equals(before), true, 'the conflicting file is untouched');
+      assert.equal(readFileSync(out.conflicts[0]!.before).equals(before), true, "the merge editor's side is what the checkout held");
+      assert.equal(readFileSync(join(s.dir, 'new.txt'), 'utf8'), 'new\n', 'the clean files are applied');
+      assert.match(out.files.find((f) => f.path === 'a.txt')!.reason ?? '', /your version is kept/);
+      restoreCheckout(readRecord(join(s.state.dir, 'run-x'), out.undo!.id)!);
+      assert.equal(readFileSync(join(s.dir, 'a.txt')).equals(before), true);
+      assert.equal(git(s.dir, 'status', '--porcelain').trim(), 'M a.txt', 'undo removes the new file');
+    } finally {
+      s.cleanupAll();
+    }
+  });
+
   it('a new file that is already there is not merged: nothing is written', async () => {
     const s = setup();
     try {
