@@ -183,11 +183,9 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     await shot('merge-resolved');
     await page.locator('.merge-editor .monaco-editor .view-line', { hasText: 'def clamp' }).last().click();
     await page.keyboard.press('Control+S');
-    // The editor's save truncates then writes: wait for the written file, not a moment of it empty.
-    await waitFor(() => {
-      const now = calc();
-      return now.length > 0 && !/<<<<<<<|>>>>>>>/.test(now);
-    }, 30_000);
+    // Wait for the saved file itself: the checkout already held no markers (the user's version was
+    // kept), so only the attempt's line arriving says the save happened (it truncates, then writes).
+    await waitFor(() => /return sum\(values\) \/ len\(values\)\n/.test(calc()), 30_000, 'the merge result saved to calc.py');
     const done = calc();
     assert.doesNotMatch(done, /<<<<<<<|=======|>>>>>>>/);
     assert.match(done, /return sum\(values\) \/ len\(values\)\n/);
