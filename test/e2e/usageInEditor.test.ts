@@ -123,7 +123,7 @@ describe('time and tokens in the editor (issue 31, code-server + Chromium)', fun
     const b = (await budget.innerText()).replace(/\s+/g, ' ');
     // Three turns paid for (3.1k + 3.6k + 155k: under its own 200k), then the run's 100k were spent
     // (with attempt 0's 12.4k): stopped before the fourth; its change is there.
-    assert.match(b, /attempt 1\s*budget · 3 turns · 162k tok · .* · \d+ lines?/, b);
+    assert.match(b, /attempt 1\s*budget · 3 turns · 162k tok · .* · \+\d+ −\d+/, b);
     const run = (await runRow.innerText()).replace(/\s+/g, ' ');
     assert.match(run, /174k tok/, run);
     // The tooltip has the whole line, with the cost at the user's price.

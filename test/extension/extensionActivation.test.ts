@@ -102,7 +102,7 @@ describe('extension with a fake VS Code API and the real runner', function () {
       ['attempt 0', 'attempt 1'],
     );
     // The replay sends no usage figures: its tokens are unknown ("?"), never 0.
-    assert.match(rows[0]!.description!, /^winner · \d+ turns · \? tok · \d+ s · 2 lines$/);
+    assert.match(rows[0]!.description!, /^winner · \d+ turns · \? tok · \d+ s · \+1 −1$/);
     assert.match(rows[1]!.description!, /^red/);
     const cells = fake.treeViews.get('forge.cells')!.treeDataProvider as Provider<CellSnapshot>;
     const baseline = cells.getChildren().find((c) => c.purpose === 'baseline')!;

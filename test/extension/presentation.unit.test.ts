@@ -93,6 +93,17 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(views[5]!.tooltip, /answered 500/);
   });
 
+  it('an attempt green only on the tests it fixed is "green so far", not a pass, until its run is judged (issue 31)', () => {
+    const v = attemptView(attempt({ provisional: true, failed: 1, failing_before: ['test_mul'], diff_lines: { added: 1, removed: 1 } }));
+    assert.deepEqual([v.icon, v.color, v.description], ['pass', null, 'green so far · 3 turns · +1 −1']);
+    assert.match(v.tooltip, /1 still failing as on the base commit: test_mul/);
+    assert.match(v.tooltip, /if another attempt makes one of the tests still failing here pass, this one is red/);
+    assert.doesNotMatch(v.tooltip, /not caused by this change/);
+    const held = attemptView(attempt({ failed: 1, failing_before: ['test_mul'], diff_lines: { added: 1, removed: 1 } }));
+    assert.deepEqual([held.color, held.description], ['testing.iconPassed', 'green · 3 turns · +1 −1']);
+    assert.match(held.tooltip, /failing before and after, not caused by this change: test_mul/);
+  });
+
   it('an attempt whose cell waits behind other runs\' cells says so and where it stands, not "running"', () => {
     const waiting = attemptView(attempt({ status: 'running', turns: 1, green: null, waiting_for_cell: 3 }));
     assert.deepEqual([waiting.icon, waiting.description], ['watch', 'waiting for a cell (3 ahead) · 1 turn']);

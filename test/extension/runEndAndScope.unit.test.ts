@@ -65,10 +65,10 @@ describe('extension: what a run end says and offers, the pre-flight, and the win
   it('a fixed run offers Review, Apply and Discard and names the winner', () => {
     const v = describeRunEnd(
       { status: 'fixed', error: null },
-      snap({ status: 'fixed' }, [attempt(0), attempt(1, { winner: true, diff_size: 3 })]),
+      snap({ status: 'fixed' }, [attempt(0), attempt(1, { winner: true, diff_size: 3, diff_lines: { added: 2, removed: 1 } })]),
     );
     assert.equal(v.severity, 'info');
-    assert.match(v.message, /attempt 1 won \(3 changed lines/);
+    assert.match(v.message, /attempt 1 won \(\+2 −1 changed/);
     assert.deepEqual(
       v.actions.map((a) => a.action),
       ['review', 'apply', 'discard'],

@@ -23,6 +23,7 @@ export function aVerdict(green: boolean, over: Partial<Verdict> = {}): Verdict {
     fixed: [],
     failing_before: [],
     issue_tests: [],
+    provisional: false,
     green,
     ...over,
   };

@@ -136,7 +136,18 @@ function turnTokens(t: AttemptData['turns'][number]): string {
 
 function renderAttempt(d: AttemptData): TemplateResult {
   const a = d.attempt;
-  const state = a.status !== 'finished' ? a.status : a.winner ? 'winner' : a.green ? 'green' : a.could_not_run ? 'could not run' : 'red';
+  const state =
+    a.status !== 'finished'
+      ? a.status
+      : a.winner
+        ? 'winner'
+        : a.green
+          ? a.provisional
+            ? 'green so far'
+            : 'green'
+          : a.could_not_run
+            ? 'could not run'
+            : 'red';
   return html`
     <h1 data-testid="attempt-title">Attempt ${a.index} <vscode-badge variant=${a.green ? 'counter' : 'default'}>${state}</vscode-badge></h1>
     <div class="sub">${d.run.issue_title} · run ${d.run.run_id}</div>
@@ -165,7 +176,9 @@ function renderAttempt(d: AttemptData): TemplateResult {
           : nothing
       }
       <dt>Diff</dt>
-      <dd>${a.diff_size} changed lines${a.agrees_with.length > 0 ? ` · the same change as attempt ${a.agrees_with.join(', ')}` : ''}</dd>
+      <dd>
+        ${a.diff_lines ? `+${a.diff_lines.added} −${a.diff_lines.removed} lines` : `${a.diff_size} changed lines`}${a.agrees_with.length > 0 ? ` · the same change as attempt ${a.agrees_with.join(', ')}` : ''}
+      </dd>
       <dt>Model</dt>
       <dd>${d.run.model}</dd>
       <dt>Cells</dt>
@@ -256,7 +269,7 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
       the tests could not run: ${v.could_not_run} (exit ${v.exit_code}, twice; not ranked) · <code>${testCmd}</code>
     </p>`;
   return html` <p data-testid="verdict" class=${v.green ? 'ok' : 'bad'}>
-      ${v.green ? 'green' : 'red'}: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped (exit
+      ${v.green ? (v.provisional ? 'green so far' : 'green') : 'red'}: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped (exit
       ${v.exit_code}${v.framework ? `, ${v.framework}` : ''}) · <code>${testCmd}</code>
     </p>
     ${
@@ -275,7 +288,11 @@ function renderVerdict(v: Verdict, testCmd: string): TemplateResult {
     ${
       (v.failing_before ?? []).length
         ? html`<div data-testid="failing-before" class="sub">
-            Failing before and after (not caused by this change): ${(v.failing_before ?? []).join(', ')}
+            ${
+              v.provisional
+                ? `Still failing as on the base commit: ${(v.failing_before ?? []).join(', ')}. Whether they are the issue's is known when every attempt has ended: if another attempt makes one of them pass, this one is red.`
+                : `Failing before and after (not caused by this change): ${(v.failing_before ?? []).join(', ')}`
+            }
           </div>`
         : nothing
     }

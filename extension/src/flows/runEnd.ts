@@ -1,5 +1,6 @@
 import type { RunSnapshot } from '../../../runner/src/protocol/rpcFix.js';
 import { shortTitle } from '../views/runTitle.js';
+import { changedLines } from '../views/changedLines.js';
 
 /** What a button at the end of a run does (announceRunEnd.ts carries it out). */
 export type RunEndAction =
@@ -54,7 +55,8 @@ export function describeRunEnd(finished: { status: string; error: string | null 
   const because = (outcome: string) => (run?.ending?.startsWith(`${outcome}: `) ? sentence(run.ending.slice(outcome.length + 2)) : null);
   if (finished.status === 'fixed') {
     const w = snap?.attempts.find((a) => a.winner);
-    const said = because('fixed') ?? `attempt ${w?.index ?? 0} won (${w?.diff_size ?? 0} changed lines, tests green on a fresh checkout).`;
+    const said =
+      because('fixed') ?? `attempt ${w?.index ?? 0} won (${w ? changedLines(w) : '0 lines'} changed, tests green on a fresh checkout).`;
     // Once applied, Apply would only fail: the review and the branch's removal are what is left.
     const applied = run?.review === 'applied';
     return {

@@ -1,6 +1,7 @@
 import { editorFix } from '../flows/runEnd.js';
 import type { AttemptSnapshot, CellSnapshot, RunSummary } from '../../../runner/src/protocol/rpcFix.js';
 import type { InstanceRow } from '../forgeState.js';
+import { changedLines } from './changedLines.js';
 import { localOffsetMinutes, shortTitle, startTimeLabel } from './runTitle.js';
 import type { Usage } from '../../../runner/src/protocol/usage.js';
 import { formatDuration, shortTokens, usageLine } from '../../../runner/src/protocol/usageWords.js';
@@ -79,7 +80,7 @@ export function runView(
 /** `hasWinner`: the attempt's run has a winner (an attempt can then be compared with it). */
 export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   const turns = `${a.turns} ${a.turns === 1 ? 'turn' : 'turns'}`;
-  const size = `${a.diff_size} ${a.diff_size === 1 ? 'line' : 'lines'}`;
+  const size = changedLines(a);
   let state: string;
   let icon: string;
   let color: string | null = null;
@@ -96,6 +97,9 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   else if (a.winner) [state, icon, color] = ['winner', 'star-full', 'charts.yellow'];
   // Its token budget ran out: neither an error nor red; what it made was judged and is kept for review.
   else if (a.status === 'budget') [state, icon, color] = ['budget', 'dashboard', 'editorWarning.foreground'];
+  // Green on the tests it made pass itself; the run's issue tests (known when every attempt has
+  // ended) may still make it red, so it is not shown as a pass yet.
+  else if (a.green && a.provisional) [state, icon, color] = ['green so far', 'pass', null];
   else if (a.green) [state, icon, color] = ['green', 'pass', 'testing.iconPassed'];
   // Its test runner died before reporting, twice: no verdict on its change, not "red".
   else if (a.could_not_run) [state, icon, color] = ['could not run', 'warning', 'editorWarning.foreground'];
@@ -104,8 +108,11 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
   const before = a.failing_before ?? [];
   const tests =
     a.passed !== null && !a.could_not_run
-      ? ` · ${a.passed} passed, ${a.failed} failed${before.length > 0 ? ` (${before.length} failing before and after, not caused by this change: ${before.slice(0, 3).join(', ')}${before.length > 3 ? ', ...' : ''})` : ''}`
+      ? ` · ${a.passed} passed, ${a.failed} failed${before.length > 0 ? ` (${before.length} ${a.provisional ? 'still failing as on the base commit' : 'failing before and after, not caused by this change'}: ${before.slice(0, 3).join(', ')}${before.length > 3 ? ', ...' : ''})` : ''}`
       : '';
+  const soFar = a.provisional
+    ? "\nGreen so far, on the tests it made pass. When every attempt has ended, the run's issue tests are known: if another attempt makes one of the tests still failing here pass, this one is red."
+    : '';
   const agree = a.agrees_with.length > 0 ? ` · ${a.agrees_with.length + 1} agree` : '';
   const judged = a.status === 'finished' || a.status === 'budget';
   const changed = judged && a.diff_size > 0;
@@ -126,7 +133,7 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
         : `${state} · ${turns}${spent ? ` · ${spent}` : ''}${judged ? ` · ${size}` : ''}${agree}`,
     tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${budgetTests}${tests}${a.rank !== null ? ` · ranked #${a.rank}` : ''}${a.usage ? `\n${usageLine(a.usage)}` : ''}${
       a.agrees_with.length > 0 ? `\nthe same change as attempt${a.agrees_with.length === 1 ? '' : 's'} ${a.agrees_with.join(', ')}` : ''
-    }${a.reason ? `\n${a.reason}` : a.error ? `\n${a.error}` : ''}`,
+    }${soFar}${a.reason ? `\n${a.reason}` : a.error ? `\n${a.error}` : ''}`,
     icon,
     color,
     // attempt.winner | attempt.changed[.comparable] | attempt: what its context menu offers.

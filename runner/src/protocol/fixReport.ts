@@ -41,6 +41,12 @@ export const VerdictSchema = z
       .array(z.string())
       .default([])
       .describe("The issue's tests this verdict was held to: every one must pass (report.json's issue_tests says how they were chosen)."),
+    provisional: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Green so far on the tests it made pass itself: while the run goes on, the run's issue tests (known when every attempt is judged) may still make it red. Always false in a finished report.",
+      ),
     could_not_run: z
       .string()
       .nullable()

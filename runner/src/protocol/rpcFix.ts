@@ -63,9 +63,19 @@ export const AttemptSnapshotSchema = z
     turns: z.number().int(),
     tokens: z.number().int(),
     green: z.boolean().nullable(),
+    provisional: z
+      .boolean()
+      .optional()
+      .describe(
+        "Green so far, on the tests it made pass itself, while others of the baseline's still fail: the run's issue tests, known when every attempt has ended, may still make it red (absent from older runners).",
+      ),
     passed: z.number().int().nullable(),
     failed: z.number().int().nullable(),
-    diff_size: z.number().int().describe('Changed lines of the attempt patch.'),
+    diff_size: z.number().int().describe('Changed lines of the attempt patch (added + removed: what the ranking compares).'),
+    diff_lines: z
+      .object({ added: z.number().int(), removed: z.number().int() })
+      .optional()
+      .describe('The lines its patch adds and removes, as a user reads a diff (+1 −1 for one edited line); absent from older runners.'),
     winner: z.boolean(),
     error: z.string().nullable(),
     agrees_with: z

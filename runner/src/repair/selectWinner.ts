@@ -44,9 +44,19 @@ export function normalizePatch(patch: PatchBytes | string): string {
 }
 
 export function patchSize(patch: PatchBytes | string): number {
-  return patchStructure(patch)
-    .split('\n')
-    .filter((l) => (l.startsWith('+') && !l.startsWith('+++')) || (l.startsWith('-') && !l.startsWith('---'))).length;
+  const { added, removed } = patchLines(patch);
+  return added + removed;
+}
+
+/** Pure: the lines a patch adds and removes (an edited line is one of each, as `git diff --stat` counts). */
+export function patchLines(patch: PatchBytes | string): { added: number; removed: number } {
+  let added = 0;
+  let removed = 0;
+  for (const l of patchStructure(patch).split('\n')) {
+    if (l.startsWith('+') && !l.startsWith('+++')) added++;
+    else if (l.startsWith('-') && !l.startsWith('---')) removed++;
+  }
+  return { added, removed };
 }
 
 /**

@@ -2,7 +2,7 @@ import { BrokenEnvironmentSchema } from '../protocol/fixReport.js';
 import type { AttemptSnapshot, CellSnapshot, RunSnapshot, RunSummary } from '../protocol/rpcFix.js';
 import { attemptReason } from '../repair/explainEnding.js';
 import { explainRanking, type RankingExplained } from '../repair/explainRanking.js';
-import { patchSize } from '../repair/selectWinner.js';
+import { patchLines } from '../repair/selectWinner.js';
 import { patchFromStore } from '../workspace/patchBytes.js';
 import type { AttemptRow, CellRow, RunRow, RunStore } from '../store/runStore.js';
 import { storedVerdict } from '../repair/verdicts/storedVerdict.js';
@@ -84,6 +84,7 @@ export function attemptSnapshot(
 ): AttemptSnapshot {
   const v = a.verdict_json ? storedVerdict(a.verdict_json) : null;
   const status = shownAttemptStatus(a.status, run);
+  const lines = a.patch ? patchLines(a.patch) : { added: 0, removed: 0 };
   return {
     index: a.idx,
     attempt_id: a.attempt_id,
@@ -93,9 +94,12 @@ export function attemptSnapshot(
     turns: Math.max(a.turns, liveTurns),
     tokens: a.tokens,
     green: v ? v.green : null,
+    // Held to the run's issue tests only when every attempt has ended: until then "green so far".
+    ...(v?.green && v.provisional && run !== 'ended' ? { provisional: true } : {}),
     passed: v ? v.passed : null,
     failed: v ? v.failed : null,
-    diff_size: a.patch ? patchSize(a.patch) : 0,
+    diff_size: lines.added + lines.removed,
+    diff_lines: lines,
     winner: winner === a.idx,
     error: a.error,
     agrees_with: ranking?.agreesWith.get(a.idx) ?? [],

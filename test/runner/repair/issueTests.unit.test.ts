@@ -130,6 +130,24 @@ describe('a fix is a fix when the issue tests pass and nothing else breaks (F/P)
     assert.deepEqual(heldToIssueTests(a, only).failing_before, [id('test_has_version')]);
   });
 
+  it('a verdict green while others of the baseline still fail is provisional until it is held to the run (issue 31)', () => {
+    const base = baselineOf(BASE);
+    const partial = judge(pytest({ test_has_version: 'FAILED', test_mean: 'PASSED', test_median: 'PASSED', test_mode: 'PASSED' }), base);
+    const whole = judge(pytest({ test_has_version: 'PASSED', test_mean: 'PASSED', test_median: 'PASSED', test_mode: 'PASSED' }), base);
+    const red = judge(pytest({ test_has_version: 'FAILED', test_mean: 'FAILED', test_median: 'PASSED', test_mode: 'PASSED' }), base);
+    assert.equal(partial.provisional, true, 'another attempt may still make test_has_version pass');
+    assert.equal(whole.provisional, false, 'it leaves no failing test another attempt could fix');
+    assert.equal(red.provisional, false, 'a red verdict is not provisional');
+    const issue = issueTestsOf({ strict: false, named: [] }, [id('test_has_version'), id('test_mean')], [partial]);
+    assert.equal(heldToIssueTests(partial, issue).provisional, false, 'held to the run, green for good');
+    const both = issueTestsOf({ strict: false, named: [] }, [id('test_has_version'), id('test_mean')], [partial, whole]);
+    assert.deepEqual([heldToIssueTests(partial, both).green, heldToIssueTests(partial, both).provisional], [false, false]);
+    // Named tests (or --strict) are the issue's from the start: nothing another attempt does changes the verdict.
+    const named = baselineOf(BASE, { strict: false, named: [id('test_mean')] });
+    const byName = judge(pytest({ test_has_version: 'FAILED', test_mean: 'PASSED', test_median: 'PASSED', test_mode: 'PASSED' }), named);
+    assert.deepEqual([byName.green, byName.provisional], [true, false]);
+  });
+
   it('an issue that names an unrelated failing test does not excuse the tests an attempt made pass (red team)', () => {
     const base = baselineOf(BASE, { strict: false, named: [id('test_has_version')] });
     const right = judge(pytest({ test_has_version: 'FAILED', test_mean: 'PASSED', test_median: 'PASSED', test_mode: 'PASSED' }), base);

@@ -157,7 +157,7 @@ describe('time and tokens per attempt and run, and token budgets (issue 31)', fu
       // Judged like a max_turns stop: its tests ran on what it made.
       assert.ok(a.verdict, 'its tests ran on what it produced');
       assert.ok(a.diff_size > 0);
-      assert.match(r.stderr, /attempt 0: stopped for its budget after 2 turn\(s\): its --max-tokens 5000 spent/);
+      assert.match(r.stderr, /attempt 0: stopped for its budget after 2 turns: its --max-tokens 5000 spent/);
       assert.match(r.summary, /\| 0 \| 0 \| budget \(its tokens spent\), tests /);
     } finally {
       r.cleanup();

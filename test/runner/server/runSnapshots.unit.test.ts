@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { runSnapshot, shownAttemptStatus } from '../../../runner/src/server/runSnapshots.js';
 import { openStore } from '../../../runner/src/store/openStore.js';
 import { RunStore } from '../../../runner/src/store/runStore.js';
+import { aVerdict } from '../../helpers/verdicts.js';
 
 describe('run snapshots: what a view shows of a stored run', () => {
   it('attempts of a run whose runner died: the running one is interrupted, the queued ones wait for Resume', () => {
@@ -39,5 +40,30 @@ describe('run snapshots: what a view shows of a stored run', () => {
     assert.equal(shownAttemptStatus('running', 'interrupted'), 'interrupted');
     assert.equal(shownAttemptStatus('running', 'going'), 'running');
     assert.equal(shownAttemptStatus('finished', 'interrupted'), 'finished');
+  });
+
+  it('an attempt green on the tests it fixed is "green so far" while its run goes on, and its lines are +added −removed (issue 31)', () => {
+    const store = new RunStore(openStore(':memory:'));
+    const run = {
+      id: 'run-p',
+      repo: '/r',
+      base_commit: 'abc',
+      issue: 'x',
+      test_cmd: 'true',
+      provider: 'host',
+      image: '',
+      model: 'replay:x',
+    };
+    store.createRun({ ...run, attempts: 2, runner_pid: process.pid, install_cmd: null }, [0, 0.7]);
+    store.startAttempt('run-p', 0);
+    const patch = Buffer.from('diff --git a/c.py b/c.py\n--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-return a - b\n+return a + b\n');
+    const soFar = aVerdict(true, { failing_before: ['test_mul'], fixed: ['test_add'], provisional: true });
+    store.finishAttempt('run-p', 0, { verdict: soFar, patch, turns: 2, tokens: 0, stop: 'finish' });
+    const going = runSnapshot(store, 'run-p', [], () => true)!.attempts[0]!;
+    assert.deepEqual([going.green, going.provisional, going.diff_size, going.diff_lines], [true, true, 2, { added: 1, removed: 1 }]);
+    // Held to the run's issue tests at its end: no longer provisional, whatever it became.
+    store.setAttemptVerdict('run-p', 0, { ...soFar, green: false, provisional: false });
+    const held = runSnapshot(store, 'run-p', [], () => true)!.attempts[0]!;
+    assert.deepEqual([held.green, held.provisional], [false, undefined]);
   });
 });

@@ -1,3 +1,4 @@
+import { someNames } from '../verdicts/someNames.js';
 import { type FailingFirstPlan, plural, type TargetedRun, targetedOutcome } from '../verdicts/failingFirst.js';
 import type { Judged } from '../verdicts/failingSet.js';
 import { judgeTestRun, runReport, type Verdict } from '../verdicts/judgeTestRun.js';
@@ -11,8 +12,6 @@ export function passedEvery(tests: string[], output: string): boolean {
   const report = parseTestOutput(output);
   return report !== null && tests.every((n) => report.tests.get(n) === 'pass');
 }
-
-const list = (names: string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
 
 /** A targeted run of the baseline's failing tests, and the red verdict it makes (null: the whole suite decides, `why`). */
 export interface TargetedStep {
@@ -67,7 +66,7 @@ export function judgeTargeted(run: TargetedRun, test: TestRun, baseline: Judged 
     test,
     seconds,
     stillFailing,
-    why: `${outcome.stillFailing.length === 1 ? 'it fails' : 'all fail'} again: ${list(outcome.stillFailing)}`,
+    why: `${outcome.stillFailing.length === 1 ? 'it fails' : 'all fail'} again: ${someNames(outcome.stillFailing)}`,
     red: {
       ...judged,
       green: false,

@@ -13,7 +13,8 @@ import { captureApplicablePatch } from '../../workspace/captureWorktreeDiff.js';
 import { EMPTY_PATCH, patchFromStore } from '../../workspace/patchBytes.js';
 import { type AgentOutcome, runAgentLoop } from '../agentLoop.js';
 import { isBudgetStop, NO_USAGE, RunTokenBudget, type UsageTotals } from '../usage/usageAccounting.js';
-import { patchSize } from '../selectWinner.js';
+import { patchLines } from '../selectWinner.js';
+import { someNames } from '../verdicts/someNames.js';
 import type { Verdict } from '../verdicts/judgeTestRun.js';
 import { type AttemptResult, hookNote, regressionNote, type RunScope, throwIfCancelled } from './fixRun.js';
 import { purgePythonCaches } from './purgePythonCaches.js';
@@ -234,7 +235,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     // kept for review (its worktree, branch and patch), and it is shown as "budget".
     if (isBudgetStop(result.outcome.stop))
       progress(
-        `attempt ${index}: stopped for its budget after ${result.outcome.turns} turn(s): ${result.outcome.stop === 'tokens' ? `its --max-tokens ${request.max_tokens}` : `the run's --max-run-tokens ${request.max_run_tokens}`} spent (${result.outcome.tokens} tokens in and out); judging what it made`,
+        `attempt ${index}: stopped for its budget after ${plural(result.outcome.turns, 'turn')}: ${result.outcome.stop === 'tokens' ? `its --max-tokens ${request.max_tokens}` : `the run's --max-run-tokens ${request.max_run_tokens}`} spent (${result.outcome.tokens} tokens in and out); judging what it made`,
       );
     // The agent worked while the baseline ran: its verdict needs the baseline's report.
     const judge: JudgeInput = { ...input, baselineReport: await input.baseline, plan: await input.failingFirst };
@@ -328,11 +329,11 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
     });
     if (result.verdict.could_not_run)
       progress(
-        `attempt ${index}: its tests could not run (${result.verdict.could_not_run}) after ${result.outcome.turns} turn(s): not ranked`,
+        `attempt ${index}: its tests could not run (${result.verdict.could_not_run}) after ${plural(result.outcome.turns, 'turn')}: not ranked`,
       );
     else
       progress(
-        `attempt ${index}: ${result.verdict.green ? 'green' : 'red'} after ${result.outcome.turns} turn(s) (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${patchSize(result.patch)} changed lines${hookNote(result.verdict)}${regressionNote(result.verdict)}${failingBeforeNote(result.verdict)}`,
+        `attempt ${index}: ${verdictWord(result.verdict)} after ${plural(result.outcome.turns, 'turn')} (${result.outcome.stop}), ${result.verdict.passed} passed, ${result.verdict.failed} failed, ${changedLines(result.patch)}${hookNote(result.verdict)}${regressionNote(result.verdict)}${failingBeforeNote(result.verdict)}`,
       );
   } catch (e) {
     input.early?.drop(index);
@@ -462,9 +463,20 @@ async function treeKeyOf(wt: AttemptWorktree, base: string, named: (patch: Patch
 }
 
 /** Pure: the tests a verdict names failing before and after (not caused by the change), for its progress line. */
+/** "+1 −1 lines": an edited line is one removed and one added, as a diff reads. */
+function changedLines(patch: PatchBytes): string {
+  const { added, removed } = patchLines(patch);
+  return `+${added} −${removed} lines`;
+}
+
+/** Green by the tests it made pass itself is green only "so far": the run's issue tests come when every attempt has ended. */
+const verdictWord = (v: Verdict) => (!v.green ? 'red' : v.provisional ? 'green so far' : 'green');
+
 function failingBeforeNote(v: Verdict): string {
   const n = v.failing_before;
-  return n.length === 0
-    ? ''
-    : `; failing before and after, not caused by this change: ${n.slice(0, 3).join(', ')}${n.length > 3 ? ` and ${n.length - 3} more` : ''}`;
+  if (n.length === 0) return '';
+  // Whether these are the issue's is known only when the others are judged (holdToIssueTests).
+  if (v.provisional)
+    return `; still failing as on the base commit: ${someNames(n)} (if another attempt makes one of them pass, this one is red)`;
+  return `; failing before and after, not caused by this change: ${someNames(n)}`;
 }

@@ -1,3 +1,4 @@
+import { someNames } from './someNames.js';
 import type { TestReport } from './testReport.js';
 
 /**
@@ -120,15 +121,14 @@ export function baselineFailuresUnseen(
   wanted: readonly string[] = [...failingOf(baseline?.report ?? null)],
 ): string | null {
   if (wanted.length === 0) return null;
-  const list = (names: readonly string[]) => `${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
   if (now === null)
-    return `its output has no test report the runner reads, so the baseline's failing tests (${list(wanted)}) are not shown passing`;
+    return `its output has no test report the runner reads, so the baseline's failing tests (${someNames(wanted)}) are not shown passing`;
   const base = baseline!.report!;
   const skipped = wanted.filter((n) => now.tests.get(n) === 'skip');
-  if (skipped.length > 0) return `its failing test(s) ${list(skipped)} were skipped, not passed`;
+  if (skipped.length > 0) return `its failing test(s) ${someNames(skipped)} were skipped, not passed`;
   const notPassing = wanted.filter((n) => now.tests.get(n) !== 'pass');
   if (now.skipped > base.skipped && notPassing.length > 0)
-    return `it skipped ${now.skipped - base.skipped} more test(s) than the baseline, and its failing test(s) ${list(notPassing)} are not shown passing`;
+    return `it skipped ${now.skipped - base.skipped} more test(s) than the baseline, and its failing test(s) ${someNames(notPassing)} are not shown passing`;
   // Names are each parser's and not always one shape for a test's pass and its failure
   // (pytest's SUBFAILED, a repeated TAP assertion "x #2"): there a failing test counts as not
   // run only when fewer tests ran than on the base commit. Frameworks that name a test the same
@@ -143,8 +143,8 @@ export function baselineFailuresUnseen(
   const gone = wanted.filter((n) => !ran(n));
   if (gone.length === 0) return null;
   return ranNow < ranBefore
-    ? `${ranNow} test(s) ran where the baseline ran ${ranBefore}, and its failing test(s) ${list(gone)} did not run`
-    : `its failing test(s) ${list(gone)} did not run: this run names every test it ran, and not them`;
+    ? `${ranNow} test(s) ran where the baseline ran ${ranBefore}, and its failing test(s) ${someNames(gone)} did not run`
+    : `its failing test(s) ${someNames(gone)} did not run: this run names every test it ran, and not them`;
 }
 
 /** Frameworks whose console names a test the same way whether it passes or fails. */

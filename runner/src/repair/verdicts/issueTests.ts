@@ -65,6 +65,12 @@ export interface FixFacts {
   failing_before: string[];
   /** The issue's tests this verdict was held to (the run's rule may widen them at selection). */
   issue_tests: string[];
+  /**
+   * Green on the tests it made pass itself while others of the baseline's still fail, under the
+   * rule that takes the issue's tests from what the attempts made pass: until every attempt is
+   * judged (heldToIssueTests), another attempt making one of those pass can still turn it red.
+   */
+  provisional: boolean;
 }
 
 /**
@@ -91,9 +97,11 @@ export function heldToIssueTests<V extends FixFacts>(verdict: V, issue: IssueTes
   const wanted = new Set(issue.tests);
   const stillFailing = verdict.failing_before.filter((n) => wanted.has(n));
   const missing = issue.tests.filter((n) => !verdict.fixed.includes(n));
-  if (stillFailing.length === 0 && (!verdict.green || missing.length === 0)) return { ...verdict, issue_tests: issue.tests };
+  if (stillFailing.length === 0 && (!verdict.green || missing.length === 0))
+    return { ...verdict, issue_tests: issue.tests, provisional: false };
   return {
     ...verdict,
+    provisional: false,
     green: verdict.green && missing.length === 0,
     failing_before: verdict.failing_before.filter((n) => !wanted.has(n)),
     issue_tests: issue.tests,
@@ -117,7 +125,8 @@ export function judgeFix(now: Judged, baseline: Judged, found: Regressions, whol
   const fixed = before.filter((n) => !failingNow.has(n) && shownPassing(n));
   const issue = rule.strict ? before : rule.named.length > 0 ? rule.named : fixed;
   const failingBefore = before.filter((n) => failingNow.has(n) && !issue.includes(n));
-  if (wholeSuiteGreen || rule.strict) return { green: wholeSuiteGreen, fixed, failing_before: failingBefore, issue_tests: issue };
+  if (wholeSuiteGreen || rule.strict)
+    return { green: wholeSuiteGreen, fixed, failing_before: failingBefore, issue_tests: issue, provisional: false };
   const green =
     baseline.completeness.complete &&
     now.completeness.complete &&
@@ -130,7 +139,9 @@ export function judgeFix(now: Judged, baseline: Judged, found: Regressions, whol
     issue.length > 0 &&
     issue.every((n) => fixed.includes(n)) &&
     baselineFailuresUnseen(now.report, baseline, issue) === null;
-  return { green, fixed, failing_before: failingBefore, issue_tests: issue };
+  // Named tests (or --strict) fix the issue's tests now; else they are known only at the run's end.
+  const provisional = green && rule.named.length === 0 && failingBefore.length > 0;
+  return { green, fixed, failing_before: failingBefore, issue_tests: issue, provisional };
 }
 
 /**

@@ -37,6 +37,8 @@ export interface Verdict {
   failing_before: string[];
   /** The issue's tests this verdict was held to (issueTests.ts): every one must pass. */
   issue_tests: string[];
+  /** Green so far: the run's issue tests, known when every attempt is judged, may still make it red (issueTests.ts). */
+  provisional: boolean;
   /** The test runner died before reporting, twice (out of memory, a limit, a signal): why. Such a run is no verdict on the change. */
   could_not_run: string | null;
   /** This verdict is an earlier run's on the same tree (the attempt's own run_tests, or another attempt's verdict of the same change): which; null when its own cell ran. */
@@ -159,7 +161,7 @@ export function judgeTestRun(
     unseen === null;
   const fix = baseline
     ? judgeFix(judged, baseline, found, wholeSuiteGreen)
-    : { green: wholeSuiteGreen, fixed: [], failing_before: [], issue_tests: [] };
+    : { green: wholeSuiteGreen, fixed: [], failing_before: [], issue_tests: [], provisional: false };
   return {
     exit_code: exitCode,
     framework: report?.framework ?? null,

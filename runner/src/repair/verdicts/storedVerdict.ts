@@ -10,7 +10,14 @@ export function storedVerdict(json: string): Verdict {
   const v = JSON.parse(json) as Partial<Verdict> &
     Omit<
       Verdict,
-      'failing_complete' | 'failing_incomplete' | 'new_failing' | 'regressions_unknown' | 'fixed' | 'failing_before' | 'issue_tests'
+      | 'failing_complete'
+      | 'failing_incomplete'
+      | 'new_failing'
+      | 'regressions_unknown'
+      | 'fixed'
+      | 'failing_before'
+      | 'issue_tests'
+      | 'provisional'
     >;
   return {
     ...v,
@@ -24,6 +31,7 @@ export function storedVerdict(json: string): Verdict {
     fixed: v.fixed ?? [],
     failing_before: v.failing_before ?? [],
     issue_tests: v.issue_tests ?? [],
+    provisional: v.provisional ?? false,
     regressions_unknown: v.regressions_unknown !== undefined ? v.regressions_unknown : v.regressions_known ? null : OLDER,
   };
 }
