@@ -36,6 +36,7 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `i31-apply-${name}.png`) });
   const calc = () => readFileSync(join(repo, 'calc.py'), 'utf8');
   const toast = (text: RegExp) => page.locator('.notifications-toasts .notification-toast', { hasText: text });
+  const runRow = (text: RegExp) => page.locator('.pane', { hasText: 'Attempts' }).locator('.monaco-list-row', { hasText: text });
 
   before(async function () {
     requireCodeServer(this);
@@ -131,11 +132,12 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     assert.match(now, /"""The value as text\."""/, 'the chosen hunk is applied');
     assert.match(now, /len\(values\) \+ 1/, 'the other hunk is left out');
     assert.equal(now, base.replace('"""value as text"""', '"""The value as text."""'));
-    // The run still waits for review: the rest can be applied later.
+    // The run still waits for review (the rest can be applied later) and says a part is in the checkout.
     await page
       .locator('.pane', { hasText: 'Attempts' })
       .locator('.monaco-list-row', { hasText: /winner/ })
       .waitFor();
+    await runRow(/fixed · partly applied/).waitFor({ timeout: 30_000 });
   });
 
   it('a conflicting apply opens the merge editor and leaves the checkout consistent', async () => {
@@ -143,7 +145,7 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     const mine = calc().replace('return sum(values) / (len(values) + 1)', 'return sum(values) / max(len(values), 1)');
     writeFileSync(join(repo, 'calc.py'), mine);
     await runFromPalette(page, 'Forge: Apply Winning Attempt');
-    const warning = toast(/conflict with your edits: calc\.py\. Your version is kept/);
+    const warning = toast(/Where it conflicts with your edits \(calc\.py\) your lines are kept/);
     await warning.waitFor({ timeout: 30_000 });
     // Rendered, with its conflict counted: the state in which VS Code's merge editor once reset a
     // file holding conflict markers to the base's lines and saved that over the user's edit.
@@ -152,7 +154,13 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
       .getByText(/\d+ Conflicts? Remaining/)
       .waitFor({ timeout: 60_000 });
     await shot('merge-editor');
-    assert.equal(calc(), mine, 'the conflicting file is left exactly as the user had it while the merge editor is open');
+    assert.equal(
+      calc(),
+      mine,
+      'where it conflicts the file keeps the user lines while the merge editor is open (the rest was applied by the part)',
+    );
+    // The whole change is merged in: the run is applied, not left looking untouched.
+    await runRow(/fixed · applied/).waitFor({ timeout: 30_000 });
     // Closed without resolving: nothing is written over the user's edit.
     await runFromPalette(page, 'View: Close Editor');
     await page.locator('.merge-editor').first().waitFor({ state: 'detached', timeout: 30_000 });
@@ -167,6 +175,7 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     await toast(/Forge: undone; restored calc\.py/).waitFor({ timeout: 30_000 });
     await shot('undone');
     assert.equal(calc(), mine, 'the checkout is exactly as it was before the apply');
+    await runRow(/fixed · partly applied/).waitFor({ timeout: 30_000 });
   });
 
   it('a conflict resolved in the merge editor and saved leaves the file merged, without markers', async () => {

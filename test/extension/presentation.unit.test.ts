@@ -145,6 +145,16 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(runView(run({ status: 'failed', review: null, error: 'the tests already pass' })).tooltip, /already pass/);
   });
 
+  it('a run with a part of an attempt applied says so, and an applied run offers no attempt to apply (issue 31 drive)', () => {
+    const part = runView(run({ applied_part: { attempt: 2, files: ['calc.py'] } }));
+    assert.match(part.description, /fixed · partly applied/);
+    assert.match(part.tooltip, /part of attempt 2 is in your checkout \(calc\.py\); Undo Apply takes it back/);
+    assert.equal(part.contextValue, 'run.fixed.pending', 'Apply and Discard stay offered: the rest can still be applied');
+    assert.match(runView(run({ review: 'applied', applied_part: { attempt: 2, files: ['calc.py'] } })).description, /fixed · applied/);
+    assert.equal(attemptView(attempt({ winner: true }), true, true).contextValue, 'attempt.winner.closed');
+    assert.equal(attemptView(attempt({}), true, false).contextValue, 'attempt.changed.comparable');
+  });
+
   it('cell rows: provider, image, duration, exit code; running cells have no log yet', () => {
     const c: CellSnapshot = {
       cell_id: 'c1',

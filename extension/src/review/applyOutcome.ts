@@ -15,20 +15,21 @@ async function setUndoable(next: typeof undoable): Promise<void> {
 }
 
 /**
- * After an apply that merged with the user's edits: each file with conflicts (left as the user
- * had it, the apply asks for conflicts: 'yours') opens
- * in VS Code's merge editor (base = the run's base commit, "your checkout" = the saved copy
- * of what the file held, the attempt's side, output = the file itself), and the message
- * offers Undo Apply, which puts back exactly the bytes the checkout held.
+ * After an apply that merged with the user's edits: each file with conflicts (merged with the
+ * user's lines kept where the two conflict: the apply asks for conflicts: 'yours') opens in
+ * VS Code's merge editor (base = the run's base commit, "your checkout" = the saved copy of
+ * what the file held, the side merged in = the attempt's file or what the chosen part makes of
+ * the base, output = the file itself), and the message offers Undo Apply, which puts back
+ * exactly the bytes the checkout held.
  */
 export async function presentApplied(runner: RunnerConnection, runId: string, r: ApplyResult, message: string): Promise<void> {
   if (r.undo_id) await setUndoable({ runId, undoId: r.undo_id });
   const conflicts = r.conflicts ?? [];
   const merged = r.mode === 'three-way' || r.mode === 'conflicts';
-  for (const c of conflicts) await openMergeEditor(runId, r.attempt, r.repo, c.path, c.before);
+  for (const c of conflicts) await openMergeEditor(runId, r.attempt, r.repo, c.path, c.before, c.theirs);
   const say =
     conflicts.length > 0
-      ? `Forge: ${message} ${conflicts.length} file(s) conflict with your edits: ${conflicts.map((c) => c.path).join(', ')}. Your version is kept as it was; the merge editor shows the attempt's side: accept what you want and save. The run stays open for review; Undo Apply puts back the rest.`
+      ? `Forge: ${message} Where it conflicts with your edits (${conflicts.map((c) => c.path).join(', ')}) your lines are kept; to take the attempt's there, use "Accept Attempt ${r.attempt}" then "Remove Your checkout" in the merge editor, and save. Undo Apply puts every file back.`
       : merged
         ? `Forge: ${message} It was merged with your edits (${r.files
             .filter((f) => f.reason)
@@ -46,13 +47,26 @@ export async function presentApplied(runner: RunnerConnection, runId: string, r:
 const openedMerges = new Map<string, unknown>();
 
 /** The built-in git extension's way in: the internal `_open.mergeEditor` command. */
-export async function openMergeEditor(runId: string, attempt: number, repo: string, path: string, before: string): Promise<void> {
+export async function openMergeEditor(
+  runId: string,
+  attempt: number,
+  repo: string,
+  path: string,
+  before: string,
+  theirs?: string,
+): Promise<void> {
   const review = (side: 'base' | 'attempt') => vscode.Uri.from(reviewUriParts({ runId, side, path, attempt }));
   const output = vscode.Uri.file(join(repo, path));
   const args = {
     base: review('base'),
     input1: { uri: vscode.Uri.file(before), title: 'Your checkout', description: 'before Forge applied', detail: path },
-    input2: { uri: review('attempt'), title: `Attempt ${attempt}`, description: `run ${runId}`, detail: path },
+    // What was merged in (a part: only the chosen hunks), from an older runner the whole attempt.
+    input2: {
+      uri: theirs ? vscode.Uri.file(theirs) : review('attempt'),
+      title: `Attempt ${attempt}`,
+      description: 'its change',
+      detail: path,
+    },
     output,
   };
   openedMerges.set(output.fsPath, args);
@@ -72,7 +86,14 @@ export async function undoApply(runner: RunnerConnection, runId?: string, undoId
     'Undo Apply',
   );
   if (choice !== 'Undo Apply') return false;
-  const r = await runner.request('review/undoApply', { run_id: target.runId, ...(target.undoId ? { undo_id: target.undoId } : {}) });
+  const r = await runner
+    .request('review/undoApply', { run_id: target.runId, ...(target.undoId ? { undo_id: target.undoId } : {}) })
+    .catch((e: Error) => {
+      // An Undo Apply button of an apply already undone (the notification centre keeps them) says why it did nothing.
+      void vscode.window.showErrorMessage(`Forge: ${e.message}`);
+      return null;
+    });
+  if (!r) return false;
   if (undoable?.runId === target.runId) await setUndoable(null);
   const run = (await runner.request('runs/show', { run_id: target.runId })).run;
   await settleEditors(r.restored.map((p) => join(run.repo, p)));

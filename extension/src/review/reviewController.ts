@@ -163,9 +163,11 @@ export class ReviewController {
     if (confirm) {
       const pendingWinner = run?.status === 'fixed' && run.review === 'pending' && run.winner_attempt !== null;
       const choice = await vscode.window.showWarningMessage(
-        pendingWinner
-          ? `Discard the run ${named}? Its winner (attempt ${run.winner_attempt}) was not applied: its branch and any worktree left are deleted, and its attempts are no longer offered.`
-          : `Discard the run ${named}? Its attempts are no longer offered for review or apply; any worktree left is deleted.`,
+        run?.applied_part && run.review === 'pending'
+          ? `Discard the run ${named}? Part of attempt ${run.applied_part.attempt} is in your checkout (${run.applied_part.files.join(', ')}) and stays there (Undo Apply takes it back). The run's branches and any worktree left are deleted, and its attempts are no longer offered.`
+          : pendingWinner
+            ? `Discard the run ${named}? Its winner (attempt ${run.winner_attempt}) was not applied: its branch and any worktree left are deleted, and its attempts are no longer offered.`
+            : `Discard the run ${named}? Its attempts are no longer offered for review or apply; any worktree left is deleted.`,
         { modal: true },
         'Discard',
       );

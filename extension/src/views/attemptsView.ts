@@ -41,9 +41,10 @@ export class AttemptsTreeProvider implements vscode.TreeDataProvider<AttemptsNod
         `run:${node.run.run_id}`,
       );
     }
-    const hasWinner = this.state.runs.find((r) => r.run_id === node.runId)?.winner_attempt != null;
+    const run = this.state.runs.find((r) => r.run_id === node.runId);
+    const closed = run?.review === 'applied' || run?.review === 'discarded';
     const item = toTreeItem(
-      attemptView(node.attempt, hasWinner),
+      attemptView(node.attempt, run?.winner_attempt != null, closed),
       vscode.TreeItemCollapsibleState.None,
       `attempt:${node.runId}:${node.attempt.index}`,
     );

@@ -27,6 +27,12 @@ export function duration(ms: number | null): string {
 /** Grey: what the user stopped is neither a failure nor a success. */
 const STOPPED = 'disabledForeground';
 
+/** Where a fixed run's review stands; a part applied while it stays open is said, not hidden behind "review". */
+function fixedReview(r: RunSummary): string {
+  if (r.review === 'pending' || r.review === null) return r.applied_part ? 'partly applied' : 'review';
+  return r.review;
+}
+
 /** `now` and the zone offset are parameters so tests can pin them; the view passes neither. */
 export function runView(
   r: RunSummary,
@@ -37,7 +43,7 @@ export function runView(
 ): RowView {
   const state: Record<RunSummary['status'], [string, string | null, string]> = {
     running: ['sync~spin', null, 'running'],
-    fixed: ['pass-filled', 'testing.iconPassed', r.review === 'pending' ? 'fixed · review' : `fixed · ${r.review ?? ''}`],
+    fixed: ['pass-filled', 'testing.iconPassed', `fixed · ${fixedReview(r)}`],
     not_fixed: ['circle-slash', 'testing.iconFailed', 'not fixed'],
     failed: ['error', 'errorForeground', 'failed'],
     interrupted: ['debug-pause', 'editorWarning.foreground', 'interrupted'],
@@ -56,6 +62,9 @@ export function runView(
       .join(' · '),
     tooltip: [
       r.issue_title,
+      r.applied_part && r.review !== 'applied'
+        ? `part of attempt ${r.applied_part.attempt} is in your checkout (${r.applied_part.files.join(', ')}); Undo Apply takes it back`
+        : '',
       `${r.run_id}: ${r.status}`,
       usage ? `run: ${usageLine(usage)}` : '',
       `repo ${r.repo} at ${r.base_commit.slice(0, 12)}`,
@@ -77,8 +86,11 @@ export function runView(
   };
 }
 
-/** `hasWinner`: the attempt's run has a winner (an attempt can then be compared with it). */
-export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
+/**
+ * `hasWinner`: the attempt's run has a winner (an attempt can then be compared with it);
+ * `closed`: the run was applied or discarded, so nothing of it is offered to apply.
+ */
+export function attemptView(a: AttemptSnapshot, hasWinner = false, closed = false): RowView {
   const turns = `${a.turns} ${a.turns === 1 ? 'turn' : 'turns'}`;
   const size = changedLines(a);
   let state: string;
@@ -136,8 +148,8 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false): RowView {
     }${soFar}${a.reason ? `\n${a.reason}` : a.error ? `\n${a.error}` : ''}`,
     icon,
     color,
-    // attempt.winner | attempt.changed[.comparable] | attempt: what its context menu offers.
-    contextValue: a.winner ? 'attempt.winner' : changed ? `attempt.changed${hasWinner ? '.comparable' : ''}` : 'attempt',
+    // attempt.winner | attempt.changed[.comparable] | attempt, then .closed for a run applied or discarded: what its context menu offers.
+    contextValue: `${a.winner ? 'attempt.winner' : changed ? `attempt.changed${hasWinner ? '.comparable' : ''}` : 'attempt'}${closed ? '.closed' : ''}`,
   };
 }
 

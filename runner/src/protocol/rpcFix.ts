@@ -39,6 +39,13 @@ export const RunSummarySchema = z
     attempts: z.number().int(),
     winner_attempt: z.number().int().nullable(),
     review: RunReviewSchema.nullable().describe('Only for fixed runs: the winner waits for review, was applied, or was discarded.'),
+    applied_part: z
+      .object({ attempt: z.number().int(), files: z.array(z.string()) })
+      .nullable()
+      .optional()
+      .describe(
+        'A part of an attempt is in the checkout (review/apply with a selection) while the run stays open; null when none or undone.',
+      ),
     error: z.string().nullable(),
     environment: BrokenEnvironmentSchema.nullable().describe(
       'Set when the tests could not run on the base commit (the run ended before any attempt): the cause and the way out.',
@@ -385,7 +392,7 @@ export const RPC_FIX_METHODS = {
           .enum(['markers', 'yours'])
           .optional()
           .describe(
-            "With merge: a file whose merge conflicts gets conflict markers (default), or is left as your checkout had it ('yours', for a client that opens a merge editor); then the run stays open for review.",
+            "With merge: a file whose merge conflicts gets conflict markers (default), or your lines where the two conflict and the attempt's elsewhere ('yours', for a client that opens a merge editor on it).",
           ),
       })
       .strict(),
@@ -403,6 +410,10 @@ export const RPC_FIX_METHODS = {
               .object({
                 path: z.string(),
                 before: z.string().describe("The saved copy of your checkout's file (the merge editor's other side)."),
+                theirs: z
+                  .string()
+                  .optional()
+                  .describe("The saved copy of the side merged in: the attempt's file, or what the chosen part makes of the base."),
               })
               .strict(),
           )

@@ -241,10 +241,13 @@ export class FixService {
       conflicts,
     });
     let branchRemoved: string | null = null;
-    // Conflicts left as your version are not in the checkout yet: like a part, the run stays open.
-    const complete = !partial && !(conflicts === 'yours' && outcome.conflicts.length > 0);
+    // A whole change merged with your edits is applied, conflicts kept as yours or not: the merge
+    // editor (or the markers) is where the user takes the attempt's lines instead.
+    const complete = !partial;
+    if (outcome.applied && partial) this.store.setAppliedPart(runId, { attempt: t.index, files: outcome.files.map((f) => f.path) });
     if (outcome.applied && complete) {
       this.store.setReview(runId, 'applied');
+      this.store.setAppliedPart(runId, null);
       if (outcome.undo) writeRecord(undoRoot(this.stateDir, runId), { ...outcome.undo, marked_applied: true });
       // The change is in the working tree now; the winner branch (and any worktree left) would only repeat it.
       if (t.run.winner_attempt !== null) {
@@ -295,6 +298,9 @@ export class FixService {
       );
     }
     rmSync(join(root, record.id), { recursive: true, force: true });
+    // What of the run the checkout still holds: the newest apply left to undo, when it was a part.
+    const rest = readRecord(root);
+    this.store.setAppliedPart(runId, rest && !rest.marked_applied ? { attempt: rest.attempt, files: rest.files.map((f) => f.path) } : null);
     this.pushNow(runId);
     return { restored, review: this.store.getRun(runId)?.review ?? null };
   }

@@ -10,6 +10,18 @@ import type { Usage } from '../protocol/usage.js';
 import { isBudgetStop, NO_USAGE } from '../repair/usage/usageAccounting.js';
 import { cellTimes, runUsageOf, storedPrice, usageOf, wallBetween } from '../repair/usage/usageFigures.js';
 
+/** The stored part applied, when it reads as one (a damaged value is shown as none). */
+function appliedPart(json: string | null | undefined): RunSummary['applied_part'] {
+  if (!json) return null;
+  try {
+    const p = JSON.parse(json) as { attempt?: unknown; files?: unknown };
+    if (typeof p.attempt !== 'number' || !Array.isArray(p.files)) return null;
+    return { attempt: p.attempt, files: p.files.filter((f): f is string => typeof f === 'string') };
+  } catch {
+    return null;
+  }
+}
+
 /** Store rows -> protocol snapshots. Everything a view shows comes from here, so a restarted runner shows the same. */
 /** A run whose runner process is gone without finishing it is shown (and resumable) as interrupted; a cancelled one says so itself. */
 export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = () => true): RunSummary {
@@ -55,6 +67,7 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
     attempts: run.attempts,
     winner_attempt: run.winner_attempt,
     review: run.status === 'fixed' ? (run.review ?? 'pending') : null,
+    applied_part: run.review === 'applied' ? null : appliedPart(run.applied_part),
     error,
     environment,
     ending,

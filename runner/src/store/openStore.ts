@@ -164,6 +164,8 @@ const MIGRATIONS: string[] = [
    ALTER TABLE model_turns ADD COLUMN output_tokens INTEGER;
    ALTER TABLE model_turns ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE attempts ADD COLUMN stop TEXT;`,
+  // A part of an attempt applied to the checkout while the run stays open (JSON: attempt, files).
+  `ALTER TABLE runs ADD COLUMN applied_part TEXT;`,
 ];
 
 /**

@@ -31,6 +31,8 @@ export interface RunRow {
   review: 'pending' | 'applied' | 'discarded' | null;
   /** JSON of the run's budgets and policy as started (prepareRun.ts: RUN_SETTINGS); null in older stores. */
   settings_json: string | null;
+  /** JSON {attempt, files}: a part of an attempt is in the checkout (Apply Part) and the run is still open; null otherwise. */
+  applied_part?: string | null;
 }
 
 export interface CellRow {
@@ -289,6 +291,11 @@ export class RunStore {
 
   setReview(runId: string, review: 'pending' | 'applied' | 'discarded'): void {
     this.db.prepare('UPDATE runs SET review = ?, updated_at = ? WHERE id = ?').run(review, now(), runId);
+  }
+
+  /** What part of an attempt the checkout holds while the run stays open (null: none, or it was undone). */
+  setAppliedPart(runId: string, part: { attempt: number; files: string[] } | null): void {
+    this.db.prepare('UPDATE runs SET applied_part = ?, updated_at = ? WHERE id = ?').run(part ? JSON.stringify(part) : null, now(), runId);
   }
 
   cellCount(runId: string): number {

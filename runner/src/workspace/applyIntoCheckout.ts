@@ -1,6 +1,6 @@
-import { lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { rememberCheckoutOwners } from '../hostguard/checkoutOwnership.js';
 import { applyPatchFile } from './applyPatch.js';
 import { locateRepository } from './attemptWorktree.js';
@@ -22,10 +22,11 @@ export interface CheckoutApplyOutcome {
   mode: 'clean' | 'three-way' | 'conflicts' | 'none';
   files: CheckoutApplyFile[];
   /**
-   * Files with conflicts, each with the saved copy of what your checkout held: left with
-   * conflict markers, or (conflicts: 'yours') left exactly as your checkout had them.
+   * Files with conflicts, each with the saved copy of what your checkout held and of the side
+   * the attempt (or the chosen part of it) merged in: written with conflict markers, or
+   * (conflicts: 'yours') merged with your lines kept where the two conflict.
    */
-  conflicts: { path: string; before: string }[];
+  conflicts: { path: string; before: string; theirs: string }[];
   undo: UndoRecord | null;
 }
 
@@ -44,9 +45,10 @@ export interface CheckoutApplyRequest {
   merge: boolean;
   /**
    * What a file whose merge conflicts gets: conflict markers (a shell user resolves them, as
-   * after git merge), or nothing at all (`yours`: the editor resolves it in VS Code's merge
-   * editor, which resets a file holding markers to the base's lines and can save that over your
-   * edit; left as it was, no state of the file on disk loses what you wrote).
+   * after git merge), or the merge with your lines where the two conflict (`yours`: the editor
+   * resolves it in VS Code's merge editor, which resets a file holding markers to the base's
+   * lines and can save that over your edit; with yours kept, no state of the file on disk loses
+   * what you wrote, and the attempt's lines that do not conflict are in).
    */
   conflicts?: 'markers' | 'yours';
 }
@@ -123,6 +125,7 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
     const kinds = new Map(listed.map((f) => [f.path, f.whole]));
     const merged = new Map<string, Buffer>();
     const conflicted: string[] = [];
+    const theirsOf = new Map<string, Buffer>();
     const scratch = mkdtempSync(join(tmpdir(), 'forge-merge-'));
     try {
       for (const f of files) {
@@ -144,46 +147,67 @@ export async function applyIntoCheckout(req: CheckoutApplyRequest): Promise<Chec
         writeFileSync(ours, readFileSync(full));
         writeFileSync(base, (await git(['cat-file', 'blob', `${req.baseCommit}:${f.path}`])).stdout);
         writeFileSync(theirs, (await git(['cat-file', 'blob', `${req.theirsTree}:${f.path}`])).stdout);
-        const out = await runMergeFile(git, ours, base, theirs, req.attempt);
+        const out = await runMergeFile(git, ours, base, theirs, req.attempt, false);
         if (out.conflicts > 0) conflicted.push(f.path);
         const keepYours = out.conflicts > 0 && req.conflicts === 'yours';
-        if (!keepYours) merged.set(f.path, out.bytes);
+        merged.set(f.path, keepYours ? (await runMergeFile(git, ours, base, theirs, req.attempt, true)).bytes : out.bytes);
+        if (out.conflicts > 0) theirsOf.set(f.path, readFileSync(theirs));
         f.ok = true;
         f.reason =
           out.conflicts === 0
             ? 'merged with your edits'
             : keepYours
-              ? `${out.conflicts} conflict(s): your version is kept, the attempt's side is in the merge editor`
+              ? `${out.conflicts} conflict(s): your lines are kept there, the rest of the attempt's change is merged in`
               : `${out.conflicts} conflict(s) to resolve`;
       }
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
     if (files.some((f) => !f.ok)) return { applied: false, mode: 'none', files, conflicts: [], undo: null };
-    const clean = files.filter((f) => !merged.has(f.path) && !conflicted.includes(f.path)).map((f) => f.path);
+    const clean = files.filter((f) => !merged.has(f.path)).map((f) => f.path);
     const undo = await write(clean, merged);
     const before = new Map(undo.files.map((u) => [u.path, u.before ?? '']));
     return {
       applied: true,
       mode: conflicted.length > 0 ? 'conflicts' : 'three-way',
       files,
-      conflicts: conflicted.map((path) => ({ path, before: before.get(path) ?? '' })),
+      conflicts: conflicted.map((path) => ({
+        path,
+        before: before.get(path) ?? '',
+        theirs: saveTheirs(req.undoRoot, undo, path, theirsOf.get(path)!),
+      })),
       undo,
     };
   });
 }
 
+/** `keepOurs`: a conflicting region takes your lines (git merge-file --ours) instead of markers. */
 async function runMergeFile(
   git: (args: string[], opts?: { okExitCodes?: number[] }) => Promise<{ stdout: Buffer; exitCode: number }>,
   ours: string,
   base: string,
   theirs: string,
   attempt: number,
+  keepOurs: boolean,
 ): Promise<{ bytes: Buffer; conflicts: number }> {
-  const r = await git(['merge-file', '-p', '-L', 'your checkout', '-L', 'base', '-L', `attempt ${attempt}`, ours, base, theirs], {
+  const labels = ['-L', 'your checkout', '-L', 'base', '-L', `attempt ${attempt}`];
+  const r = await git(['merge-file', '-p', ...(keepOurs ? ['--ours'] : []), ...labels, ours, base, theirs], {
     okExitCodes: ANY_CONFLICT_COUNT,
   });
   return { bytes: r.stdout, conflicts: r.exitCode };
+}
+
+/**
+ * The side merged in (the attempt's file, or what the chosen part makes of the base) beside
+ * the saved checkout: the merge editor shows exactly what was merged, not the whole attempt.
+ */
+function saveTheirs(root: string, undo: UndoRecord, path: string, bytes: Buffer): string {
+  const dir = join(root, undo.id, 'theirs');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const saved = undo.files.find((u) => u.path === path)?.before;
+  const file = join(dir, saved ? basename(saved) : `${undo.files.length}`);
+  writeFileSync(file, bytes, { mode: 0o600 });
+  return file;
 }
 
 /** --include takes a wildmatch pattern: a path with * ? [ or \\ in its name must match only itself. */

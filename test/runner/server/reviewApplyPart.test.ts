@@ -89,7 +89,12 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     assert.deepEqual(r.left_out, ['calc.py @@ -1,6 +1,6 @@']);
     assert.match(calc(), /The value as text\./);
     assert.match(calc(), /len\(values\) \+ 1/);
-    assert.equal((await call('runs/show', { run_id: runId })).run.review, 'pending');
+    const shown = (await call('runs/show', { run_id: runId })).run;
+    assert.deepEqual(
+      [shown.review, shown.applied_part],
+      ['pending', { attempt: r.attempt, files: ['calc.py'] }],
+      'a part is said, the run stays open',
+    );
     assert.notEqual(git(repo, 'branch', '--list', 'forge/attempt/*').trim(), '', 'the winner branch stays for the rest');
   });
 
@@ -107,10 +112,16 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     );
     assert.equal(readFileSync(merged.conflicts![0]!.before, 'utf8'), mine);
     assert.match(calc(), /<<<<<<< your checkout/);
-    assert.equal((await call('runs/show', { run_id: runId })).run.review, 'applied');
+    const applied = (await call('runs/show', { run_id: runId })).run;
+    assert.deepEqual([applied.review, applied.applied_part], ['applied', null]);
     const undone = await call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! });
     assert.deepEqual(undone, { restored: ['calc.py'], review: 'pending' });
     assert.equal(calc(), mine);
+    assert.deepEqual(
+      (await call('runs/show', { run_id: runId })).run.applied_part?.files,
+      ['calc.py'],
+      'the part applied before is still there',
+    );
     await assert.rejects(call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! }), /nothing to undo/);
     await assert.rejects(call('review/undoApply', { run_id: runId, undo_id: '../../etc' }), /not an undo id/);
   });

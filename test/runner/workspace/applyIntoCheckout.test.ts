@@ -99,7 +99,7 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
     }
   });
 
-  it("conflicts: 'yours' leaves a conflicting file exactly as the user had it and writes the rest", async () => {
+  it("conflicts: 'yours' keeps the user's lines where they conflict, merges the attempt's other hunks, and saves the side merged in", async () => {
     const s = setup();
     try {
       const mine = [...lines];
@@ -113,14 +113,40 @@ describe('apply into a checkout: part of a change, 3-way merge, undo', () => {
         out.conflicts.map((c) => c.path),
         ['a.txt'],
       );
-      // No state of the file on disk loses the user's edit (an editor that resets a file with markers to the base cannot either).
-      assert.equal(readFileSync(join(s.dir, 'a.txt')).equals(before), true, 'the conflicting file is untouched');
+      // No state of the file on disk loses the user's edit (an editor that resets a file with markers to the base cannot either),
+      // and the attempt's hunk that does not conflict is in (the drive found it left out).
+      const expected = [...mine];
+      expected[30] = 'attempt thirty';
+      assert.equal(readFileSync(join(s.dir, 'a.txt'), 'utf8'), text(expected), 'your line 3, the attempt line 30, no markers');
       assert.equal(readFileSync(out.conflicts[0]!.before).equals(before), true, "the merge editor's side is what the checkout held");
+      const theirs = [...lines];
+      theirs[3] = 'attempt three';
+      theirs[30] = 'attempt thirty';
+      assert.equal(readFileSync(out.conflicts[0]!.theirs, 'utf8'), text(theirs), "the other side is the attempt's file");
       assert.equal(readFileSync(join(s.dir, 'new.txt'), 'utf8'), 'new\n', 'the clean files are applied');
-      assert.match(out.files.find((f) => f.path === 'a.txt')!.reason ?? '', /your version is kept/);
+      assert.match(out.files.find((f) => f.path === 'a.txt')!.reason ?? '', /your lines are kept there/);
       restoreCheckout(readRecord(join(s.state.dir, 'run-x'), out.undo!.id)!);
       assert.equal(readFileSync(join(s.dir, 'a.txt')).equals(before), true);
       assert.equal(git(s.dir, 'status', '--porcelain').trim(), 'M a.txt', 'undo removes the new file');
+    } finally {
+      s.cleanupAll();
+    }
+  });
+
+  it('a part that conflicts: the side merged in is what the chosen hunks make of the base, not the whole attempt', async () => {
+    const s = setup();
+    try {
+      const mine = [...lines];
+      mine[3] = 'my three';
+      writeFileSync(join(s.dir, 'a.txt'), text(mine));
+      const [a] = listPatchFiles(s.patch);
+      const part = selectFromPatch(s.patch, { hunks: [a!.hunks[0]!.id] });
+      const out = await applyIntoCheckout({ ...(await s.req(part.patch)), conflicts: 'yours' });
+      assert.deepEqual([out.applied, out.mode], [true, 'conflicts']);
+      const theirs = [...lines];
+      theirs[3] = 'attempt three';
+      assert.equal(readFileSync(out.conflicts[0]!.theirs, 'utf8'), text(theirs), 'the hunk left out is not offered in the merge editor');
+      assert.equal(readFileSync(join(s.dir, 'a.txt'), 'utf8'), text(mine), 'the only hunk chosen conflicts: your lines stay');
     } finally {
       s.cleanupAll();
     }
