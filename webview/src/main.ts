@@ -193,6 +193,11 @@ function renderAttempt(d: AttemptData): TemplateResult {
     <h2>Verdict</h2>
     ${d.verdict ? renderVerdict(d.verdict, d.run.test_cmd) : html`<p class="sub">No verdict (the attempt did not finish).</p>`}
     ${
+      (a.review_warnings ?? []).length
+        ? html`<div data-testid="review-warnings" class="warn">${(a.review_warnings ?? []).map((w) => html`<div>Note: ${w}</div>`)}</div>`
+        : nothing
+    }
+    ${
       (d.generated ?? []).length > 0
         ? html`<div data-testid="generated" class="sub">
             Left out of its patch (generated, a tool marked it as its cache): ${(d.generated ?? []).join(', ')}

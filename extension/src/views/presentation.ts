@@ -145,7 +145,7 @@ export function attemptView(a: AttemptSnapshot, hasWinner = false, closed = fals
         : `${state} · ${turns}${spent ? ` · ${spent}` : ''}${judged ? ` · ${size}` : ''}${agree}`,
     tooltip: `${a.attempt_id} (temperature ${a.temperature}): ${state}${budgetTests}${tests}${a.rank !== null ? ` · ranked #${a.rank}` : ''}${a.usage ? `\n${usageLine(a.usage)}` : ''}${
       a.agrees_with.length > 0 ? `\nthe same change as attempt${a.agrees_with.length === 1 ? '' : 's'} ${a.agrees_with.join(', ')}` : ''
-    }${soFar}${a.reason ? `\n${a.reason}` : a.error ? `\n${a.error}` : ''}`,
+    }${soFar}${a.reason ? `\n${a.reason}` : a.error ? `\n${a.error}` : ''}${(a.review_warnings ?? []).map((w) => `\nnote: ${w}`).join('')}`,
     icon,
     color,
     // attempt.winner | attempt.changed[.comparable] | attempt, then .closed for a run applied or discarded: what its context menu offers.

@@ -109,6 +109,12 @@ export const AttemptSnapshotSchema = z
         "Its next cell waits for the machine's cell budget: the cells running or queued before it (absent or null when not waiting).",
       ),
     usage: UsageSchema.optional().describe('Its time and tokens so far (absent from older runners).'),
+    review_warnings: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "Once the run ended: what the review or the verdict did not cover (report.json's review_warnings), e.g. its own test changes not run.",
+      ),
     stop: z
       .string()
       .nullable()

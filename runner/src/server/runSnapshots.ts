@@ -163,15 +163,44 @@ export function runSnapshot(
   const state = summary.status === 'running' ? 'going' : summary.status === 'interrupted' ? 'interrupted' : 'ended';
   const cells = store.cells(runId);
   const usage = snapshotUsage(store, run, attempts, cells, state === 'going');
+  const warnings = reportWarnings(run.report_json);
   return {
     run: summary,
-    attempts: attempts.map((a) =>
-      attemptSnapshot(a, run.winner_attempt, turns.get(a.idx) ?? 0, ranking, state, waiting.get(a.idx) ?? null, usage.attempts.get(a.idx)),
-    ),
+    attempts: attempts.map((a) => {
+      const shown = attemptSnapshot(
+        a,
+        run.winner_attempt,
+        turns.get(a.idx) ?? 0,
+        ranking,
+        state,
+        waiting.get(a.idx) ?? null,
+        usage.attempts.get(a.idx),
+      );
+      const w = warnings.get(a.idx);
+      return w && w.length > 0 ? { ...shown, review_warnings: w } : shown;
+    }),
     cells: [...cells.map(cellSnapshot), ...running.filter((c) => c.run_id === runId)],
     ranking: ranking?.lines ?? [],
     usage: usage.run,
   };
+}
+
+/**
+ * Each attempt's review warnings from the run's report (written when it ended): what the
+ * verdict did not cover, such as its own test changes, must reach the views, not only the log.
+ */
+function reportWarnings(json: string | null): Map<number, string[]> {
+  const out = new Map<number, string[]>();
+  if (!json) return out;
+  try {
+    const report = JSON.parse(json) as { attempts?: { index?: unknown; review_warnings?: unknown }[] };
+    for (const a of report.attempts ?? [])
+      if (typeof a.index === 'number' && Array.isArray(a.review_warnings))
+        out.set(a.index, a.review_warnings.filter((w): w is string => typeof w === 'string').slice(0, 20));
+  } catch {
+    // A damaged report shows no warnings; the run's own state still does.
+  }
+  return out;
 }
 
 /**

@@ -65,5 +65,12 @@ describe('run snapshots: what a view shows of a stored run', () => {
     store.setAttemptVerdict('run-p', 0, { ...soFar, green: false, provisional: false });
     const held = runSnapshot(store, 'run-p', [], () => true)!.attempts[0]!;
     assert.deepEqual([held.green, held.provisional], [false, undefined]);
+    // Once ended, what the verdict did not cover reaches the views from the report.
+    store.finishRun('run-p', 'fixed', 0, {
+      attempts: [{ index: 0, review_warnings: ['its tests ran as on the base commit: its changes to test_calc.py ...'] }],
+    });
+    const ended = runSnapshot(store, 'run-p', [], () => true)!.attempts[0]!;
+    assert.deepEqual([ended.provisional, ended.review_warnings?.length], [undefined, 1]);
+    assert.match(ended.review_warnings![0]!, /test_calc\.py/);
   });
 });
