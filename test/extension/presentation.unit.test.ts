@@ -184,6 +184,12 @@ describe('extension presentation and decisions (pure)', () => {
     );
     assert.match(stopped.tooltip, /stopped by the run's cancel \(exit 137\)/);
     assert.equal(cellView({ ...c, exit_code: 137, killed_by: 'signal' }).icon, 'error', 'any other kill is still a failure');
+    // Not verdicts: the baseline's failing tests are the issue, an agent's own test run is a step of its work (issue 31 drive).
+    const baseline = cellView({ ...c, purpose: 'baseline', attempt_index: null });
+    assert.deepEqual([baseline.icon, baseline.color], ['beaker', null]);
+    assert.match(baseline.tooltip, /expected before a fix/);
+    assert.deepEqual([cellView({ ...c, purpose: 'run_tests' }).icon, cellView({ ...c, purpose: 'run_tests' }).color], ['terminal', null]);
+    assert.equal(cellView({ ...c, purpose: 'baseline', exit_code: 0 }).icon, 'pass');
     assert.deepEqual([duration(999), duration(61_000)], ['999 ms', '1 min 1 s']);
   });
 

@@ -186,14 +186,29 @@ export function cellView(c: CellSnapshot): RowView {
     };
   }
   const ok = c.exit_code === 0;
+  const [icon, color, why] = cellOutcome(c);
   return {
     label: `${c.purpose}${who}`,
     description: `${where} · ${duration(c.duration_ms)} · exit ${c.exit_code}${c.killed_by ? ` (${c.killed_by})` : ''}`,
-    tooltip: `${c.command}\n${c.cell_id}`,
-    icon: ok ? 'pass' : 'error',
-    color: ok ? 'testing.iconPassed' : 'testing.iconFailed',
+    tooltip: `${c.command}\n${c.cell_id}${why ? `\n${why}` : ''}`,
+    icon: ok ? 'pass' : icon,
+    color: ok ? 'testing.iconPassed' : color,
     contextValue: 'cell',
   };
+}
+
+/**
+ * A cell that exits non-zero is a failure only when its exit is a verdict: the baseline's
+ * tests fail before any fix (that is the issue), and an agent's own test runs and commands are
+ * steps of its work; a limit that killed a cell is a failure whatever its purpose.
+ */
+function cellOutcome(c: CellSnapshot): [string, string | null, string | null] {
+  if (c.killed_by) return ['error', 'testing.iconFailed', `stopped by ${c.killed_by}`];
+  if (c.purpose === 'baseline')
+    return ['beaker', null, "the tests on the base commit: failing ones are the issue's, expected before a fix"];
+  if (c.purpose === 'run_tests' || c.purpose === 'run_command' || c.purpose === 'install')
+    return ['terminal', null, "a step of the attempt's work, not its verdict"];
+  return ['error', 'testing.iconFailed', null];
 }
 
 export function instanceView(i: InstanceRow): RowView {
