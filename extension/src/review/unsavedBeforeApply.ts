@@ -1,7 +1,6 @@
 import { realpathSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import * as vscode from 'vscode';
-import { someNames } from '../../../runner/src/repair/verdicts/someNames.js';
 
 /** What the check needs of an open document (vscode.TextDocument has it). */
 export interface OpenDocument {
@@ -41,7 +40,9 @@ export function unsavedInRepo<T extends OpenDocument>(
 /** Pure: the modal's text, naming at most three files ("a, b, c and 2 more"). */
 export function unsavedWarning(paths: readonly string[]): string {
   const verb = paths.length === 1 ? 'has' : 'have';
-  return `${someNames(paths)} ${verb} unsaved changes. Forge applies to the files on disk: save them first so the attempt is merged with your edits.`;
+  // As runner/src/repair/verdicts/someNames.ts says names (the extension imports only the runner's protocol).
+  const names = paths.length > 3 ? `${paths.slice(0, 3).join(', ')} and ${paths.length - 3} more` : paths.join(', ');
+  return `${names} ${verb} unsaved changes. Forge applies to the files on disk: save them first so the attempt is merged with your edits.`;
 }
 
 export const SAVE_AND_APPLY = 'Save and Apply';
