@@ -6,6 +6,7 @@ import { shortTitle } from '../views/runTitle.js';
 import { presentApplied, undoApply } from './applyOutcome.js';
 import { applyPartOfAttempt } from './applyPart.js';
 import { describeApplyOutcome, reviewUriParts } from './reviewUris.js';
+import { saveUnsavedBeforeApply } from './unsavedBeforeApply.js';
 
 /**
  * Review of a winning attempt: a multi-file diff (vscode.changes) of read-only virtual
@@ -101,6 +102,12 @@ export class ReviewController {
     if (!(await this.confirmOutsideWorkspace(id))) return false;
     const chosen = attempt;
     if (chosen !== undefined && !(await this.confirmNotWinner(id, chosen))) return false;
+    // Apply writes the files on disk: unsaved editors of them are saved first (or nothing is applied).
+    const files = () =>
+      this.runner
+        .request('review/files', { run_id: id, ...(chosen !== undefined ? { attempt: chosen } : {}) })
+        .then((f) => f.files.map((x) => x.path));
+    if (!(await saveUnsavedBeforeApply(run.repo, files))) return false;
     const r = await this.runner.request('review/apply', {
       run_id: id,
       ...(chosen !== undefined ? { attempt: chosen } : {}),
@@ -129,8 +136,10 @@ export class ReviewController {
       return false;
     }
     const chosen = attempt ?? (id === this.reviewing ? this.reviewingAttempt : undefined);
-    return applyPartOfAttempt(this.runner, { runId: id, ...(chosen !== undefined ? { attempt: chosen } : {}) }, () =>
-      this.confirmOutsideWorkspace(id),
+    return applyPartOfAttempt(
+      this.runner,
+      { runId: id, ...(chosen !== undefined ? { attempt: chosen } : {}) },
+      async (repo, paths) => (await this.confirmOutsideWorkspace(id)) && saveUnsavedBeforeApply(repo, paths),
     );
   }
 

@@ -107,6 +107,17 @@ export class RelativePattern {
 /** An in-memory text document: untitled ones are what openTextDocument({ content }) makes. */
 export class FakeTextDocument {
   isClosed = false;
+  /** Unsaved text; save() clears it unless `saveFails`. */
+  isDirty = false;
+  saveFails = false;
+  get isUntitled(): boolean {
+    return this.uri.scheme === 'untitled';
+  }
+  async save(): Promise<boolean> {
+    if (this.saveFails) return false;
+    this.isDirty = false;
+    return true;
+  }
   constructor(
     readonly uri: Uri,
     readonly languageId: string,
