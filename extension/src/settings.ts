@@ -16,6 +16,8 @@ export interface ForgeSettings {
   strict?: boolean;
   /** Model tokens for a whole run, shared by its attempts (the runner's max_run_tokens); 0: none. */
   maxRunTokens?: number;
+  /** Model tokens for each attempt (the runner's max_tokens); 0: the runner's default. */
+  maxTokens?: number;
   /** The user's prices by model (forge.modelPrices, user settings only): a cost estimate, never a shipped table. */
   modelPrices?: unknown;
 }
@@ -53,6 +55,9 @@ export function fixStartParams(settings: ForgeSettings, repo: string, issue: str
     ...(settings.strict ? { strict: true } : {}),
     ...(settings.maxRunTokens && Number.isFinite(settings.maxRunTokens) && settings.maxRunTokens >= 1
       ? { max_run_tokens: Math.floor(settings.maxRunTokens) }
+      : {}),
+    ...(settings.maxTokens && Number.isFinite(settings.maxTokens) && settings.maxTokens >= 1
+      ? { max_tokens: Math.floor(settings.maxTokens) }
       : {}),
     ...priceParam(settings.modelPrices, settings.model),
   };

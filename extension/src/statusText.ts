@@ -38,7 +38,8 @@ export function modelLabel(setting: string): string {
  * Degraded (warning background) when the chosen provider is unavailable or the runner is down.
  */
 export function formatStatus(s: StatusInput): StatusView {
-  const model = modelLabel(s.model);
+  // No model yet is what stops a first Fix: flagged where the eye goes, not only in the tooltip.
+  const model = s.model.trim() ? modelLabel(s.model) : `$(warning) ${modelLabel(s.model)}`;
   const cells = s.running > 0 ? ` · ${s.running} ${s.running === 1 ? 'cell' : 'cells'}` : '';
   const modelLine = s.model.trim() ? `model: ${s.model.trim()}` : 'model: none chosen yet (set forge.model, or run "Forge: Get Started")';
   if (s.runnerState === 'down')

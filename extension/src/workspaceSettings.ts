@@ -15,6 +15,7 @@ export function readSettings(): ForgeSettings {
     cellTimeout: c.get<number>('cellTimeout', FIX_LIMITS.cell_timeout_s.default),
     strict: c.get<boolean>('strict', false),
     maxRunTokens: c.get<number>('maxRunTokens', 0),
+    maxTokens: c.get<number>('maxTokens', 0),
   };
 }
 

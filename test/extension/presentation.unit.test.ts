@@ -224,7 +224,7 @@ describe('extension presentation and decisions (pure)', () => {
       ['gpt-4o', 'claude-sonnet-4-5', 'VS Code model', 'gpt-4o (VS Code)', 'replay', 'no model', 'openai'],
     );
     const none = formatStatus({ health: health(true), running: 0, provider: 'host', model: ' ', runnerState: 'ready' });
-    assert.equal(none.text, '$(beaker) Forge: host ✓ · no model');
+    assert.equal(none.text, '$(beaker) Forge: host ✓ · $(warning) no model', 'no model yet is flagged');
     assert.match(none.tooltip, /model: none chosen yet \(set forge.model, or run "Forge: Get Started"\)/);
   });
 
@@ -314,6 +314,16 @@ describe('extension presentation and decisions (pure)', () => {
       'm',
     );
     assert.equal(strict.strict, true);
+    // Budgets: per attempt and per run, whole numbers; 0 (or nonsense) leaves them to the runner.
+    const budgets = (maxTokens: number, maxRunTokens: number) =>
+      fixStartParams(
+        { attempts: 3, provider: 'host', image: '', testCommand: '', model: '', maxTurns: 30, cellTimeout: 300, maxTokens, maxRunTokens },
+        '/r',
+        'i',
+        'm',
+      );
+    assert.deepEqual([budgets(5000.7, 20000).max_tokens, budgets(5000.7, 20000).max_run_tokens], [5000, 20000]);
+    assert.deepEqual([budgets(0, Number.NaN).max_tokens, budgets(-3, 0).max_run_tokens], [undefined, undefined]);
   });
 
   it('an attempt green with a test failing before and after says so in its tooltip', () => {
