@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { headerContext, hunkLines, hunkPicks, PREVIEW_MAX, previewLine } from '../../extension/src/review/hunkPicks.js';
+import { headerContext, hunkLines, leftOutWords, hunkPicks, PREVIEW_MAX, previewLine } from '../../extension/src/review/hunkPicks.js';
 
 /** Issue 31: each row of "Apply Part of Attempt" says what its hunk changes; the file is named once, by its separator. */
 describe('Apply Part of Attempt: what a hunk row says', () => {
@@ -71,5 +71,11 @@ describe('Apply Part of Attempt: what a hunk row says', () => {
     assert.ok(long.endsWith('…'));
     assert.equal(headerContext('@@ -1 +1 @@ class A\u0007'), 'class A');
     assert.equal(headerContext('@@ -1 +1 @@'), '');
+  });
+
+  it('what a part left out, in the same words', () => {
+    assert.equal(leftOutWords('calc.py @@ -1,6 +1,6 @@ def average(values):'), 'calc.py lines 1–6');
+    assert.equal(leftOutWords('my file.py @@ -9 +9 @@'), 'my file.py line 9');
+    assert.equal(leftOutWords('logo.png'), 'logo.png');
   });
 });

@@ -98,6 +98,12 @@ function cleanLine(text: string, max: number): string {
   return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
 }
 
+/** The runner's "calc.py @@ -1,6 +1,6 @@ def f" (a hunk left out) as "calc.py lines 1–6"; anything else as it is. */
+export function leftOutWords(item: string): string {
+  const m = /^(.*) (@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@.*)$/.exec(item);
+  return m ? `${m[1]} ${hunkLines({ header: m[2]!, new_start: Number(m[3]) })}` : item;
+}
+
 export function counts(added: number, removed: number): string {
   return `+${added} −${removed}`;
 }
@@ -120,6 +126,6 @@ export function describePartOutcome(repo: string, chosen: number, leftOut: strin
   const rest =
     leftOut.length === 0
       ? 'nothing was left out'
-      : `left out ${leftOut.length}: ${leftOut.slice(0, 4).join('; ')}${leftOut.length > 4 ? '; …' : ''}`;
+      : `left out ${leftOut.length}: ${leftOut.slice(0, 4).map(leftOutWords).join('; ')}${leftOut.length > 4 ? '; …' : ''}`;
   return `Applied ${chosen} chosen part(s) to ${repo}; ${rest}. The run stays open for review: you can apply more of it later.`;
 }
