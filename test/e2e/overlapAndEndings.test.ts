@@ -213,7 +213,7 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
     await startFix('average() closed mid-run');
     await page
       .locator('.pane', { hasText: 'Cells' })
-      .locator('.monaco-list-row', { hasText: /run_command/ })
+      .locator('.monaco-list-row', { hasText: /agent's command/ })
       .filter({ hasText: /running/ })
       .first()
       .waitFor({ timeout: 120_000 });
