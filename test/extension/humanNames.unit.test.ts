@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cellLogName, cellPurposeWords, runInWords, runName } from '../../extension/src/views/humanNames.js';
+import { cellLogName, cellPurposeWords, labelInWords, runInWords, runName } from '../../extension/src/views/humanNames.js';
 
 /** Issue 31: titles and rows name runs and cells in words, never by the runner's ids or code words. */
 describe('human names for runs and cells', () => {
@@ -30,6 +30,12 @@ describe('human names for runs and cells', () => {
     assert.equal(cellPurposeWords('lint_check'), 'lint check');
     assert.equal(cellPurposeWords('constructor'), 'constructor');
     for (const p of ['ground_truth', 'verdict_targeted', 'baseline_uncached', 'run_command']) assert.doesNotMatch(cellPurposeWords(p), /_/);
+  });
+
+  it('a Cells view row: only its words change, not what it was built from', () => {
+    const row = { label: 'verdict_targeted · attempt 2', description: 'host · 1 s · exit 1', icon: 'error' };
+    assert.deepEqual(labelInWords(row, 'verdict_targeted'), { ...row, label: 'targeted tests · attempt 2' });
+    assert.deepEqual(labelInWords(row, 'baseline'), row);
   });
 
   it("a cell log's tab: its purpose in words and its attempt", () => {

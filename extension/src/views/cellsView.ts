@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { CellSnapshot } from '../../../runner/src/protocol/rpcFix.js';
 import type { ForgeState } from '../forgeState.js';
-import { cellPurposeWords } from './humanNames.js';
+import { labelInWords } from './humanNames.js';
 import { cellView } from './presentation.js';
 import { toTreeItem } from './treeItem.js';
 
@@ -26,7 +26,7 @@ export class CellsTreeProvider implements vscode.TreeDataProvider<CellSnapshot> 
 
   getTreeItem(cell: CellSnapshot): vscode.TreeItem {
     const item = toTreeItem(
-      cellView({ ...cell, purpose: cellPurposeWords(cell.purpose) }),
+      labelInWords(cellView(cell), cell.purpose),
       vscode.TreeItemCollapsibleState.None,
       `cell:${cell.run_id}:${cell.cell_id}`,
     );

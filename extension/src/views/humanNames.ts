@@ -80,3 +80,11 @@ export function cellPurposeWords(purpose: string): string {
 export function cellLogName(cell: { purpose: string; attempt_index: number | null }): string {
   return `${cellPurposeWords(cell.purpose)}${cell.attempt_index === null ? '' : `, attempt ${cell.attempt_index}`}`;
 }
+
+/**
+ * A Cells view row with its purpose in words: the row is built from the runner's purpose (which
+ * its colour and icon depend on); only the words shown change.
+ */
+export function labelInWords<V extends { label: string }>(view: V, purpose: string): V {
+  return view.label.startsWith(purpose) ? { ...view, label: `${cellPurposeWords(purpose)}${view.label.slice(purpose.length)}` } : view;
+}
