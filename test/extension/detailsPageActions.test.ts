@@ -83,6 +83,9 @@ describe('attempt details page actions (fake VS Code, real runner)', function ()
     const node = ran()[0]!.args[0] as AttemptsNode;
     assert.ok(node.kind === 'attempt');
     assert.deepEqual([node.runId, node.attempt.index], [red.runId, red.attempt.index]);
-    assert.match(String(view.args[0]), new RegExp(`^Forge: attempt ${red.attempt.index} of average\\(\\) divides by n\\+1.* · \\d\\d:\\d\\d$`));
+    assert.match(
+      String(view.args[0]),
+      new RegExp(`^Forge: attempt ${red.attempt.index} of average\\(\\) divides by n\\+1.* · \\d\\d:\\d\\d$`),
+    );
   });
 });
