@@ -113,7 +113,7 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
       return !!menu && menu.getAnimations({ subtree: true }).every((a) => a.playState === 'finished');
     })()`);
     await item.click();
-    const hunks = page.locator('.quick-input-list .monaco-list-row', { hasText: '@@ -' });
+    const hunks = page.locator('.quick-input-list .monaco-list-row', { hasText: /lines? \d+(–\d+)?: \+\d+ −\d+/ });
     await hunks.nth(1).waitFor({ timeout: 30_000 });
     assert.equal(await hunks.count(), 2, 'two hunks are offered');
     await page.locator('.quick-input-list', { hasText: 'calc.py' }).waitFor();

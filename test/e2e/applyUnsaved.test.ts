@@ -140,7 +140,7 @@ describe('Apply with an unsaved editor of a file it changes (code-server)', func
 
   it('Apply Part of Attempt asks too, after the hunks are chosen; Cancel applies nothing', async () => {
     await runFromPalette(page, 'Forge: Apply Part of Attempt...');
-    const hunks = page.locator('.quick-input-list .monaco-list-row', { hasText: '@@ -' });
+    const hunks = page.locator('.quick-input-list .monaco-list-row', { hasText: /lines? \d+(–\d+)?: \+\d+ −\d+/ });
     await hunks.nth(1).waitFor({ timeout: 30_000 });
     await hunks.nth(0).click();
     await page.locator('.quick-input-list .monaco-list-row[aria-checked="true"]').waitFor();

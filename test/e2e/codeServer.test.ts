@@ -314,7 +314,7 @@ describe('VS Code extension end to end (packaged VSIX in code-server + Chromium)
     await page.locator('.editor-actions a[aria-label*="Start Fix"]').click();
     const cells = page.locator('.pane', { hasText: 'Cells' });
     await cells
-      .locator('.monaco-list-row', { hasText: /run_command/ })
+      .locator('.monaco-list-row', { hasText: /agent's command/ })
       .first()
       .waitFor({ timeout: 120_000 });
     const progress = page.locator('.notifications-toasts .notification-toast', {

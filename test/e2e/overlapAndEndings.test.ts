@@ -213,7 +213,7 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
     await startFix('average() closed mid-run');
     await page
       .locator('.pane', { hasText: 'Cells' })
-      .locator('.monaco-list-row', { hasText: /run_command/ })
+      .locator('.monaco-list-row', { hasText: /agent's command/ })
       .filter({ hasText: /running/ })
       .first()
       .waitFor({ timeout: 120_000 });
@@ -270,7 +270,7 @@ describe('VS Code extension when runs overlap and fail (issue 27, code-server + 
     // A cell log opened from the Cells view: plain text (the red attempt's verdict: its log has failures).
     const cell = page
       .locator('.pane', { hasText: 'Cells' })
-      .locator('.monaco-list-row', { hasText: /^verdict · attempt 2(?!\d)/ })
+      .locator('.monaco-list-row', { hasText: /^verdict tests · attempt 2(?!\d)/ })
       .first();
     await cell.waitFor({ timeout: 30_000 });
     await cell.click();

@@ -21,7 +21,7 @@ describe('Apply Part of Attempt: picker rows and the selection they make', () =>
     const rows = hunkPicks(files);
     assert.deepEqual(
       rows.map((r) => (r.kind === 'file' ? `-- ${r.label}` : `${r.label} ${r.description}`)),
-      ['-- src/a.ts', '@@ -1,3 +1,4 @@ function a +2 −1', '@@ -20,3 +21,3 @@ +1 −0', '-- logo.png', 'whole file (binary) +0 −0'],
+      ['-- src/a.ts', 'lines 1–4: +2 −1 function a', 'lines 21–23: +1 −0 ', '-- logo.png', 'whole file: binary '],
     );
     assert.deepEqual(selectionOf([rows[2]!, rows[4]!]), { files: ['f1'], hunks: ['f0h1'] });
   });
@@ -33,7 +33,7 @@ describe('Apply Part of Attempt: picker rows and the selection they make', () =>
   });
 
   it('says what a part left out and that the run stays open', () => {
-    assert.match(describePartOutcome('/r', 1, ['src/a.ts @@ -1,3 +1,4 @@']), /left out 1: src\/a.ts @@ -1,3 \+1,4 @@.*stays open/);
+    assert.match(describePartOutcome('/r', 1, ['src/a.ts @@ -1,3 +1,4 @@']), /left out 1: src\/a.ts lines 1–4\. .*stays open/);
     assert.match(describePartOutcome('/r', 2, []), /nothing was left out, so the run counts as applied/);
   });
 });

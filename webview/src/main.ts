@@ -1,5 +1,6 @@
 import { css, html, LitElement, nothing, type TemplateResult } from 'lit';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
+import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
 import '@vscode-elements/elements/dist/vscode-icon/index.js';
@@ -12,6 +13,8 @@ import '@vscode-elements/elements/dist/vscode-table-row/index.js';
 import { ansiText } from './ansiText.js';
 import { formatCost, formatDuration, formatTokens, usageTokens } from '../../runner/src/protocol/usageWords.js';
 import type {
+  AttemptActionName,
+  AttemptActionStates,
   AttemptDetailsData,
   DetailsMessage,
   DetailsPageMessage,
@@ -96,7 +99,15 @@ const shared = css`
   vscode-collapsible {
     margin-bottom: 4px;
   }
+  .actions {
+    display: flex;
+    flex-wrap: wrap;
+    gap: 8px;
+    margin: 8px 0 12px;
+  }
 `;
+
+type PostMessage = (message: DetailsPageMessage) => void;
 
 class ForgeDetails extends LitElement {
   static override styles = shared;
@@ -109,17 +120,24 @@ class ForgeDetails extends LitElement {
     this.message = null;
   }
 
+  /** acquireVsCodeApi may be called once per page. */
+  private post: PostMessage = () => undefined;
+
   override connectedCallback(): void {
     super.connectedCallback();
     window.addEventListener('message', (e: MessageEvent<DetailsMessage>) => {
       this.message = e.data;
     });
-    acquireVsCodeApi().postMessage({ type: 'ready' });
+    const api = acquireVsCodeApi();
+    this.post = (m) => api.postMessage(m);
+    this.post({ type: 'ready' });
   }
 
   override render(): TemplateResult {
     if (!this.message) return html`<p class="sub">Loading…</p>`;
-    return this.message.kind === 'attempt' ? renderAttempt(this.message.data) : renderInstance(this.message.data);
+    return this.message.kind === 'attempt'
+      ? renderAttempt(this.message.data, this.message.actions, this.post)
+      : renderInstance(this.message.data);
   }
 }
 
@@ -134,7 +152,36 @@ function turnTokens(t: AttemptData['turns'][number]): string {
   return ` · ${formatTokens(t.input_tokens ?? 0)} in / ${formatTokens(t.output_tokens ?? 0)} out`;
 }
 
-function renderAttempt(d: AttemptData): TemplateResult {
+const BUTTONS: readonly { action: AttemptActionName; label: string; icon: string; secondary: boolean }[] = [
+  { action: 'viewDiff', label: 'View Diff', icon: 'diff', secondary: false },
+  { action: 'apply', label: 'Apply', icon: 'check', secondary: false },
+  { action: 'applyPart', label: 'Apply Part…', icon: 'checklist', secondary: true },
+  { action: 'compareWithWinner', label: 'Compare with Winner', icon: 'diff-multiple', secondary: true },
+];
+
+/** The attempt's actions: the extension says which apply (and checks again when one is pressed). */
+function renderActions(actions: AttemptActionStates | undefined, post: PostMessage): TemplateResult | typeof nothing {
+  if (!actions) return nothing;
+  const shown = BUTTONS.filter((b) => actions[b.action].show);
+  return html`<div class="actions" data-testid="attempt-actions">
+    ${shown.map(
+      (b) =>
+        html`<vscode-button
+          data-action=${b.action}
+          icon=${b.icon}
+          ?secondary=${b.secondary}
+          ?disabled=${actions[b.action].why !== null}
+          title=${actions[b.action].why ?? ''}
+          @click=${() => {
+            if (actions[b.action].why === null) post({ type: 'action', action: b.action });
+          }}
+          >${b.label}</vscode-button
+        >`,
+    )}
+  </div>`;
+}
+
+function renderAttempt(d: AttemptData, actions: AttemptActionStates | undefined, post: PostMessage): TemplateResult {
   const a = d.attempt;
   const state =
     a.status !== 'finished'
@@ -150,7 +197,8 @@ function renderAttempt(d: AttemptData): TemplateResult {
             : 'red';
   return html`
     <h1 data-testid="attempt-title">Attempt ${a.index} <vscode-badge variant=${a.green ? 'counter' : 'default'}>${state}</vscode-badge></h1>
-    <div class="sub">${d.run.issue_title} · run ${d.run.run_id}</div>
+    <div class="sub">${d.run.issue_title} · started ${new Date(d.run.created_at).toLocaleString()}</div>
+    ${renderActions(actions, post)}
     <dl class="facts">
       <dt>Temperature</dt>
       <dd>${a.temperature}</dd>
@@ -183,6 +231,8 @@ function renderAttempt(d: AttemptData): TemplateResult {
       <dd>${d.run.model}</dd>
       <dt>Cells</dt>
       <dd>${d.run.provider}</dd>
+      <dt>Run id</dt>
+      <dd data-testid="run-id"><code>${d.run.run_id}</code></dd>
       ${
         a.error
           ? html`<dt>Error</dt>
@@ -258,13 +308,14 @@ function renderAttempt(d: AttemptData): TemplateResult {
         )}
       </vscode-table-body>
     </vscode-table>
-    ${d.cells.filter((c) => c.log).map((c) => html`<vscode-collapsible title="Log: ${cellPurpose(c, d.attempt.index)} (${c.cell_id})"><pre>${ansiText(c.log ?? '')}</pre></vscode-collapsible>`)}
+    ${d.cells.filter((c) => c.log).map((c) => html`<vscode-collapsible title="Log: ${cellPurpose(c, d.attempt.index)}" description=${c.cell_id}><pre>${ansiText(c.log ?? '')}</pre></vscode-collapsible>`)}
   `;
 }
 
 /** A cell's purpose, and whose it is when another attempt's (the verdict of the same change this attempt took). */
-function cellPurpose(c: { purpose: string; attempt_index: number | null }, index: number): string {
-  return c.attempt_index !== null && c.attempt_index !== index ? `${c.purpose} of attempt ${c.attempt_index} (the same change)` : c.purpose;
+function cellPurpose(c: { purpose: string; purpose_words?: string; attempt_index: number | null }, index: number): string {
+  const words = c.purpose_words ?? c.purpose;
+  return c.attempt_index !== null && c.attempt_index !== index ? `${words} of attempt ${c.attempt_index} (the same change)` : words;
 }
 
 function renderVerdict(v: Verdict, testCmd: string): TemplateResult {

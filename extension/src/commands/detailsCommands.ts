@@ -4,6 +4,7 @@ import type { ForgeState } from '../forgeState.js';
 import type { AttemptDetails } from '../panels/attemptDetails.js';
 import { logUriParts } from '../review/reviewUris.js';
 import type { AttemptsNode } from '../views/attemptsView.js';
+import { cellLogName } from '../views/humanNames.js';
 
 /** forge.openAttemptDetails: the node's attempt, else the newest run's winner (or its first attempt). */
 export function openAttemptDetailsCommand(deps: { state: ForgeState; attemptDetails: AttemptDetails }) {
@@ -24,9 +25,7 @@ export function openAttemptDetailsCommand(deps: { state: ForgeState; attemptDeta
 export function openCellLogCommand() {
   return async (cell?: CellSnapshot, at?: readonly string[]): Promise<void> => {
     if (!cell) return;
-    const doc = await vscode.workspace.openTextDocument(
-      vscode.Uri.from(logUriParts(cell.run_id, cell.cell_id, `${cell.purpose}-${cell.cell_id}`)),
-    );
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from(logUriParts(cell.run_id, cell.cell_id, cellLogName(cell))));
     const line = findCause(doc.getText(), at ?? []);
     const selection = line === null ? undefined : new vscode.Range(line, 0, line, doc.lineAt(line).text.length);
     await vscode.window.showTextDocument(doc, { preview: true, ...(selection ? { selection } : {}) });

@@ -3,6 +3,7 @@ import type { ForgeState } from '../forgeState.js';
 import type { ReviewController } from '../review/reviewController.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import type { AttemptsNode } from '../views/attemptsView.js';
+import { runInWordsNow } from '../views/humanNames.js';
 
 /** The run a node of the Attempts view belongs to (undefined from the palette or the editor title). */
 export const runIdOf = (node?: AttemptsNode): string | undefined =>
@@ -50,7 +51,9 @@ export function cancelRunCommand(deps: { runner: RunnerConnection; state: ForgeS
     const id = runIdOf(node) ?? deps.state.runs.find((r) => r.status === 'running')?.run_id;
     if (!id) return void vscode.window.showInformationMessage('Forge: no run in progress.');
     const r = await deps.runner.request('fix/cancel', { run_id: id });
-    if (!r.cancelled) void vscode.window.showInformationMessage(`Forge: run ${id} is not in progress in this runner.`);
+    const run = deps.state.runs.find((x) => x.run_id === id);
+    if (!r.cancelled)
+      void vscode.window.showInformationMessage(`Forge: ${run ? runInWordsNow(run) : 'that run'} is not in progress in this runner.`);
   };
 }
 

@@ -18,6 +18,7 @@ export class DetailsPanel {
     private readonly panel: vscode.WebviewPanel,
     extensionUri: vscode.Uri,
     message: DetailsMessage,
+    onPageMessage?: (message: unknown) => void,
   ) {
     this.pending = message;
     const webview = panel.webview;
@@ -35,14 +36,22 @@ export class DetailsPanel {
       if (m?.type === 'ready') {
         this.ready = true;
         void webview.postMessage(this.pending);
-      }
+        // Anything else is the page's untrusted request: its owner checks it.
+      } else onPageMessage?.(m);
     });
     panel.onDidDispose(() => {
       for (const [k, v] of DetailsPanel.open) if (v === this) DetailsPanel.open.delete(k);
     });
   }
 
-  static show(extensionUri: vscode.Uri, key: string, title: string, message: DetailsMessage): void {
+  /** `onPageMessage`: the page's messages other than "ready" (untrusted), for a panel with buttons. */
+  static show(
+    extensionUri: vscode.Uri,
+    key: string,
+    title: string,
+    message: DetailsMessage,
+    onPageMessage?: (message: unknown) => void,
+  ): void {
     const existing = DetailsPanel.open.get(key);
     if (existing) {
       existing.update(message);
@@ -53,7 +62,7 @@ export class DetailsPanel {
       enableScripts: true,
       localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist')],
     });
-    DetailsPanel.open.set(key, new DetailsPanel(panel, extensionUri, message));
+    DetailsPanel.open.set(key, new DetailsPanel(panel, extensionUri, message, onPageMessage));
   }
 
   /** Refreshes an open panel (e.g. when the run it shows changes). */

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { RpcFixResult } from '../../../runner/src/protocol/rpcFix.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
+import { runNameNow } from '../views/humanNames.js';
 import { reviewUriParts } from './reviewUris.js';
 
 type ApplyResult = RpcFixResult<'review/apply'>;
@@ -26,7 +27,9 @@ export async function presentApplied(runner: RunnerConnection, runId: string, r:
   if (r.undo_id) await setUndoable({ runId, undoId: r.undo_id });
   const conflicts = r.conflicts ?? [];
   const merged = r.mode === 'three-way' || r.mode === 'conflicts';
-  for (const c of conflicts) await openMergeEditor(runId, r.attempt, r.repo, c.path, c.before, c.theirs);
+  // The merge editor names the attempt's side by its run's issue and time, not the run's id.
+  const runName = conflicts.length > 0 ? runNameNow((await runner.request('runs/show', { run_id: runId })).run) : '';
+  for (const c of conflicts) await openMergeEditor(runId, r.attempt, r.repo, c.path, c.before, c.theirs, runName);
   const say =
     conflicts.length > 0
       ? `Forge: ${message} Where it conflicts with your edits (${conflicts.map((c) => c.path).join(', ')}) your lines are kept; to take the attempt's there, use "Accept Attempt ${r.attempt}" then "Remove Your checkout" in the merge editor, and save. Undo Apply puts every file back.`
@@ -53,7 +56,8 @@ export async function openMergeEditor(
   repo: string,
   path: string,
   before: string,
-  theirs?: string,
+  theirs: string | undefined,
+  runName: string,
 ): Promise<void> {
   const review = (side: 'base' | 'attempt') => vscode.Uri.from(reviewUriParts({ runId, side, path, attempt }));
   const output = vscode.Uri.file(join(repo, path));
@@ -64,7 +68,7 @@ export async function openMergeEditor(
     input2: {
       uri: theirs ? vscode.Uri.file(theirs) : review('attempt'),
       title: `Attempt ${attempt}`,
-      description: 'its change',
+      description: runName ? `its change · ${runName}` : 'its change',
       detail: path,
     },
     output,

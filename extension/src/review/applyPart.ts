@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
 import { presentApplied } from './applyOutcome.js';
 import { describePartOutcome, type HunkPick, hunkPicks, selectionOf } from './hunkPicks.js';
+import { runNameNow } from '../views/humanNames.js';
 import { reviewUriParts } from './reviewUris.js';
 
 type Row = vscode.QuickPickItem & { pick: HunkPick };
@@ -23,14 +24,15 @@ export async function applyPartOfAttempt(
     ...(target.attempt !== undefined ? { attempt: target.attempt } : {}),
   });
   const attempt = listing.attempt;
+  const { run } = await runner.request('runs/show', { run_id: target.runId });
   const viewButton: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon('diff'), tooltip: 'Show this change' };
   const rows: Row[] = hunkPicks(listing.files).map((pick) =>
     pick.kind === 'file'
       ? { label: pick.label, kind: vscode.QuickPickItemKind.Separator, pick }
-      : { label: pick.label, description: pick.description, detail: pick.path, buttons: [viewButton], pick },
+      : { label: pick.label, description: pick.description, detail: pick.detail, buttons: [viewButton], pick },
   );
   const qp = vscode.window.createQuickPick<Row>();
-  qp.title = `Apply part of attempt ${attempt} (run ${target.runId})`;
+  qp.title = `Apply part of attempt ${attempt} · ${runNameNow(run)}`;
   qp.placeholder = 'Choose the hunks to apply (the diff button shows one); the rest is left out';
   qp.canSelectMany = true;
   qp.matchOnDetail = true;

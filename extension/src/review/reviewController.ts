@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ForgeState } from '../forgeState.js';
 import type { RunnerConnection } from '../runner/runnerConnection.js';
-import { shortTitle } from '../views/runTitle.js';
+import { runInWordsNow, runNameNow } from '../views/humanNames.js';
 import { presentApplied, undoApply } from './applyOutcome.js';
 import { applyPartOfAttempt } from './applyPart.js';
 import { describeApplyOutcome, reviewUriParts } from './reviewUris.js';
@@ -54,7 +54,7 @@ export class ReviewController {
     await this.setReviewing(id, attempt);
     const run = this.state.runs.find((r) => r.run_id === id);
     const who = attempt === undefined ? 'winner' : `attempt ${review.attempt}`;
-    await vscode.commands.executeCommand('vscode.changes', `Forge: ${who} of ${(run && shortTitle(run.issue_title)) || id}`, resources);
+    await vscode.commands.executeCommand('vscode.changes', `Forge: ${who} of ${run ? runNameNow(run) : 'the run'}`, resources);
   }
 
   /**
@@ -91,7 +91,7 @@ export class ReviewController {
     // toast) still offers Apply: say where the run stands, by its title, instead of failing.
     const { run } = await this.runner.request('runs/show', { run_id: id });
     if (run.review === 'applied' || run.review === 'discarded') {
-      const named = run.issue_title ? `"${shortTitle(run.issue_title)}"` : `run ${id}`;
+      const named = runInWordsNow(run);
       void vscode.window.showInformationMessage(
         run.review === 'applied'
           ? `Forge: ${named} is already applied to your working tree; nothing more to apply.`
@@ -168,22 +168,23 @@ export class ReviewController {
       return false;
     }
     const run = this.state.runs.find((r) => r.run_id === id);
-    const named = run?.issue_title ? `"${shortTitle(run.issue_title)}"` : `run ${id}`;
+    const named = run ? runInWordsNow(run) : 'the run';
+    const theRun = run?.issue_title.trim() ? 'the run ' : '';
     if (confirm) {
       const pendingWinner = run?.status === 'fixed' && run.review === 'pending' && run.winner_attempt !== null;
       const choice = await vscode.window.showWarningMessage(
         run?.applied_part && run.review === 'pending'
-          ? `Discard the run ${named}? Part of attempt ${run.applied_part.attempt} is in your checkout (${run.applied_part.files.join(', ')}) and stays there (Undo Apply takes it back). The run's branches and any worktree left are deleted, and its attempts are no longer offered.`
+          ? `Discard ${theRun}${named}? Part of attempt ${run.applied_part.attempt} is in your checkout (${run.applied_part.files.join(', ')}) and stays there (Undo Apply takes it back). The run's branches and any worktree left are deleted, and its attempts are no longer offered.`
           : pendingWinner
-            ? `Discard the run ${named}? Its winner (attempt ${run.winner_attempt}) was not applied: its branch and any worktree left are deleted, and its attempts are no longer offered.`
-            : `Discard the run ${named}? Its attempts are no longer offered for review or apply; any worktree left is deleted.`,
+            ? `Discard ${theRun}${named}? Its winner (attempt ${run.winner_attempt}) was not applied: its branch and any worktree left are deleted, and its attempts are no longer offered.`
+            : `Discard ${theRun}${named}? Its attempts are no longer offered for review or apply; any worktree left is deleted.`,
         { modal: true },
         'Discard',
       );
       if (choice !== 'Discard') return false;
     }
     const r = await this.runner.request('review/discard', { run_id: id });
-    void vscode.window.showInformationMessage(`Forge: discarded the run ${named}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}.`);
+    void vscode.window.showInformationMessage(`Forge: discarded ${theRun}${named}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}.`);
     await this.closeReviewEditors();
     await this.setReviewing(null);
     return true;
@@ -197,7 +198,7 @@ export class ReviewController {
     const run = this.state.runs.find((r) => r.run_id === runId) ?? (await this.runner.request('runs/show', { run_id: runId })).run;
     if (this.state.inScope(run)) return true;
     const choice = await vscode.window.showWarningMessage(
-      `Apply the winner of run ${runId} to ${run.repo}? That repository is not open in this window.`,
+      `Apply the winner of ${runInWordsNow(run)} to ${run.repo}? That repository is not open in this window.`,
       { modal: true, detail: 'Apply writes the changed files into its working tree.' },
       'Apply There',
     );

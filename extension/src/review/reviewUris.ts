@@ -33,7 +33,7 @@ export function parseReviewUri(path: string, query: string): ReviewRef | null {
 export function logUriParts(runId: string, cellId: string, label: string): { scheme: string; path: string; query: string } {
   return {
     scheme: LOG_SCHEME,
-    path: `/${label.replace(/[^A-Za-z0-9._ -]/g, '_')}.log`,
+    path: `/${label.replace(/[^A-Za-z0-9._ ,'()-]/g, '_')}.log`,
     query: new URLSearchParams({ run: runId, cell: cellId }).toString(),
   };
 }

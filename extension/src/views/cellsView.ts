@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { CellSnapshot } from '../../../runner/src/protocol/rpcFix.js';
 import type { ForgeState } from '../forgeState.js';
+import { labelInWords } from './humanNames.js';
 import { cellView } from './presentation.js';
 import { toTreeItem } from './treeItem.js';
 
@@ -24,7 +25,11 @@ export class CellsTreeProvider implements vscode.TreeDataProvider<CellSnapshot> 
   }
 
   getTreeItem(cell: CellSnapshot): vscode.TreeItem {
-    const item = toTreeItem(cellView(cell), vscode.TreeItemCollapsibleState.None, `cell:${cell.run_id}:${cell.cell_id}`);
+    const item = toTreeItem(
+      labelInWords(cellView(cell), cell.purpose),
+      vscode.TreeItemCollapsibleState.None,
+      `cell:${cell.run_id}:${cell.cell_id}`,
+    );
     if (!cell.running) item.command = { command: 'forge.openCellLog', title: 'Open Cell Log', arguments: [cell] };
     return item;
   }

@@ -176,6 +176,12 @@ export const PatchHunkSchema = z
     removed: z.number().int(),
     old_start: z.number().int(),
     new_start: z.number().int(),
+    new_count: z.number().int().optional().describe('Lines of the new side the hunk spans (from its header).'),
+    first_change: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('Its first added or removed line with its sign, at most 200 characters, for a preview (untrusted repository text).'),
   })
   .strict();
 

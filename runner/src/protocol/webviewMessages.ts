@@ -9,8 +9,8 @@ import type { RPC_INSTANCE_METHODS } from './rpcInstances.js';
  */
 type AttemptDetailsResult = z.output<(typeof RPC_FIX_METHODS)['attempts/details']['result']>;
 
-/** A cell of the attempt, with its bounded log (cells/log) once it has returned. */
-export type AttemptDetailsCell = CellSnapshot & { log?: string };
+/** A cell of the attempt, with its bounded log (cells/log) once it has returned, and its purpose in words (the extension's). */
+export type AttemptDetailsCell = CellSnapshot & { log?: string; purpose_words?: string };
 
 /** attempts/details, its finished cells' logs filled in. */
 export type AttemptDetailsData = Omit<AttemptDetailsResult, 'cells'> & { cells: AttemptDetailsCell[] };
@@ -22,7 +22,17 @@ export interface InstanceDetailsData {
 }
 
 /** Extension -> webview: what to render. */
-export type DetailsMessage = { kind: 'attempt'; data: AttemptDetailsData } | { kind: 'instance'; data: InstanceDetailsData };
+export type DetailsMessage =
+  { kind: 'attempt'; data: AttemptDetailsData; actions?: AttemptActionStates } | { kind: 'instance'; data: InstanceDetailsData };
 
-/** Webview -> extension: the page is ready for the data. */
-export type DetailsPageMessage = { type: 'ready' };
+/**
+ * Webview -> extension: the page is ready for the data, or a button was pressed. Untrusted: the
+ * extension checks the action and acts on the panel's own run and attempt (panels/attemptActions.ts).
+ */
+export type DetailsPageMessage = { type: 'ready' } | { type: 'action'; action: AttemptActionName };
+
+/** The attempt details page's buttons (each runs the command of the same name for the page's attempt). */
+export type AttemptActionName = 'viewDiff' | 'apply' | 'applyPart' | 'compareWithWinner';
+
+/** Per button: shown or not, and why it is disabled (null: enabled). */
+export type AttemptActionStates = Record<AttemptActionName, { show: boolean; why: string | null }>;

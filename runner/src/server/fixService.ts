@@ -193,7 +193,13 @@ export class FixService {
     const t = await this.reviewTarget(runId, attempt);
     const files = listPatchFiles(t.patch).map((f) => ({
       ...f,
-      hunks: f.hunks.map(({ oldStart, newStart, ...h }) => ({ ...h, old_start: oldStart, new_start: newStart })),
+      hunks: f.hunks.map(({ oldStart, newStart, newCount, firstChange, ...h }) => ({
+        ...h,
+        old_start: oldStart,
+        new_start: newStart,
+        new_count: newCount,
+        first_change: firstChange,
+      })),
     }));
     return { run_id: runId, attempt: t.index, repo: t.run.repo, files };
   }

@@ -22,6 +22,16 @@ export interface PatchHunk {
   newStart: number;
 }
 
+/** A hunk as a picker lists it: where it ends too, and its first changed line (what it changes). */
+export interface ListedHunk extends PatchHunk {
+  newCount: number;
+  /** The first added or removed line with its sign ("+  return x"), as text, at most FIRST_CHANGE_MAX characters; null: none. */
+  firstChange: string | null;
+}
+
+/** Enough of a line to say what a hunk changes; the picker trims it further. */
+export const FIRST_CHANGE_MAX = 200;
+
 export interface PatchFile {
   id: string;
   /** The file's name as text (git's quoting undone; display only when not valid UTF-8). */
@@ -180,16 +190,35 @@ export function renameSources(patch: PatchBytes | string): string[] {
   return parsePatch(patch).files.flatMap((f) => (f.renamedFrom === null ? [] : [f.renamedFrom]));
 }
 
-/** What a picker shows: files and hunks without their bytes. */
-export function listPatchFiles(patch: PatchBytes | string): PatchFile[] {
+/** What a picker shows: files and hunks without their bytes (a line of each, for a preview). */
+export function listPatchFiles(patch: PatchBytes | string): (Omit<PatchFile, 'hunks'> & { hunks: ListedHunk[] })[] {
   return parsePatch(patch).files.map((f) => ({
     id: f.id,
     path: f.path,
     whole: f.whole,
     added: f.added,
     removed: f.removed,
-    hunks: f.hunks.map(({ id, header, added, removed, oldStart, newStart }) => ({ id, header, added, removed, oldStart, newStart })),
+    hunks: f.hunks.map(({ id, header, added, removed, oldStart, newStart, newCount, body }) => ({
+      id,
+      header,
+      added,
+      removed,
+      oldStart,
+      newStart,
+      newCount,
+      firstChange: firstChangedLine(body),
+    })),
   }));
+}
+
+/** The body's first "+" or "-" line as UTF-8 text (a Latin-1 view cut may end inside a character: it shows as U+FFFD). */
+function firstChangedLine(body: string): string | null {
+  const line = body.split('\n').find((l) => l.startsWith('+') || l.startsWith('-'));
+  if (line === undefined) return null;
+  return Buffer.from(line.slice(0, FIRST_CHANGE_MAX * 4), 'latin1')
+    .toString('utf8')
+    .replace(/\r$/, '')
+    .slice(0, FIRST_CHANGE_MAX);
 }
 
 export interface PatchSelection {
