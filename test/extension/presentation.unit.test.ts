@@ -149,7 +149,7 @@ describe('extension presentation and decisions (pure)', () => {
     const part = runView(run({ applied_part: { attempt: 2, files: ['calc.py'] } }));
     assert.match(part.description, /fixed · partly applied/);
     assert.match(part.tooltip, /part of attempt 2 is in your checkout \(calc\.py\); Undo Apply takes it back/);
-    assert.equal(part.contextValue, 'run.fixed.pending', 'Apply and Discard stay offered: the rest can still be applied');
+    assert.equal(part.contextValue, 'run.fixed.pending.part', 'Apply and Discard stay offered, and Undo Apply (menus match the prefix)');
     assert.match(runView(run({ review: 'applied', applied_part: { attempt: 2, files: ['calc.py'] } })).description, /fixed · applied/);
     assert.equal(attemptView(attempt({ winner: true }), true, true).contextValue, 'attempt.winner.closed');
     assert.equal(attemptView(attempt({}), true, false).contextValue, 'attempt.changed.comparable');

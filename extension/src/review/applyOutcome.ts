@@ -98,12 +98,23 @@ export async function undoApply(runner: RunnerConnection, runId?: string, undoId
       return null;
     });
   if (!r) return false;
-  if (undoable?.runId === target.runId) await setUndoable(null);
+  // An earlier apply (a part applied before) is still in: Undo Apply stays offered for it.
+  const still = r.still_applied ?? null;
+  if (still) await setUndoable({ runId: target.runId, undoId: still.undo_id });
+  else if (undoable?.runId === target.runId) await setUndoable(null);
   const run = (await runner.request('runs/show', { run_id: target.runId })).run;
   await settleEditors(r.restored.map((p) => join(run.repo, p)));
-  void vscode.window.showInformationMessage(
-    `Forge: undone; restored ${r.restored.join(', ') || 'nothing'}.${r.review === 'pending' ? ' The run waits for review again.' : ''}`,
-  );
+  const after = still
+    ? ` An earlier apply of attempt ${still.attempt} is still in your checkout (${still.files.join(', ')}): Undo Apply again takes it back.`
+    : r.review === 'pending'
+      ? ' The run waits for review again.'
+      : '';
+  const offer = still ? ['Undo Apply'] : [];
+  void vscode.window
+    .showInformationMessage(`Forge: undone; restored ${r.restored.join(', ') || 'nothing'}.${after}`, ...offer)
+    .then((c) => {
+      if (c === 'Undo Apply' && still) void undoApply(runner, target.runId, still.undo_id);
+    });
   return true;
 }
 

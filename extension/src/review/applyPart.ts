@@ -16,8 +16,8 @@ type Row = vscode.QuickPickItem & { pick: HunkPick };
 export async function applyPartOfAttempt(
   runner: RunnerConnection,
   target: { runId: string; attempt?: number },
-  /** The apply's checks, told the repository and the chosen files (unsaved editors of them are saved first). */
-  confirm: (repo: string, paths: readonly string[]) => Promise<boolean>,
+  /** The apply's checks, told the repository, the chosen files (unsaved editors of them are saved first) and the attempt. */
+  confirm: (repo: string, paths: readonly string[], attempt: number) => Promise<boolean>,
 ): Promise<boolean> {
   const listing = await runner.request('review/hunks', {
     run_id: target.runId,
@@ -63,7 +63,8 @@ export async function applyPartOfAttempt(
     void vscode.window.showInformationMessage('Forge: no hunk was chosen; nothing was applied.');
     return false;
   }
-  if (!(await confirm(listing.repo, [...new Set(chosen.flatMap((c) => (c.pick.kind === 'hunk' ? [c.pick.path] : [])))]))) return false;
+  if (!(await confirm(listing.repo, [...new Set(chosen.flatMap((c) => (c.pick.kind === 'hunk' ? [c.pick.path] : [])))], attempt)))
+    return false;
   const r = await runner.request('review/apply', {
     run_id: target.runId,
     ...(target.attempt !== undefined ? { attempt: target.attempt } : {}),

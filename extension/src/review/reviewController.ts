@@ -139,7 +139,9 @@ export class ReviewController {
     return applyPartOfAttempt(
       this.runner,
       { runId: id, ...(chosen !== undefined ? { attempt: chosen } : {}) },
-      async (repo, paths) => (await this.confirmOutsideWorkspace(id)) && saveUnsavedBeforeApply(repo, paths),
+      // A part of an attempt that is not the winner (a red one) is asked about as its whole apply is.
+      async (repo, paths, picked) =>
+        (await this.confirmOutsideWorkspace(id)) && (await this.confirmNotWinner(id, picked)) && saveUnsavedBeforeApply(repo, paths),
     );
   }
 

@@ -82,7 +82,8 @@ export function runView(
       .join('\n'),
     icon,
     color,
-    contextValue: `run.${r.status}${r.status === 'running' ? '' : r.review ? `.${r.review}` : ''}`,
+    // run.<status>[.<review>][.part]: .part when a part of an attempt is in the checkout (Undo Apply is offered).
+    contextValue: `run.${r.status}${r.status === 'running' ? '' : r.review ? `.${r.review}` : ''}${r.review === 'pending' && r.applied_part ? '.part' : ''}`,
   };
 }
 

@@ -440,7 +440,17 @@ export const RPC_FIX_METHODS = {
   },
   'review/undoApply': {
     params: z.object({ run_id: runId, undo_id: z.string().min(1).max(40).optional() }).strict(),
-    result: z.object({ restored: z.array(z.string()), review: RunReviewSchema.nullable() }).strict(),
+    result: z
+      .object({
+        restored: z.array(z.string()),
+        review: RunReviewSchema.nullable(),
+        still_applied: z
+          .object({ undo_id: z.string(), attempt: z.number().int(), files: z.array(z.string()) })
+          .nullable()
+          .optional()
+          .describe('An earlier apply of the run is still in the checkout (a part applied before): undo it with this id.'),
+      })
+      .strict(),
   },
   'review/discard': {
     params: z.object({ run_id: runId }).strict(),

@@ -308,7 +308,11 @@ export class FixService {
     const rest = readRecord(root);
     this.store.setAppliedPart(runId, rest && !rest.marked_applied ? { attempt: rest.attempt, files: rest.files.map((f) => f.path) } : null);
     this.pushNow(runId);
-    return { restored, review: this.store.getRun(runId)?.review ?? null };
+    return {
+      restored,
+      review: this.store.getRun(runId)?.review ?? null,
+      still_applied: rest ? { undo_id: rest.id, attempt: rest.attempt, files: rest.files.map((f) => f.path) } : null,
+    };
   }
 
   async discard(runId: string): Promise<RpcFixResult<'review/discard'>> {

@@ -115,7 +115,8 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     const applied = (await call('runs/show', { run_id: runId })).run;
     assert.deepEqual([applied.review, applied.applied_part], ['applied', null]);
     const undone = await call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! });
-    assert.deepEqual(undone, { restored: ['calc.py'], review: 'pending' });
+    assert.deepEqual([undone.restored, undone.review], [['calc.py'], 'pending']);
+    assert.deepEqual(undone.still_applied?.files, ['calc.py'], 'the part applied before is still in: the client can offer its undo');
     assert.equal(calc(), mine);
     assert.deepEqual(
       (await call('runs/show', { run_id: runId })).run.applied_part?.files,
