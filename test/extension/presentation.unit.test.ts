@@ -190,6 +190,11 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(baseline.tooltip, /expected before a fix/);
     assert.deepEqual([cellView({ ...c, purpose: 'run_tests' }).icon, cellView({ ...c, purpose: 'run_tests' }).color], ['terminal', null]);
     assert.equal(cellView({ ...c, purpose: 'baseline', exit_code: 0 }).icon, 'pass');
+    assert.deepEqual(
+      [cellView({ ...c, purpose: 'verdict_targeted' }).icon, cellView({ ...c, purpose: 'run_tests_targeted' }).icon],
+      ['filter', 'terminal'],
+    );
+    assert.equal(cellView({ ...c, purpose: 'verdict_retry' }).icon, 'error', 'a whole-suite verdict exiting 1 is red');
     assert.deepEqual([duration(999), duration(61_000)], ['999 ms', '1 min 1 s']);
   });
 

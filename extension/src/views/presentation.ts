@@ -205,10 +205,12 @@ export function cellView(c: CellSnapshot): RowView {
  */
 function cellOutcome(c: CellSnapshot): [string, string | null, string | null] {
   if (c.killed_by) return ['error', 'testing.iconFailed', `stopped by ${c.killed_by}`];
-  if (c.purpose === 'baseline')
+  if (c.purpose.startsWith('baseline'))
     return ['beaker', null, "the tests on the base commit: failing ones are the issue's, expected before a fix"];
-  if (c.purpose === 'run_tests' || c.purpose === 'run_command' || c.purpose === 'install')
+  if (c.purpose.startsWith('run_tests') || c.purpose.startsWith('run_command') || c.purpose.startsWith('install'))
     return ['terminal', null, "a step of the attempt's work, not its verdict"];
+  // Only the baseline's failing tests ran: one failing before and after exits 1 too; the whole suite decides.
+  if (c.purpose.includes('_targeted')) return ['filter', null, "only the baseline's failing tests ran: the whole suite's run decides"];
   return ['error', 'testing.iconFailed', null];
 }
 

@@ -2,6 +2,7 @@ import type { FixReport } from '../protocol/fixReport.js';
 import { plain } from './verdicts/testReport.js';
 import type { Verdict } from './verdicts/judgeTestRun.js';
 import { deniedEgressLine } from './verdicts/deniedEgress.js';
+import { plural } from './verdicts/failingFirst.js';
 
 const names = (list: readonly string[], n = 3) =>
   `${list
@@ -70,8 +71,8 @@ export function runEnding(report: Pick<FixReport, 'status' | 'attempts' | 'winne
         : '';
     const issue = report.issue_tests?.tests ?? [];
     if (before.length > 0)
-      return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: the issue's ${issue.length === 1 ? 'test passes' : `${issue.length} tests pass`} (${names(issue)}; ${v.passed} passed in all) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s); failing before and after, not caused by this change: ${names(before)}${guessed}`;
-    return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: its tests pass (${v.passed} passed) on a fresh checkout with nothing that passed before failing, ${report.winner.diff_size} changed line(s)`;
+      return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: the issue's ${issue.length === 1 ? 'test passes' : `${issue.length} tests pass`} (${names(issue)}; ${v.passed} passed in all) on a fresh checkout with nothing that passed before failing, ${plural(report.winner.diff_size, 'line')} added or removed; failing before and after, not caused by this change: ${names(before)}${guessed}`;
+    return `fixed: attempt ${idx(report.winner.attempts[0]!)} won${agree}: its tests pass (${v.passed} passed) on a fresh checkout with nothing that passed before failing, ${plural(report.winner.diff_size, 'line')} added or removed`;
   }
   const gt = report.ground_truth;
   if (gt && report.best) {

@@ -1,6 +1,7 @@
 import type { PatchBytes } from '../workspace/patchBytes.js';
 import { selectWinner } from './selectWinner.js';
 import type { Verdict } from './verdicts/judgeTestRun.js';
+import { plural } from './verdicts/failingFirst.js';
 
 export interface RankedAttempt {
   index: number;
@@ -57,7 +58,7 @@ export function explainRanking(attempts: RankedAttempt[]): RankingExplained {
         ? `green (${v.passed} passed)`
         : `red (${v.failed} failing${v.regressions.length > 0 ? `, ${v.regressions.length} regression(s)` : ''})`;
       const lead = i === 0 && selection.winner ? 'won' : `#${i + 1}`;
-      lines.push(`${lead}: ${who}: ${tests}, ${group.size} changed line(s).`);
+      lines.push(`${lead}: ${who}: ${tests}, ${plural(group.size, 'line')} added or removed.`);
     });
   for (const group of couldNotRun) {
     const members = group.attempts.map((id) => byId.get(id)!).sort((a, b) => a - b);

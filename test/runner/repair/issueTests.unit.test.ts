@@ -249,7 +249,7 @@ describe('a fix is a fix when the issue tests pass and nothing else breaks (F/P)
     const ending = runEnding(report);
     assert.equal(
       ending,
-      'fixed: attempt 0 won: the issue\'s test passes ("tests/test_lib.py::test_mean"; 3 passed in all) on a fresh checkout with nothing that passed before failing, 1 changed line(s); failing before and after, not caused by this change: "tests/test_lib.py::test_has_version" (the issue names no test, so its tests are the ones an attempt made pass; if a test failing before and after is the issue\'s, write its name in the issue, or ask for the whole suite: --strict, or the forge.strict setting)',
+      'fixed: attempt 0 won: the issue\'s test passes ("tests/test_lib.py::test_mean"; 3 passed in all) on a fresh checkout with nothing that passed before failing, 1 line added or removed; failing before and after, not caused by this change: "tests/test_lib.py::test_has_version" (the issue names no test, so its tests are the ones an attempt made pass; if a test failing before and after is the issue\'s, write its name in the issue, or ask for the whole suite: --strict, or the forge.strict setting)',
     );
     const summary = renderSummary({ ...report, ending });
     assert.match(summary, /Issue tests \(made to pass by an attempt\): tests\/test\\_lib\.py::test\\_mean\./);

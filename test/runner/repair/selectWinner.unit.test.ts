@@ -114,9 +114,9 @@ describe('explainRanking', () => {
     );
     assert.deepEqual(r.lines, [
       'Ranked: green first (tests pass, nothing that passed before fails), then the smaller diff, then more attempts agreeing, then attempt order.',
-      'won: attempts 0, 2 (2 agree: the same change): green (3 passed), 2 changed line(s).',
-      '#2: attempt 3: green (3 passed), 5 changed line(s).',
-      '#3: attempt 1: red (2 failing, 1 regression(s)), 1 changed line(s).',
+      'won: attempts 0, 2 (2 agree: the same change): green (3 passed), 2 lines added or removed.',
+      '#2: attempt 3: green (3 passed), 5 lines added or removed.',
+      '#3: attempt 1: red (2 failing, 1 regression(s)), 1 line added or removed.',
       'Not ranked: attempt 4 changed nothing.',
       'Not ranked: attempt 5 did not finish.',
     ]);
@@ -133,8 +133,8 @@ describe('explainRanking', () => {
       [null, 2, 1],
     );
     assert.deepEqual(r.lines.slice(1), [
-      'won: attempt 2: green (3 passed), 2 changed line(s).',
-      '#2: attempt 1: red (2 failing), 3 changed line(s).',
+      'won: attempt 2: green (3 passed), 2 lines added or removed.',
+      '#2: attempt 1: red (2 failing), 3 lines added or removed.',
       'Not ranked: attempt 0: the tests could not run (WebAssembly memory could not be reserved).',
     ]);
   });

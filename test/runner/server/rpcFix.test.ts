@@ -168,7 +168,7 @@ describe('forge-runner serve --stdio: Fix Issue in Cells over JSON-RPC', functio
       ],
     );
     assert.match(snap.ranking[0]!, /^Ranked: green first/);
-    assert.match(snap.ranking[1]!, /^won: attempts 0, 2 \(2 agree: the same change\): green \(\d+ passed\), 2 changed line/);
+    assert.match(snap.ranking[1]!, /^won: attempts 0, 2 \(2 agree: the same change\): green \(\d+ passed\), 2 lines added or removed/);
     assert.match(snap.ranking[2]!, /^#2: attempt 3: green/);
     assert.match(snap.ranking[3]!, /^#3: attempt 1: red \(\d+ failing/);
     const details = await call('attempts/details', { run_id: runId, index: winner.index });
