@@ -19,6 +19,7 @@ import { attemptTree } from '../workspace/attemptTree.js';
 import { isEmptyPatch, patchFromStore } from '../workspace/patchBytes.js';
 import { applyIntoCheckout } from '../workspace/applyIntoCheckout.js';
 import { describeUnrestored, readRecord, restoreCheckout, undoRoot, writeRecord } from '../workspace/checkoutUndo.js';
+import { appliedPartOf, listRecords, newerOverlapping } from '../workspace/undoStack.js';
 import { listPatchFiles, selectFromPatch } from '../workspace/patchHunks.js';
 import { discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
@@ -244,7 +245,8 @@ export class FixService {
     // A whole change merged with your edits is applied, conflicts kept as yours or not: the merge
     // editor (or the markers) is where the user takes the attempt's lines instead.
     const complete = !partial;
-    if (outcome.applied && partial) this.store.setAppliedPart(runId, { attempt: t.index, files: outcome.files.map((f) => f.path) });
+    // Every part still in (an earlier part's files too), from the applies not undone.
+    if (outcome.applied && partial) this.store.setAppliedPart(runId, appliedPartOf(listRecords(undoRoot(this.stateDir, runId))));
     if (outcome.applied && complete) {
       this.store.setReview(runId, 'applied');
       this.store.setAppliedPart(runId, null);
@@ -286,6 +288,11 @@ export class FixService {
       }
     })();
     if (!record) throw new InputError(`nothing to undo for run ${runId}: no apply of it is remembered${undoId ? ` as ${undoId}` : ''}`);
+    const over = newerOverlapping(listRecords(root), record);
+    if (over.length > 0)
+      throw new InputError(
+        `a newer apply of run ${runId} (undo id ${over[0]!.id}) wrote ${over[0]!.files.map((f) => f.path).join(', ')} since: undo it first, then this one (undo id ${record.id})`,
+      );
     const { restored, failed } = restoreCheckout(record);
     if (record.marked_applied && run.review === 'applied') this.store.setReview(runId, 'pending');
     if (failed.length > 0) {
@@ -299,8 +306,7 @@ export class FixService {
     }
     rmSync(join(root, record.id), { recursive: true, force: true });
     // What of the run the checkout still holds: the newest apply left to undo, when it was a part.
-    const rest = readRecord(root);
-    this.store.setAppliedPart(runId, rest && !rest.marked_applied ? { attempt: rest.attempt, files: rest.files.map((f) => f.path) } : null);
+    this.store.setAppliedPart(runId, appliedPartOf(listRecords(root)));
     this.pushNow(runId);
     return { restored, review: this.store.getRun(runId)?.review ?? null };
   }

@@ -1,0 +1,44 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { UndoRecord } from './checkoutUndo.js';
+
+const UNDO_ID = /^[0-9]{8,20}-[0-9]{1,3}$/;
+
+function byTime(a: string, b: string): number {
+  const [ta, sa] = a.split('-').map(Number);
+  const [tb, sb] = b.split('-').map(Number);
+  return ta! - tb! || sa! - sb!;
+}
+
+/** Every apply of a run still remembered (not undone), newest first. */
+export function listRecords(root: string): UndoRecord[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .filter((n) => UNDO_ID.test(n) && existsSync(join(root, n, 'record.json')))
+    .sort(byTime)
+    .reverse()
+    .map((n) => JSON.parse(readFileSync(join(root, n, 'record.json'), 'utf8')) as UndoRecord);
+}
+
+/**
+ * Pure: the newer applies (still remembered) that wrote a file `record` would restore. Undoing
+ * an older apply under them puts back bytes from before them too (their change goes with it,
+ * the run still saying applied), and undoing them afterwards writes the older apply's change
+ * back: an apply is undone newest first.
+ */
+export function newerOverlapping(records: readonly UndoRecord[], record: UndoRecord): UndoRecord[] {
+  const mine = new Set(record.files.map((f) => f.path));
+  const at = records.findIndex((r) => r.id === record.id);
+  const newer = at < 0 ? [] : records.slice(0, at);
+  return newer.filter((r) => r.files.some((f) => mine.has(f.path)));
+}
+
+/**
+ * Pure: what of the run the checkout holds as parts (applies not undone and not marking the run
+ * applied), newest first: every such apply's files, not only the newest's; the newest's attempt.
+ */
+export function appliedPartOf(records: readonly UndoRecord[]): { attempt: number; files: string[] } | null {
+  const parts = records.filter((r) => !r.marked_applied);
+  if (parts.length === 0) return null;
+  return { attempt: parts[0]!.attempt, files: [...new Set(parts.flatMap((r) => r.files.map((f) => f.path)))] };
+}
