@@ -29,7 +29,8 @@ export function unsavedInRepo<T extends OpenDocument>(
   for (const doc of docs) {
     if (!doc.isDirty || doc.isUntitled || doc.uri.scheme !== 'file') continue;
     const rel = relative(root, real(doc.uri.fsPath));
-    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) continue;
+    // Out of the repository is `..` or `../…`; a file named `..env.py` is in it.
+    if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) continue;
     const path = rel.split(sep).join('/');
     if (wanted && !wanted.has(path)) continue;
     out.push({ doc, path });
