@@ -68,7 +68,12 @@ export async function saveUnsavedBeforeApply(
   repo: string,
   touched?: readonly string[] | (() => Promise<readonly string[]>),
 ): Promise<boolean> {
-  const docs = vscode.workspace.textDocuments;
+  // A notebook's unsaved cells are no text document (they are vscode-notebook-cell: ones): its
+  // file is a notebook document, saved as one.
+  const docs: (OpenDocument & { save(): Thenable<boolean> })[] = [
+    ...vscode.workspace.textDocuments,
+    ...(vscode.workspace.notebookDocuments ?? []),
+  ];
   if (unsavedInRepo(docs, repo, undefined, realPath).length === 0) return true;
   const files = typeof touched === 'function' ? await touched().catch(() => undefined) : touched;
   const unsaved = unsavedInRepo(docs, repo, files, realPath);
