@@ -20,6 +20,7 @@ import { isEmptyPatch, patchFromStore } from '../workspace/patchBytes.js';
 import { applyIntoCheckout } from '../workspace/applyIntoCheckout.js';
 import { describeUnrestored, readRecord, restoreCheckout, undoRoot, writeRecord } from '../workspace/checkoutUndo.js';
 import { appliedPartOf, listRecords, newerOverlapping } from '../workspace/undoStack.js';
+import { wholeChangeIn } from '../workspace/wholeChangeIn.js';
 import { listPatchFiles, selectFromPatch } from '../workspace/patchHunks.js';
 import { discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
@@ -244,9 +245,10 @@ export class FixService {
     let branchRemoved: string | null = null;
     // A whole change merged with your edits is applied, conflicts kept as yours or not: the merge
     // editor (or the markers) is where the user takes the attempt's lines instead.
-    const complete = !partial;
+    // Parts applied one after another that add up to the whole change count as the whole.
+    const complete = !partial || (outcome.applied && (await wholeChangeIn(t.run.repo, t.patch)));
     // Every part still in (an earlier part's files too), from the applies not undone.
-    if (outcome.applied && partial) this.store.setAppliedPart(runId, appliedPartOf(listRecords(undoRoot(this.stateDir, runId))));
+    if (outcome.applied && !complete) this.store.setAppliedPart(runId, appliedPartOf(listRecords(undoRoot(this.stateDir, runId))));
     if (outcome.applied && complete) {
       this.store.setReview(runId, 'applied');
       this.store.setAppliedPart(runId, null);
@@ -270,7 +272,8 @@ export class FixService {
       branch_removed: branchRemoved,
       mode: outcome.mode,
       conflicts: outcome.conflicts,
-      left_out: leftOut,
+      // Nothing of the attempt is left out of the checkout once its parts add up to the whole.
+      left_out: complete ? [] : leftOut,
       undo_id: outcome.undo?.id ?? null,
     };
   }

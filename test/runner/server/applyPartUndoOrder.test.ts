@@ -59,7 +59,7 @@ describe('forge-runner serve: parts applied one after another, undone out of ord
     assert.deepEqual(
       h.files.map((f) => [f.id, f.path, f.hunks.map((x) => x.id)]),
       [
-        ['f0', 'calc.py', ['f0h0']],
+        ['f0', 'calc.py', ['f0h0', 'f0h1']],
         ['f1', 'pytest.ini', ['f1h0']],
       ],
     );
@@ -105,5 +105,18 @@ describe('forge-runner serve: parts applied one after another, undone out of ord
     assert.deepEqual([run.review, run.applied_part?.files], ['pending', ['calc.py']]);
     await call('review/undoApply', { run_id: runId, undo_id: part.undo_id! });
     assert.equal(git(repo, 'status', '--porcelain').trim(), '');
+  });
+
+  it('parts that add up to the whole change: the run is applied, and undoing the last part makes it a part again', async () => {
+    const parts = [];
+    for (const hunk of ['f0h0', 'f1h0', 'f0h1'])
+      parts.push(await call('review/apply', { run_id: runId, selection: { hunks: [hunk] }, merge: true, conflicts: 'yours' }));
+    assert.ok(parts.every((p) => p.applied));
+    let run = await show();
+    assert.deepEqual([run.review, run.applied_part ?? null], ['applied', null], 'every hunk is in: not "partly applied"');
+    await call('review/undoApply', { run_id: runId, undo_id: parts[2]!.undo_id! });
+    run = await show();
+    assert.equal(run.review, 'pending');
+    assert.deepEqual([...(run.applied_part?.files ?? [])].sort(), ['calc.py', 'pytest.ini']);
   });
 });
