@@ -302,6 +302,8 @@ export class FixService {
       // The record keeps only what is still to restore: undo again once the obstacle is gone.
       const left = new Set(failed.map((f) => f.path));
       writeRecord(root, { ...record, marked_applied: false, files: record.files.filter((f) => left.has(f.path)) });
+      // The files left hold the apply still: the run (pending again) says so, as after a part.
+      this.store.setAppliedPart(runId, appliedPartOf(listRecords(root)));
       this.pushNow(runId);
       throw new Error(
         `undo restored ${restored.length} file(s) but could not restore ${failed.length}: ${describeUnrestored(failed)}; fix that and undo again (undo id ${record.id})`,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
@@ -118,5 +118,20 @@ describe('forge-runner serve: parts applied one after another, undone out of ord
     run = await show();
     assert.equal(run.review, 'pending');
     assert.deepEqual([...(run.applied_part?.files ?? [])].sort(), ['calc.py', 'pytest.ini']);
+    for (const p of [parts[1]!, parts[0]!]) await call('review/undoApply', { run_id: runId, undo_id: p.undo_id! });
+    assert.equal(git(repo, 'status', '--porcelain').trim(), '');
+  });
+
+  it('an undo of the whole that could not restore a file: the run is pending and that file is said to hold a part', async () => {
+    const whole = await call('review/apply', { run_id: runId, merge: true, conflicts: 'yours' });
+    assert.equal((await show()).review, 'applied');
+    rmSync(join(repo, 'pytest.ini'));
+    mkdirSync(join(repo, 'pytest.ini'));
+    await assert.rejects(call('review/undoApply', { run_id: runId, undo_id: whole.undo_id! }), /could not restore 1/);
+    const run = await show();
+    assert.deepEqual([run.review, run.applied_part?.files], ['pending', ['pytest.ini']], 'not pending with nothing said in');
+    rmSync(join(repo, 'pytest.ini'), { recursive: true });
+    await call('review/undoApply', { run_id: runId, undo_id: whole.undo_id! });
+    assert.equal((await show()).applied_part ?? null, null);
   });
 });
