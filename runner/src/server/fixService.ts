@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CellScheduler } from '../cells/cellScheduler.js';
 import type { CellProvider } from '../cells/provider.js';
 import { createProvider, type ProviderOptions } from '../cells/providerRegistry.js';
@@ -19,7 +19,7 @@ import { attemptTree } from '../workspace/attemptTree.js';
 import { isEmptyPatch, patchFromStore } from '../workspace/patchBytes.js';
 import { applyIntoCheckout } from '../workspace/applyIntoCheckout.js';
 import { describeUnrestored, readRecord, restoreCheckout, undoRoot, writeRecord } from '../workspace/checkoutUndo.js';
-import { appliedPartOf, listRecords, newerOverlapping } from '../workspace/undoStack.js';
+import { appliedPartOf, listCheckoutRecords, listRecords, newerOverlapping } from '../workspace/undoStack.js';
 import { wholeChangeIn } from '../workspace/wholeChangeIn.js';
 import { listPatchFiles, selectFromPatch } from '../workspace/patchHunks.js';
 import { discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
@@ -291,10 +291,11 @@ export class FixService {
       }
     })();
     if (!record) throw new InputError(`nothing to undo for run ${runId}: no apply of it is remembered${undoId ? ` as ${undoId}` : ''}`);
-    const over = newerOverlapping(listRecords(root), record);
+    // Any run's newer apply into the same files: undone first.
+    const over = newerOverlapping(listCheckoutRecords(dirname(root), record.top), record);
     if (over.length > 0)
       throw new InputError(
-        `a newer apply of run ${runId} (undo id ${over[0]!.id}) wrote ${over[0]!.files.map((f) => f.path).join(', ')} since: undo it first, then this one (undo id ${record.id})`,
+        `a newer apply of run ${over[0]!.run_id} (undo id ${over[0]!.id}) wrote ${over[0]!.files.map((f) => f.path).join(', ')} since: undo it first, then this one (undo id ${record.id})`,
       );
     const { restored, failed } = restoreCheckout(record);
     if (record.marked_applied && run.review === 'applied') this.store.setReview(runId, 'pending');

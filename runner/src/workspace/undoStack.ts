@@ -21,6 +21,19 @@ export function listRecords(root: string): UndoRecord[] {
 }
 
 /**
+ * The applies of every run into checkout `top` still remembered, newest first (`runsRoot`:
+ * the state dir's apply-undo, one folder per run): two runs applied into one file are undone
+ * newest first too.
+ */
+export function listCheckoutRecords(runsRoot: string, top: string): UndoRecord[] {
+  if (!existsSync(runsRoot)) return [];
+  return readdirSync(runsRoot)
+    .flatMap((run) => listRecords(join(runsRoot, run)))
+    .filter((r) => r.top === top)
+    .sort((a, b) => byTime(b.id, a.id));
+}
+
+/**
  * Pure: the newer applies (still remembered) that wrote a file `record` would restore. Undoing
  * an older apply under them puts back bytes from before them too (their change goes with it,
  * the run still saying applied), and undoing them afterwards writes the older apply's change
@@ -28,7 +41,7 @@ export function listRecords(root: string): UndoRecord[] {
  */
 export function newerOverlapping(records: readonly UndoRecord[], record: UndoRecord): UndoRecord[] {
   const mine = new Set(record.files.map((f) => f.path));
-  const at = records.findIndex((r) => r.id === record.id);
+  const at = records.findIndex((r) => r.id === record.id && r.run_id === record.run_id);
   const newer = at < 0 ? [] : records.slice(0, at);
   return newer.filter((r) => r.files.some((f) => mine.has(f.path)));
 }

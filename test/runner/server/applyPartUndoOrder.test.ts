@@ -24,6 +24,7 @@ describe('forge-runner serve: parts applied one after another, undone out of ord
   let child: ChildProcessWithoutNullStreams;
   let rpc: MessageConnection;
   let runId = '';
+  let otherRun = '';
   const finished: string[] = [];
   const call = <M extends keyof typeof RPC_FIX_METHODS>(method: M, params: unknown) =>
     rpc
@@ -53,7 +54,14 @@ describe('forge-runner serve: parts applied one after another, undone out of ord
       attempts: 1,
       provider: 'host',
     }));
-    await waitFor(() => finished.includes(runId), 200_000);
+    ({ run_id: otherRun } = await call('fix/start', {
+      repo,
+      issue: 'average() is wrong (again)',
+      model: `replay:${REPLAY}`,
+      attempts: 1,
+      provider: 'host',
+    }));
+    await waitFor(() => finished.includes(runId) && finished.includes(otherRun), 200_000);
     assert.equal((await show()).status, 'fixed');
     const h = await call('review/hunks', { run_id: runId });
     assert.deepEqual(
@@ -119,6 +127,20 @@ describe('forge-runner serve: parts applied one after another, undone out of ord
     assert.equal(run.review, 'pending');
     assert.deepEqual([...(run.applied_part?.files ?? [])].sort(), ['calc.py', 'pytest.ini']);
     for (const p of [parts[1]!, parts[0]!]) await call('review/undoApply', { run_id: runId, undo_id: p.undo_id! });
+    assert.equal(git(repo, 'status', '--porcelain').trim(), '');
+  });
+
+  it("another run's newer apply into the same file is undone first", async () => {
+    const part = await call('review/apply', { run_id: runId, selection: { hunks: ['f0h0'] }, merge: true, conflicts: 'yours' });
+    const other = await call('review/apply', { run_id: otherRun, merge: true, conflicts: 'yours' });
+    assert.equal(part.applied && other.applied, true);
+    await assert.rejects(
+      call('review/undoApply', { run_id: runId, undo_id: part.undo_id! }),
+      new RegExp(`newer apply of run ${otherRun} .*undo it first`),
+    );
+    assert.match(read('pytest.ini'), /-rA -q/, "refused: the other run's change stays");
+    await call('review/undoApply', { run_id: otherRun, undo_id: other.undo_id! });
+    await call('review/undoApply', { run_id: runId, undo_id: part.undo_id! });
     assert.equal(git(repo, 'status', '--porcelain').trim(), '');
   });
 
