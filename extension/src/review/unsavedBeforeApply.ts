@@ -29,7 +29,8 @@ export function unsavedInRepo<T extends OpenDocument>(
   for (const doc of docs) {
     if (!doc.isDirty || doc.isUntitled || doc.uri.scheme !== 'file') continue;
     const rel = relative(root, real(doc.uri.fsPath));
-    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) continue;
+    // Out of the repository is `..` or `../…`; a file named `..env.py` is in it.
+    if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) continue;
     const path = rel.split(sep).join('/');
     if (wanted && !wanted.has(path)) continue;
     out.push({ doc, path });
@@ -67,7 +68,12 @@ export async function saveUnsavedBeforeApply(
   repo: string,
   touched?: readonly string[] | (() => Promise<readonly string[]>),
 ): Promise<boolean> {
-  const docs = vscode.workspace.textDocuments;
+  // A notebook's unsaved cells are no text document (they are vscode-notebook-cell: ones): its
+  // file is a notebook document, saved as one.
+  const docs: (OpenDocument & { save(): Thenable<boolean> })[] = [
+    ...vscode.workspace.textDocuments,
+    ...(vscode.workspace.notebookDocuments ?? []),
+  ];
   if (unsavedInRepo(docs, repo, undefined, realPath).length === 0) return true;
   const files = typeof touched === 'function' ? await touched().catch(() => undefined) : touched;
   const unsaved = unsavedInRepo(docs, repo, files, realPath);

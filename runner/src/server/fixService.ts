@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CellScheduler } from '../cells/cellScheduler.js';
 import type { CellProvider } from '../cells/provider.js';
 import { createProvider, type ProviderOptions } from '../cells/providerRegistry.js';
@@ -19,6 +19,8 @@ import { attemptTree } from '../workspace/attemptTree.js';
 import { isEmptyPatch, patchFromStore } from '../workspace/patchBytes.js';
 import { applyIntoCheckout } from '../workspace/applyIntoCheckout.js';
 import { describeUnrestored, readRecord, restoreCheckout, undoRoot, writeRecord } from '../workspace/checkoutUndo.js';
+import { appliedPartOf, listCheckoutRecords, listRecords, newerOverlapping } from '../workspace/undoStack.js';
+import { wholeChangeIn } from '../workspace/wholeChangeIn.js';
 import { listPatchFiles, selectFromPatch } from '../workspace/patchHunks.js';
 import { discardRun, listChangedFiles, readReviewContent, winnerBranchName } from '../workspace/reviewWinner.js';
 import { processAlive } from '../workspace/staleWorktrees.js';
@@ -249,8 +251,10 @@ export class FixService {
     let branchRemoved: string | null = null;
     // A whole change merged with your edits is applied, conflicts kept as yours or not: the merge
     // editor (or the markers) is where the user takes the attempt's lines instead.
-    const complete = !partial;
-    if (outcome.applied && partial) this.store.setAppliedPart(runId, { attempt: t.index, files: outcome.files.map((f) => f.path) });
+    // Parts applied one after another that add up to the whole change count as the whole.
+    const complete = !partial || (outcome.applied && (await wholeChangeIn(t.run.repo, t.patch)));
+    // Every part still in (an earlier part's files too), from the applies not undone.
+    if (outcome.applied && !complete) this.store.setAppliedPart(runId, appliedPartOf(listRecords(undoRoot(this.stateDir, runId))));
     if (outcome.applied && complete) {
       this.store.setReview(runId, 'applied');
       this.store.setAppliedPart(runId, null);
@@ -274,7 +278,8 @@ export class FixService {
       branch_removed: branchRemoved,
       mode: outcome.mode,
       conflicts: outcome.conflicts,
-      left_out: leftOut,
+      // Nothing of the attempt is left out of the checkout once its parts add up to the whole.
+      left_out: complete ? [] : leftOut,
       undo_id: outcome.undo?.id ?? null,
     };
   }
@@ -292,12 +297,20 @@ export class FixService {
       }
     })();
     if (!record) throw new InputError(`nothing to undo for run ${runId}: no apply of it is remembered${undoId ? ` as ${undoId}` : ''}`);
+    // Any run's newer apply into the same files: undone first.
+    const over = newerOverlapping(listCheckoutRecords(dirname(root), record.top), record);
+    if (over.length > 0)
+      throw new InputError(
+        `a newer apply of run ${over[0]!.run_id} (undo id ${over[0]!.id}) wrote ${over[0]!.files.map((f) => f.path).join(', ')} since: undo it first, then this one (undo id ${record.id})`,
+      );
     const { restored, failed } = restoreCheckout(record);
     if (record.marked_applied && run.review === 'applied') this.store.setReview(runId, 'pending');
     if (failed.length > 0) {
       // The record keeps only what is still to restore: undo again once the obstacle is gone.
       const left = new Set(failed.map((f) => f.path));
       writeRecord(root, { ...record, marked_applied: false, files: record.files.filter((f) => left.has(f.path)) });
+      // The files left hold the apply still: the run (pending again) says so, as after a part.
+      this.store.setAppliedPart(runId, appliedPartOf(listRecords(root)));
       this.pushNow(runId);
       throw new Error(
         `undo restored ${restored.length} file(s) but could not restore ${failed.length}: ${describeUnrestored(failed)}; fix that and undo again (undo id ${record.id})`,
@@ -305,8 +318,7 @@ export class FixService {
     }
     rmSync(join(root, record.id), { recursive: true, force: true });
     // What of the run the checkout still holds: the newest apply left to undo, when it was a part.
-    const rest = readRecord(root);
-    this.store.setAppliedPart(runId, rest && !rest.marked_applied ? { attempt: rest.attempt, files: rest.files.map((f) => f.path) } : null);
+    this.store.setAppliedPart(runId, appliedPartOf(listRecords(root)));
     this.pushNow(runId);
     return {
       restored,
