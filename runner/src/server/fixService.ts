@@ -317,8 +317,10 @@ export class FixService {
       );
     }
     rmSync(join(root, record.id), { recursive: true, force: true });
-    // What of the run the checkout still holds: the newest apply left to undo, when it was a part.
+    // What of the run the checkout still holds: every apply left to undo, when it was a part.
     this.store.setAppliedPart(runId, appliedPartOf(listRecords(root)));
+    // The newest apply of the run still in the checkout: the client offers Undo Apply for it.
+    const rest = readRecord(root);
     this.pushNow(runId);
     return {
       restored,
