@@ -1,20 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import {
-  installExtension,
-  launchChromium,
-  closeWalkthrough,
-  prepareUserData,
-  requireCodeServer,
-  runFromPalette,
-  type RunningCodeServer,
-  startCodeServer,
-} from '../helpers/codeServer.js';
-import { git } from '../helpers/gitRepo.js';
+import { fixFromDraft, fixtureCheckout, openForgeWindow } from '../helpers/forgeWindow.js';
+import { requireCodeServer, runFromPalette, type RunningCodeServer } from '../helpers/codeServer.js';
 import { waitFor } from '../helpers/waitFor.js';
 
 /**
@@ -42,43 +32,13 @@ describe('Apply part of an attempt and merge into a changed checkout (code-serve
     requireCodeServer(this);
     mkdirSync(SHOTS, { recursive: true });
     work = mkdtempSync(join(tmpdir(), 'forge-e2e-apply-'));
-    repo = join(work, 'repo');
-    cpSync(join(FIXTURE, 'repo'), repo, { recursive: true });
-    git(repo, 'init', '-q', '-b', 'main');
-    git(repo, 'add', '-A');
-    git(repo, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '-m', 'base');
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, stdio: 'pipe' });
-    const dirs = prepareUserData(work, {
+    repo = fixtureCheckout(join(FIXTURE, 'repo'), work);
+    ({ server, browser, page } = await openForgeWindow(work, repo, {
       'forge.model': `replay:${join(FIXTURE, 'replay.json')}`,
       'forge.attempts': 1,
-      'forge.provider': 'host',
-    });
-    assert.match(installExtension(dirs, join(ROOT, 'forge-cells-0.1.0.vsix')), /successfully installed/i);
-    server = await startCodeServer(dirs, repo, { FORGE_STATE_DIR: join(work, 'state'), FORGE_CELLD_ENABLED: '' });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${server.url}?folder=${encodeURIComponent(repo)}`);
-    await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
-    await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 60_000 });
-    await closeWalkthrough(page);
-
+    }));
     // A run from an issue written in the draft; its one attempt wins.
-    await runFromPalette(page, 'Forge: Fix Issue in Cells');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Write or paste the issue' }).waitFor();
-    await page.keyboard.press('Enter');
-    const startFix = page.locator('.editor-actions a[aria-label*="Start Fix"]');
-    await startFix.waitFor({ timeout: 30_000 });
-    await page.locator('.monaco-editor textarea').first().focus();
-    await page.keyboard.insertText('average() is wrong');
-    await page.keyboard.press('Enter');
-    await page.keyboard.press('Enter');
-    await page.keyboard.insertText('average([2, 4]) returns 2.0 instead of 3.0.');
-    await startFix.click();
-    await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
-    await page
-      .locator('.pane', { hasText: 'Attempts' })
-      .locator('.monaco-list-row', { hasText: /winner/ })
-      .waitFor({ timeout: 240_000 });
+    await fixFromDraft(page, 'average() is wrong', 'average([2, 4]) returns 2.0 instead of 3.0.');
   });
 
   afterEach(async function () {

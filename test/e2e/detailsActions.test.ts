@@ -1,20 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import {
-  closeWalkthrough,
-  installExtension,
-  launchChromium,
-  prepareUserData,
-  requireCodeServer,
-  runFromPalette,
-  type RunningCodeServer,
-  startCodeServer,
-} from '../helpers/codeServer.js';
-import { git } from '../helpers/gitRepo.js';
+import { fixFromDraft, fixtureCheckout, openForgeWindow } from '../helpers/forgeWindow.js';
+import { requireCodeServer, type RunningCodeServer } from '../helpers/codeServer.js';
 
 /**
  * Issue 31 review findings in the packaged VSIX (code-server + Chromium): the attempt details
@@ -44,11 +34,7 @@ describe('attempt details buttons and hunk rows (issue 31, code-server + Chromiu
     requireCodeServer(this);
     mkdirSync(SHOTS, { recursive: true });
     work = mkdtempSync(join(tmpdir(), 'forge-e2e-details-actions-'));
-    repo = join(work, 'repo');
-    cpSync(join(FIXTURE, 'repo'), repo, { recursive: true });
-    git(repo, 'init', '-q', '-b', 'main');
-    git(repo, 'add', '-A');
-    git(repo, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '-m', 'base');
+    repo = fixtureCheckout(join(FIXTURE, 'repo'), work);
     const fixture = JSON.parse(readFileSync(join(FIXTURE, 'replay.json'), 'utf8')) as { attempts: unknown[][] };
     const [both] = fixture.attempts;
     const fixOnly = [
@@ -68,29 +54,8 @@ describe('attempt details buttons and hunk rows (issue 31, code-server + Chromiu
     ];
     const model = join(work, 'replay.json');
     writeFileSync(model, JSON.stringify({ version: 1, attempts: [both, fixOnly] }));
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, stdio: 'pipe' });
-    const dirs = prepareUserData(work, { 'forge.model': `replay:${model}`, 'forge.attempts': 2, 'forge.provider': 'host' });
-    assert.match(installExtension(dirs, join(ROOT, 'forge-cells-0.1.0.vsix')), /successfully installed/i);
-    server = await startCodeServer(dirs, repo, { FORGE_STATE_DIR: join(work, 'state'), FORGE_CELLD_ENABLED: '' });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${server.url}?folder=${encodeURIComponent(repo)}`);
-    await page.locator('.statusbar-item', { hasText: /Forge: host ✓/ }).waitFor({ timeout: 120_000 });
-    await closeWalkthrough(page);
-
-    await runFromPalette(page, 'Forge: Fix Issue in Cells');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Write or paste the issue' }).waitFor();
-    await page.keyboard.press('Enter');
-    const startFix = page.locator('.editor-actions a[aria-label*="Start Fix"]');
-    await startFix.waitFor({ timeout: 30_000 });
-    await page.locator('.monaco-editor textarea').first().focus();
-    await page.keyboard.insertText('average() is wrong');
-    await page.locator('.monaco-editor .view-line', { hasText: 'average() is wrong' }).waitFor();
-    await startFix.click();
-    await page.locator('.activitybar .action-item a[aria-label^="Forge"]').click();
-    await attemptsPane()
-      .locator('.monaco-list-row', { hasText: /winner/ })
-      .waitFor({ timeout: 240_000 });
+    ({ server, browser, page } = await openForgeWindow(work, repo, { 'forge.model': `replay:${model}`, 'forge.attempts': 2 }));
+    await fixFromDraft(page, 'average() is wrong', '');
   });
 
   afterEach(async function () {
