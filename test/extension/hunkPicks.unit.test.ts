@@ -34,6 +34,6 @@ describe('Apply Part of Attempt: picker rows and the selection they make', () =>
 
   it('says what a part left out and that the run stays open', () => {
     assert.match(describePartOutcome('/r', 1, ['src/a.ts @@ -1,3 +1,4 @@']), /left out 1: src\/a.ts lines 1–4\. .*stays open/);
-    assert.match(describePartOutcome('/r', 2, []), /nothing was left out, so the run counts as applied/);
+    assert.match(describePartOutcome('/r', 2, []), /the attempt's whole change is in your checkout, so the run counts as applied/);
   });
 });

@@ -151,6 +151,11 @@ describe('extension presentation and decisions (pure)', () => {
     assert.match(part.tooltip, /part of attempt 2 is in your checkout \(calc\.py\); Undo Apply takes it back/);
     assert.equal(part.contextValue, 'run.fixed.pending.part', 'Apply and Discard stay offered, and Undo Apply (menus match the prefix)');
     assert.match(runView(run({ review: 'applied', applied_part: { attempt: 2, files: ['calc.py'] } })).description, /fixed · applied/);
+    // Another attempt than the winner applied (the user chose it after a warning): said in the row (drive 4).
+    const other = runView(run({ review: 'applied', winner_attempt: 1, applied_attempt: 0 }));
+    assert.match(other.description, /fixed · applied attempt 0, not the winner/);
+    assert.match(other.tooltip, /attempt 0 is in your checkout, not the winner \(attempt 1\)/);
+    assert.match(runView(run({ review: 'applied', winner_attempt: 1, applied_attempt: 1 })).description, /fixed · applied ·/);
     assert.equal(attemptView(attempt({ winner: true }), true, true).contextValue, 'attempt.winner.closed');
     assert.equal(attemptView(attempt({}), true, false).contextValue, 'attempt.changed.comparable');
   });

@@ -122,7 +122,7 @@ export function selectionOf(picked: HunkPick[]): { files: string[]; hunks: strin
 /** One line saying what a part applied and what it left out. */
 export function describePartOutcome(repo: string, chosen: number, leftOut: string[]): string {
   if (leftOut.length === 0)
-    return `Applied all ${chosen} part(s) of the attempt to ${repo}: nothing was left out, so the run counts as applied.`;
+    return `Applied ${chosen} part(s) to ${repo}: with them the attempt's whole change is in your checkout, so the run counts as applied.`;
   const rest =
     leftOut.length === 0
       ? 'nothing was left out'

@@ -30,6 +30,9 @@ const STOPPED = 'disabledForeground';
 /** Where a fixed run's review stands; a part applied while it stays open is said, not hidden behind "review". */
 function fixedReview(r: RunSummary): string {
   if (r.review === 'pending' || r.review === null) return r.applied_part ? 'partly applied' : 'review';
+  // The user may apply another attempt than the winner (a red one, after a warning): the row says which.
+  if (r.review === 'applied' && r.applied_attempt != null && r.winner_attempt != null && r.applied_attempt !== r.winner_attempt)
+    return `applied attempt ${r.applied_attempt}, not the winner`;
   return r.review;
 }
 
@@ -64,6 +67,9 @@ export function runView(
       r.issue_title,
       r.applied_part && r.review !== 'applied'
         ? `part of attempt ${r.applied_part.attempt} is in your checkout (${r.applied_part.files.join(', ')}); Undo Apply takes it back`
+        : '',
+      r.review === 'applied' && r.applied_attempt != null && r.applied_attempt !== r.winner_attempt
+        ? `attempt ${r.applied_attempt} is in your checkout, not the winner (attempt ${r.winner_attempt}): its tests may not pass; Undo Apply takes it back`
         : '',
       `${r.run_id}: ${r.status}`,
       usage ? `run: ${usageLine(usage)}` : '',

@@ -39,6 +39,12 @@ export const RunSummarySchema = z
     attempts: z.number().int(),
     winner_attempt: z.number().int().nullable(),
     review: RunReviewSchema.nullable().describe('Only for fixed runs: the winner waits for review, was applied, or was discarded.'),
+    applied_attempt: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .describe('The attempt an apply put in the checkout (review applied), which may be another than the winner; null otherwise.'),
     applied_part: z
       .object({ attempt: z.number().int(), files: z.array(z.string()) })
       .nullable()

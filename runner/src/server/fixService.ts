@@ -256,7 +256,7 @@ export class FixService {
     // Every part still in (an earlier part's files too), from the applies not undone.
     if (outcome.applied && !complete) this.store.setAppliedPart(runId, appliedPartOf(listRecords(undoRoot(this.stateDir, runId))));
     if (outcome.applied && complete) {
-      this.store.setReview(runId, 'applied');
+      this.store.setReview(runId, 'applied', t.index);
       this.store.setAppliedPart(runId, null);
       if (outcome.undo) writeRecord(undoRoot(this.stateDir, runId), { ...outcome.undo, marked_applied: true });
       // The change is in the working tree now; the winner branch (and any worktree left) would only repeat it.

@@ -68,6 +68,7 @@ export function runSummary(run: RunRow, runnerAlive: (pid: number) => boolean = 
     winner_attempt: run.winner_attempt,
     review: run.status === 'fixed' ? (run.review ?? 'pending') : null,
     applied_part: run.review === 'applied' ? null : appliedPart(run.applied_part),
+    applied_attempt: run.review === 'applied' ? (run.applied_attempt ?? null) : null,
     error,
     environment,
     ending,

@@ -166,6 +166,8 @@ const MIGRATIONS: string[] = [
    ALTER TABLE attempts ADD COLUMN stop TEXT;`,
   // A part of an attempt applied to the checkout while the run stays open (JSON: attempt, files).
   `ALTER TABLE runs ADD COLUMN applied_part TEXT;`,
+  // Which attempt a whole apply put in the checkout (not always the winner: the user may choose another).
+  `ALTER TABLE runs ADD COLUMN applied_attempt INTEGER;`,
 ];
 
 /**

@@ -33,6 +33,8 @@ export interface RunRow {
   settings_json: string | null;
   /** JSON {attempt, files}: a part of an attempt is in the checkout (Apply Part) and the run is still open; null otherwise. */
   applied_part?: string | null;
+  /** The attempt a whole apply put in the checkout; null when none (or undone). */
+  applied_attempt?: number | null;
 }
 
 export interface CellRow {
@@ -289,8 +291,10 @@ export class RunStore {
     return new Map(rows.map((r) => [r.attempt_idx, r.n]));
   }
 
-  setReview(runId: string, review: 'pending' | 'applied' | 'discarded'): void {
-    this.db.prepare('UPDATE runs SET review = ?, updated_at = ? WHERE id = ?').run(review, now(), runId);
+  setReview(runId: string, review: 'pending' | 'applied' | 'discarded', appliedAttempt: number | null = null): void {
+    this.db
+      .prepare('UPDATE runs SET review = ?, applied_attempt = ?, updated_at = ? WHERE id = ?')
+      .run(review, review === 'applied' ? appliedAttempt : null, now(), runId);
   }
 
   /** What part of an attempt the checkout holds while the run stays open (null: none, or it was undone). */

@@ -113,9 +113,10 @@ describe('forge-runner serve: apply part of an attempt, merge, undo', function (
     assert.equal(readFileSync(merged.conflicts![0]!.before, 'utf8'), mine);
     assert.match(calc(), /<<<<<<< your checkout/);
     const applied = (await call('runs/show', { run_id: runId })).run;
-    assert.deepEqual([applied.review, applied.applied_part], ['applied', null]);
+    assert.deepEqual([applied.review, applied.applied_part, applied.applied_attempt], ['applied', null, merged.attempt]);
     const undone = await call('review/undoApply', { run_id: runId, undo_id: merged.undo_id! });
     assert.deepEqual([undone.restored, undone.review], [['calc.py'], 'pending']);
+    assert.equal((await call('runs/show', { run_id: runId })).run.applied_attempt, null, 'undone: no attempt is applied');
     assert.deepEqual(undone.still_applied?.files, ['calc.py'], 'the part applied before is still in: the client can offer its undo');
     assert.equal(calc(), mine);
     assert.deepEqual(

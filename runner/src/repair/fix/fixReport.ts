@@ -102,7 +102,8 @@ export function finishReport(input: ReportInput): FixOutcome & { patch: PatchByt
   };
   report.ending = runEnding(report);
   store.finishRun(run.runId, fixed ? 'fixed' : 'not_fixed', fixed && settled.winnerResult ? settled.winnerResult.index : null, report);
-  if (fixed) store.setReview(run.runId, settled.appliedTo?.startsWith('working tree') ? 'applied' : 'pending');
+  if (fixed)
+    store.setReview(run.runId, settled.appliedTo?.startsWith('working tree') ? 'applied' : 'pending', settled.winnerResult?.index ?? null);
   deps.progress(fixed ? `${report.ending} (on ${settled.winnerBranch})` : report.ending);
   return { report, exitCode: fixed ? 0 : 1, patch: fixed && winner ? winner.patch : (selection.best?.patch ?? EMPTY_PATCH) };
 }
