@@ -317,10 +317,11 @@ export class FixService {
       );
     }
     rmSync(join(root, record.id), { recursive: true, force: true });
-    // What of the run the checkout still holds: every apply left to undo, when it was a part.
-    this.store.setAppliedPart(runId, appliedPartOf(listRecords(root)));
-    // The newest apply of the run still in the checkout: the client offers Undo Apply for it.
-    const rest = readRecord(root);
+    // What of the run the checkout still holds: every apply left to undo, when it was a part; the
+    // newest of them is the one the client offers Undo Apply for.
+    const left = listRecords(root);
+    this.store.setAppliedPart(runId, appliedPartOf(left));
+    const rest = left[0] ?? null;
     this.pushNow(runId);
     return {
       restored,

@@ -39,7 +39,8 @@ export interface UndoRecord {
   files: UndoFile[];
 }
 
-const UNDO_ID = /^[0-9]{8,20}-[0-9]{1,3}$/;
+/** An undo id: the apply's time in ms and a sequence number (the folder name under the run's apply-undo). */
+export const UNDO_ID = /^[0-9]{8,20}-[0-9]{1,3}$/;
 
 export function undoRoot(stateDir: string, runId: string): string {
   return join(stateDir, 'apply-undo', runId);
@@ -124,7 +125,8 @@ export function readRecord(root: string, id?: string): UndoRecord | null {
   return null;
 }
 
-function byTime(a: string, b: string): number {
+/** Undo ids in the order their applies happened. */
+export function byTime(a: string, b: string): number {
   const [ta, sa] = a.split('-').map(Number);
   const [tb, sb] = b.split('-').map(Number);
   return ta! - tb! || sa! - sb!;

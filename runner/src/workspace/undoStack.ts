@@ -1,14 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { UndoRecord } from './checkoutUndo.js';
-
-const UNDO_ID = /^[0-9]{8,20}-[0-9]{1,3}$/;
-
-function byTime(a: string, b: string): number {
-  const [ta, sa] = a.split('-').map(Number);
-  const [tb, sb] = b.split('-').map(Number);
-  return ta! - tb! || sa! - sb!;
-}
+import { byTime, UNDO_ID, type UndoRecord } from './checkoutUndo.js';
 
 /** Every apply of a run still remembered (not undone), newest first. */
 export function listRecords(root: string): UndoRecord[] {
